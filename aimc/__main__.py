@@ -1,0 +1,3 @@
+from aimc.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,22 @@
+"""aimc device layer: resistive elements, crossbar arrays, pulse kernels and read periphery (numpy only)."""
+
+from devices.threads import limit_blas_threads, set_kernel_threads
+
+limit_blas_threads()
+
+from devices.array import ConductanceArray  # noqa: E402
+from devices.periphery import PeripheryConfig, analog_mvm  # noqa: E402
+from devices.presets import PRESETS, get_preset  # noqa: E402
+from devices.response import (  # noqa: E402
+    DEVICE_KINDS, ConfigError, ConstantStep, DeviceConfig, ElementParams, Exponential, ExpStep, Ideal, Linear,
+    LinearStep, PiecewiseStep, Power, PowStep, SoftBounds, Tabulated, device_schema, parse_device,
+)
+from devices.tile import AnalogTile  # noqa: E402
+from devices.update import UpdateConfig  # noqa: E402
+
+__all__ = [
+    "AnalogTile", "ConductanceArray", "ConfigError", "ConstantStep", "DEVICE_KINDS", "DeviceConfig",
+    "ElementParams", "ExpStep", "Exponential", "Ideal", "Linear", "LinearStep", "PRESETS", "PeripheryConfig",
+    "PiecewiseStep", "PowStep", "Power", "SoftBounds", "Tabulated", "UpdateConfig", "analog_mvm",
+    "device_schema", "get_preset", "limit_blas_threads", "parse_device", "set_kernel_threads",
+]

@@ -1,0 +1,163 @@
+"""A crossbar array of resistive elements: weights, per-element parameters, pulses, reads, programming."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from devices import kernels as K
+from devices.periphery import PeripheryConfig, analog_mvm
+from devices.response import DeviceConfig, ElementParams
+from devices.update import UpdateConfig, train_plan
+
+
+class ConductanceArray:
+    """Weights of shape (out, in) as float32, each element with its own drawn response.
+
+    The weight an MVM sees is `w - reference`: `reference` is the zero-shift reference array (zero until
+    `zero_shift` programs it). All random draws come from `seed` and a call counter, so a run is
+    reproducible whatever the thread count. `pulses` counts every pulse fired into the array.
+    """
+
+    def __init__(self, out_size: int, in_size: int, device: DeviceConfig, seed: int = 0):
+        self.device = device
+        self.shape = (int(out_size), int(in_size))
+        self.seed = int(seed) & 0x7FFFFFFFFFFFFFFF
+        setup = np.random.default_rng([self.seed, 0xD7D])
+        self.params: ElementParams = device.draw(self.shape, setup)
+        self.w = np.zeros(self.shape, np.float32)
+        np.clip(self.w, self.params.ep[..., K.W_MIN], self.params.ep[..., K.W_MAX], out=self.w, casting="unsafe")
+        self.reference = np.zeros(self.shape, np.float32)
+        self.counter = 0
+        self.pulses = 0
+        self.read_rng = np.random.default_rng([self.seed, 0xEAD])
+
+    # -- state ------------------------------------------------------------------------------------------
+    @property
+    def weights(self) -> np.ndarray:
+        """Effective weights w - reference (float32 copy)."""
+        return self.w - self.reference
+
+    def _next(self) -> int:
+        self.counter += 1
+        return self.counter
+
+    def state_dict(self) -> dict:
+        """Everything needed to continue bit-exactly: weights, reference, counters, read RNG."""
+        return {"w": self.w.copy(), "reference": self.reference.copy(), "counter": self.counter,
+                "pulses": self.pulses, "read_rng": self.read_rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        if tuple(state["w"].shape) != self.shape:
+            raise ValueError(f"state has shape {tuple(state['w'].shape)}, array is {self.shape}")
+        self.w[...] = state["w"]
+        self.reference[...] = state["reference"]
+        self.counter = int(state["counter"])
+        self.pulses = int(state["pulses"])
+        self.read_rng.bit_generator.state = state["read_rng"]
+
+    # -- pulses -----------------------------------------------------------------------------------------
+    def pulse(self, counts: np.ndarray) -> int:
+        """Fire counts[i, j] signed pulses (> 0 up) into each element, one at a time (the exact reference)."""
+        counts = np.ascontiguousarray(counts, dtype=np.int64)
+        if counts.shape != self.shape:
+            raise ValueError(f"counts has shape {counts.shape}, array is {self.shape}")
+        n = K.pulse_kernel(self.w, counts, *self.params.response, *self.params.noise, self.seed, self._next())
+        self.pulses += int(n)
+        return int(n)
+
+    def update(self, x: np.ndarray, d: np.ndarray, lr: float, cfg: UpdateConfig | None = None) -> int:
+        """Rank-k update W -= lr d^T x from a mini-batch x (batch, in), d (batch, out); returns pulses fired."""
+        cfg = cfg or UpdateConfig()
+        x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, self.shape[1])
+        d = np.ascontiguousarray(d, dtype=np.float32).reshape(-1, self.shape[0])
+        if x.shape[0] != d.shape[0]:
+            raise ValueError(f"x has {x.shape[0]} samples, d has {d.shape[0]}")
+        if cfg.mode == "pulsed":
+            n = self._update_pulsed(x, d, lr, cfg)
+        else:
+            n = self._update_expected(x, d, lr, cfg)
+        self.pulses += int(n)
+        return int(n)
+
+    def _update_pulsed(self, x, d, lr, cfg) -> int:
+        bl, x_scale, d_scale, _ = train_plan(x, d, lr, self.params.dw_min, cfg)
+        counter = self._next()
+        xm, xa, xn = K.pulse_trains_kernel(x, x_scale, bl, self.seed, counter, 0)
+        dm, _, _ = K.pulse_trains_kernel(d, d_scale, bl, self.seed, counter, x.size)
+        x_sign = np.sign(x).astype(np.int8)
+        d_sign = (np.sign(d) * np.sign(lr)).astype(np.int8)
+        return K.coincidence_update_kernel(self.w, xm, xa, xn, x_sign, dm, d_sign, *self.params.response,
+                                           *self.params.noise, self.seed, counter)
+
+    def _update_expected(self, x, d, lr, cfg) -> int:
+        _, _, _, d_clip = train_plan(x, d, lr, self.params.dw_min, cfg)
+        dw = (-float(lr)) * ((d * d_clip[:, None].astype(np.float32)).T @ x)
+        return K.expected_update_kernel(self.w, np.ascontiguousarray(dw, np.float64), self.params.dw_min,
+                                        *self.params.response, *self.params.noise, self.seed, self._next())
+
+    # -- reads ------------------------------------------------------------------------------------------
+    def read(self, x: np.ndarray, periphery: PeripheryConfig | None = None) -> np.ndarray:
+        """y = W x for x (batch, in) through the periphery (default: R1's settings)."""
+        return analog_mvm(self.weights, x, periphery or PeripheryConfig(), self.read_rng)
+
+    def read_transposed(self, d: np.ndarray, periphery: PeripheryConfig | None = None) -> np.ndarray:
+        """z = W^T d for d (batch, out) through the periphery."""
+        return analog_mvm(self.weights.T, d, periphery or PeripheryConfig(), self.read_rng)
+
+    def read_weights(self, noise_std: float = 0.0) -> np.ndarray:
+        """Element-wise read of the effective weights with Gaussian read noise (weight units)."""
+        w = self.weights
+        if noise_std > 0:
+            w = w + (noise_std * self.read_rng.standard_normal(self.shape)).astype(np.float32)
+        return w
+
+    # -- device characteristics -------------------------------------------------------------------------
+    def mean_step(self, up: bool, w: np.ndarray | None = None) -> np.ndarray:
+        """Mean pulse step magnitude of every element at raw weights w (default: the current ones)."""
+        w = self.w if w is None else np.ascontiguousarray(w, dtype=np.float64)
+        return K.mean_step_kernel(w, up, *self.params.response)
+
+    def symmetric_points(self) -> np.ndarray:
+        """Per-element raw weight where mean up and down steps are equal (NaN where they always are)."""
+        return K.symmetric_point_kernel(*self.params.response)
+
+    @property
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per-element raw bounds (w_min, w_max)."""
+        return self.params.ep[..., K.W_MIN], self.params.ep[..., K.W_MAX]
+
+    # -- programming ------------------------------------------------------------------------------------
+    def program(self, target: np.ndarray, max_iters: int = 30, read_noise_std: float = 0.0,
+                tolerance: float | None = None, max_pulses: int | None = None) -> np.ndarray:
+        """Closed-loop programming of the effective weights to `target`: read, fire round(error / dw_min)
+        pulses (at most max_pulses per element and iteration), repeat until every |error| < tolerance
+        (default dw_min / 2) or max_iters. Returns the residual error target - weights (weight units)."""
+        target = np.asarray(target, dtype=np.float32)
+        if target.shape != self.shape:
+            raise ValueError(f"target has shape {target.shape}, array is {self.shape}")
+        tol = self.params.dw_min / 2 if tolerance is None else tolerance
+        for _ in range(max_iters):
+            err = target - self.read_weights(read_noise_std)
+            n = np.rint(err / self.params.dw_min).astype(np.int64)
+            n[np.abs(err) < tol] = 0
+            if max_pulses is not None:
+                np.clip(n, -max_pulses, max_pulses, out=n)
+            if not n.any():
+                break
+            self.pulse(n)
+        return target - self.weights
+
+    def zero_shift(self, n_cycles: int | None = None, read_noise_std: float = 0.0) -> np.ndarray:
+        """Drive every element to its symmetric point by alternating up/down pulses, then program the
+        reference array to the value read there, so the effective weight is 0 where G = 0 (DOMAIN.md).
+
+        n_cycles defaults to the number of states (w_max - w_min) / dw_min. Returns the reference.
+        """
+        lo, hi = self.device.bounds
+        cycles = int(np.ceil((hi - lo) / self.params.dw_min)) if n_cycles is None else int(n_cycles)
+        K.alternate_kernel(self.w, cycles, *self.params.response, *self.params.noise, self.seed, self._next())
+        self.pulses += 2 * cycles * self.w.size
+        self.reference[...] = self.w
+        if read_noise_std > 0:
+            self.reference += (read_noise_std * self.read_rng.standard_normal(self.shape)).astype(np.float32)
+        return self.reference.copy()

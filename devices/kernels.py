@@ -1,0 +1,297 @@
+"""Numba kernels: every per-element loop of the device layer.
+
+An array's elements share one response family (`code`) and carry their own drawn parameters in `ep`, a
+float64 array of shape (out, in, 6) with the columns below. Mean step sizes are magnitudes in weight units;
+the sign of a pulse is given separately. Each kernel that draws random numbers takes (seed, counter) and
+keys one stream per row (or per pulse train), so results do not depend on the thread count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange, uint32, uint64
+
+from devices.rng import next_normal, next_uniform, stream_seed
+
+# response family codes
+CONST, LINEAR, POWER, EXP_R1, EXP_STEP, TABLE = 0, 1, 2, 3, 4, 5
+# columns of the element parameter array `ep`
+DW_UP, DW_DOWN, W_MAX, W_MIN, GAMMA_UP, GAMMA_DOWN = 0, 1, 2, 3, 4, 5
+N_ELEMENT_PARAMS = 6
+
+
+@njit(cache=True, inline="always")
+def _interp(t: float, grid: np.ndarray, table: np.ndarray) -> float:
+    """Linear interpolation of `table` over increasing `grid`, constant beyond its ends."""
+    n = grid.shape[0]
+    if t <= grid[0]:
+        return table[0]
+    if t >= grid[n - 1]:
+        return table[n - 1]
+    k = np.searchsorted(grid, t) - 1
+    f = (t - grid[k]) / (grid[k + 1] - grid[k])
+    return table[k] + f * (table[k + 1] - table[k])
+
+
+@njit(cache=True, inline="always")
+def mean_step(code, up, w, ep, i, j, consts, grid, tab_up, tab_dn) -> float:
+    """Mean magnitude of one pulse's change of element (i, j) at weight w (>= 0)."""
+    dw = ep[i, j, DW_UP] if up else ep[i, j, DW_DOWN]
+    if code == CONST:
+        return dw
+    bmax = ep[i, j, W_MAX]
+    bmin = ep[i, j, W_MIN]
+    if code == LINEAR:
+        slope = ep[i, j, GAMMA_UP] if up else ep[i, j, GAMMA_DOWN]
+        return max(dw * (1.0 - slope * w), 0.0)
+    span = bmax - bmin
+    if span <= 0.0:
+        return 0.0
+    if code == EXP_STEP:
+        z = 2.0 * consts[2] * w / span + consts[3]
+        if up:
+            return dw * max(1.0 - consts[0] * np.exp(ep[i, j, GAMMA_UP] * z), 0.0)
+        return dw * max(1.0 - consts[1] * np.exp(-ep[i, j, GAMMA_DOWN] * z), 0.0)
+    if code == TABLE:
+        t = (w - bmin) / span
+        return dw * max(_interp(t, grid, tab_up if up else tab_dn), 0.0)
+    # POWER and EXP_R1: distance to the bound the pulse moves toward, in units of span / consts[0]
+    v = (bmax - w) if up else (w - bmin)
+    v = max(v, 0.0) * consts[0] / span
+    g = ep[i, j, GAMMA_UP] if up else ep[i, j, GAMMA_DOWN]
+    if code == POWER:
+        return dw * v**g
+    if g < 1e-9:
+        return dw * v
+    return dw * np.expm1(g * v) / np.expm1(g)
+
+
+@njit(cache=True, inline="always")
+def _one_pulse(w, up, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state, cache) -> float:
+    """Apply one pulse with cycle-to-cycle noise, then clip to the element's bounds."""
+    s = mean_step(code, up, w, ep, i, j, consts, grid, tab_up, tab_dn)
+    if sigma > 0.0:
+        xi = next_normal(state, cache)
+        if additive:
+            s += sigma * (ep[i, j, DW_UP] if up else ep[i, j, DW_DOWN]) * xi
+        else:
+            s *= 1.0 + sigma * xi
+    w = w + s if up else w - s
+    bmax = ep[i, j, W_MAX]
+    bmin = ep[i, j, W_MIN]
+    if w > bmax:
+        w = bmax
+    elif w < bmin:
+        w = bmin
+    return w
+
+
+@njit(cache=True, inline="always")
+def _pulses(w, n, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state, cache) -> float:
+    """Apply |n| pulses one at a time, up for n > 0, down for n < 0."""
+    up = n > 0
+    for _ in range(abs(n)):
+        w = _one_pulse(w, up, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state, cache)
+    return w
+
+
+@njit(cache=True, parallel=True)
+def pulse_kernel(w, counts, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
+    """Apply counts[i, j] signed pulses to every element of w (float32, in place); returns pulses fired."""
+    rows, cols = w.shape
+    fired = np.zeros(rows, np.int64)
+    for i in prange(rows):
+        state = np.empty(1, np.uint64)
+        state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
+        cache = np.zeros(2)
+        for j in range(cols):
+            n = counts[i, j]
+            if n != 0:
+                w[i, j] = _pulses(float(w[i, j]), n, ep, i, j, code, consts, grid, tab_up, tab_dn,
+                                  sigma, additive, state, cache)
+                fired[i] += abs(n)
+    return fired.sum()
+
+
+@njit(cache=True, parallel=True)
+def alternate_kernel(w, n_cycles, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter):
+    """Fire n_cycles (up, down) pulse pairs into every element of w (float32, in place)."""
+    rows, cols = w.shape
+    for i in prange(rows):
+        state = np.empty(1, np.uint64)
+        state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
+        cache = np.zeros(2)
+        for j in range(cols):
+            v = float(w[i, j])
+            for _ in range(n_cycles):
+                v = _one_pulse(v, True, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state, cache)
+                v = _one_pulse(v, False, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state,
+                               cache)
+            w[i, j] = v
+
+
+@njit(cache=True, inline="always")
+def popcount32(v) -> int:
+    """Number of set bits of a 32-bit word."""
+    v = v - ((v >> uint32(1)) & uint32(0x55555555))
+    v = (v & uint32(0x33333333)) + ((v >> uint32(2)) & uint32(0x33333333))
+    v = (v + (v >> uint32(4))) & uint32(0x0F0F0F0F)
+    return int(((v * uint32(0x01010101)) & uint32(0xFFFFFFFF)) >> uint32(24))
+
+
+@njit(cache=True, parallel=True)
+def pulse_trains_kernel(values, prob_scale, bl, seed, counter, offset):
+    """Stochastic pulse trains: bit t of masks[b, k] is set with probability min(prob_scale[b] |values[b, k]|, 1).
+
+    Returns (masks uint32 (B, n), active indices int32 (B, n), number active (B,)). Rare pulses are placed
+    by geometric skipping, so the cost follows the number of pulses, not B * n * BL.
+    """
+    batch, n = values.shape
+    masks = np.zeros((batch, n), np.uint32)
+    active = np.zeros((batch, n), np.int32)
+    n_active = np.zeros(batch, np.int32)
+    for b in prange(batch):
+        state = np.empty(1, np.uint64)
+        length = bl[b]
+        cnt = 0
+        for k in range(n):
+            p = prob_scale[b] * abs(values[b, k])
+            if p <= 0.0 or length <= 0:
+                continue
+            state[0] = stream_seed(uint64(seed), uint64(counter), uint64(offset + b * n + k))
+            m = uint32(0)
+            if p >= 1.0:
+                m = uint32((1 << length) - 1)
+            elif p < 0.25:
+                log_q = np.log1p(-p)
+                t = int(np.log(next_uniform(state)) / log_q)
+                while t < length:
+                    m |= uint32(1) << uint32(t)
+                    t += 1 + int(np.log(next_uniform(state)) / log_q)
+            else:
+                for t in range(length):
+                    if next_uniform(state) < p:
+                        m |= uint32(1) << uint32(t)
+            if m != 0:
+                masks[b, k] = m
+                active[b, cnt] = k
+                cnt += 1
+        n_active[b] = cnt
+    return masks, active, n_active
+
+
+@njit(cache=True, parallel=True)
+def coincidence_update_kernel(w, x_masks, x_active, x_n_active, x_sign, d_masks, d_sign,
+                              ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
+    """Apply the coincidences of x and d pulse trains, sample after sample, to w (float32, in place).
+
+    Element (i, j) gets popcount(d_masks[b, i] & x_masks[b, j]) pulses from sample b, down when
+    x_sign[b, j] * d_sign[b, i] > 0 (the SGD sign: W -= lr d x^T). Returns the number of pulses fired.
+    """
+    rows = w.shape[0]
+    batch = x_masks.shape[0]
+    fired = np.zeros(rows, np.int64)
+    for i in prange(rows):
+        state = np.empty(1, np.uint64)
+        state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
+        cache = np.zeros(2)
+        for b in range(batch):
+            md = d_masks[b, i]
+            if md == 0:
+                continue
+            sd = d_sign[b, i]
+            for a in range(x_n_active[b]):
+                j = x_active[b, a]
+                c = popcount32(md & x_masks[b, j])
+                if c == 0:
+                    continue
+                n = -c if sd * x_sign[b, j] > 0 else c
+                w[i, j] = _pulses(float(w[i, j]), n, ep, i, j, code, consts, grid, tab_up, tab_dn,
+                                  sigma, additive, state, cache)
+                fired[i] += c
+    return fired.sum()
+
+
+@njit(cache=True, parallel=True)
+def expected_update_kernel(w, dw, dw_min, ep, code, consts, grid, tab_up, tab_dn, sigma, additive,
+                           seed, counter) -> int:
+    """Analog Update with granularity: |dw|/dw_min stochastically rounded to n whole pulses, applied as
+    n mean steps at the current w plus noise of n pulses' variance, then clipped. Returns pulses fired."""
+    rows, cols = w.shape
+    fired = np.zeros(rows, np.int64)
+    for i in prange(rows):
+        state = np.empty(1, np.uint64)
+        state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
+        cache = np.zeros(2)
+        for j in range(cols):
+            desired = dw[i, j]
+            if desired == 0.0:
+                continue
+            real = abs(desired) / dw_min
+            n = int(real)
+            if next_uniform(state) < real - n:
+                n += 1
+            if n == 0:
+                continue
+            up = desired > 0.0
+            v = float(w[i, j])
+            s = mean_step(code, up, v, ep, i, j, consts, grid, tab_up, tab_dn)
+            step = n * s
+            if sigma > 0.0:
+                scale = (ep[i, j, DW_UP] if up else ep[i, j, DW_DOWN]) if additive else s
+                step += sigma * scale * np.sqrt(n) * next_normal(state, cache)
+            v = v + step if up else v - step
+            v = min(max(v, ep[i, j, W_MIN]), ep[i, j, W_MAX])
+            w[i, j] = v
+            fired[i] += n
+    return fired.sum()
+
+
+@njit(cache=True, parallel=True)
+def mean_step_kernel(w, up, ep, code, consts, grid, tab_up, tab_dn):
+    """Mean pulse step magnitude of every element at the weights w (any float array of ep's shape)."""
+    rows, cols = w.shape
+    out = np.empty((rows, cols))
+    for i in prange(rows):
+        for j in range(cols):
+            out[i, j] = mean_step(code, up, float(w[i, j]), ep, i, j, consts, grid, tab_up, tab_dn)
+    return out
+
+
+@njit(cache=True, parallel=True)
+def symmetric_point_kernel(ep, code, consts, grid, tab_up, tab_dn):
+    """Per-element weight where the mean up and down steps are equal (bisection, 60 halvings).
+
+    Where up steps win everywhere the element drifts to its upper bound (returned), likewise the lower;
+    where both are equal everywhere (constant step, no asymmetry) there is no symmetric point: NaN.
+    """
+    rows, cols = ep.shape[0], ep.shape[1]
+    out = np.empty((rows, cols))
+    for i in prange(rows):
+        for j in range(cols):
+            lo = ep[i, j, W_MIN]
+            hi = ep[i, j, W_MAX]
+            h_lo = (mean_step(code, True, lo, ep, i, j, consts, grid, tab_up, tab_dn)
+                    - mean_step(code, False, lo, ep, i, j, consts, grid, tab_up, tab_dn))
+            h_hi = (mean_step(code, True, hi, ep, i, j, consts, grid, tab_up, tab_dn)
+                    - mean_step(code, False, hi, ep, i, j, consts, grid, tab_up, tab_dn))
+            if h_lo == 0.0 and h_hi == 0.0:
+                out[i, j] = np.nan
+                continue
+            if h_lo <= 0.0 and h_hi <= 0.0:
+                out[i, j] = lo
+                continue
+            if h_lo >= 0.0 and h_hi >= 0.0:
+                out[i, j] = hi
+                continue
+            for _ in range(60):
+                mid = 0.5 * (lo + hi)
+                h = (mean_step(code, True, mid, ep, i, j, consts, grid, tab_up, tab_dn)
+                     - mean_step(code, False, mid, ep, i, j, consts, grid, tab_up, tab_dn))
+                if (h > 0.0) == (h_lo > 0.0):
+                    lo = mid
+                    h_lo = h
+                else:
+                    hi = mid
+            out[i, j] = 0.5 * (lo + hi)
+    return out

@@ -1,0 +1,85 @@
+"""Named presets of real and paper devices, with the source of their numbers.
+
+aihwkit presets: the numbers of aihwkit's `simulator/presets/devices.py` (IBM aihwkit, Apache-2.0), which
+fit the cited measurements. Their write noise (`write_noise_std`) and the capacitor's leakage are not
+modelled here (docs/devices.md). Paper presets: R1 Table 8 (Wu et al., NeurIPS 2025; dw_min = 2 tau / 1200
+as in R1's code), R1 Fig. 2 (least squares), R3 (few-state devices).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from devices.response import (ConfigError, ConstantStep, DeviceConfig, Exponential, ExpStep, Ideal, Linear,
+                              LinearStep, Power, SoftBounds)
+
+
+@dataclass(frozen=True)
+class Preset:
+    device: DeviceConfig
+    description: str
+    source: str
+
+
+PRESETS: dict[str, Preset] = {
+    "ideal": Preset(Ideal(tau=1.0, dw_min=2.0 / 1200), "symmetric constant step, 1200 states", "R1 (ideal device)"),
+    "reram_sb": Preset(
+        SoftBounds(dw_min=0.002, up_down=0.0, w_max=1.25, w_min=-0.75, mult_noise=False, dw_min_dtod=0.3,
+                   up_down_dtod=0.01, w_max_dtod=0.3 / 1.25, w_min_dtod=0.3 / 0.75, dw_min_std=3.75),
+        "ReRAM, soft bounds, noisy (write noise not modelled)",
+        "aihwkit ReRamSBPresetDevice: loose fit to Gong et al., Nat. Commun. 2018"),
+    "reram_es": Preset(
+        ExpStep(dw_min=0.00135, up_down=0.259359, w_max=1.0, w_min=-1.0, a=-0.5, b=-0.5, gamma_up=5.0,
+                gamma_down=5.0, A_up=-1.18445, A_down=-0.081404, dw_min_dtod=0.2, up_down_dtod=0.05,
+                w_max_dtod=0.3, w_min_dtod=0.3, dw_min_std=5.0),
+        "ReRAM, exponential step (write noise not modelled)",
+        "aihwkit ReRamESPresetDevice: fit to Gong et al., Nat. Commun. 2018"),
+    "ecram": Preset(
+        LinearStep(dw_min=0.002, up_down=0.0, w_max=1.1724, w_min=-0.8276, mult_noise=True, gamma_up=0.1153,
+                   gamma_down=0.5085, dw_min_dtod=0.1, up_down_dtod=0.01, w_max_dtod=0.05, w_min_dtod=0.05,
+                   gamma_up_dtod=0.05, gamma_down_dtod=0.05, dw_min_std=0.3, mean_bound_reference=True),
+        "Li-ion ECRAM, nearly linear",
+        "aihwkit EcRamPresetDevice: fit to Tang et al., IEDM 2018"),
+    "ecram_mo": Preset(
+        LinearStep(dw_min=2.8214e-4, up_down=0.0, w_max=1.1714, w_min=-0.8286, mult_noise=True,
+                   gamma_up=0.4152, gamma_down=0.7342, dw_min_dtod=0.1, up_down_dtod=0.01, w_max_dtod=0.05,
+                   w_min_dtod=0.05, gamma_up_dtod=0.05, gamma_down_dtod=0.05, dw_min_std=2.0,
+                   mean_bound_reference=True),
+        "metal-oxide ECRAM",
+        "aihwkit EcRamMOPresetDevice: data of Kim et al., IEDM 2019"),
+    "capacitor": Preset(
+        LinearStep(dw_min=0.005, up_down=0.0, w_max=1.0, w_min=-1.0, mult_noise=False, gamma_up=0.05,
+                   gamma_down=0.05, dw_min_dtod=0.1, up_down_dtod=0.06, w_max_dtod=0.07, w_min_dtod=0.07,
+                   gamma_up_dtod=0.01, gamma_down_dtod=0.01, dw_min_std=0.3, mean_bound_reference=True),
+        "CMOS capacitor cell (leakage not modelled)",
+        "aihwkit CapacitorPresetDevice: fit to Li et al., VLSI 2018"),
+    "gokmen_vlasov": Preset(
+        ConstantStep(dw_min=0.0016, dw_min_dtod=0.3, dw_min_std=0.3, up_down=0.0, up_down_dtod=0.01,
+                     w_max=1.0, w_min=-1.0, w_max_dtod=0.3, w_min_dtod=0.3),
+        "RPU specification, constant step, 1250 states",
+        "aihwkit GokmenVlasovPresetDevice: Gokmen & Vlasov, Front. Neurosci. 2016"),
+    "pcm_like": Preset(
+        Exponential(gamma=2.0, tau=0.7, dw_min=2 * 0.7 / 1200, dw_min_std=0.3),
+        "strongly saturating response of PCM's gradual SET (R1's exponential family, g = 2)",
+        "shape and range of R1 Table 8's exponential g = 2, tau = 0.7 device; noise 30% (R1 Table 7 range)"),
+    "r1_power_0.5": Preset(Power(gamma=0.5, tau=0.6, dw_min=1e-3), "R1 power response g = 0.5", "R1 Table 8"),
+    "r1_power_1": Preset(Power(gamma=1.0, tau=0.6, dw_min=1e-3), "R1 power response g = 1", "R1 Table 8"),
+    "r1_power_2": Preset(Power(gamma=2.0, tau=0.7, dw_min=2 * 0.7 / 1200), "R1 power response g = 2",
+                         "R1 Table 8"),
+    "r1_exp_0.5": Preset(Exponential(gamma=0.5, tau=0.6, dw_min=1e-3), "R1 exponential response g = 0.5",
+                         "R1 Table 8"),
+    "r1_exp_2": Preset(Exponential(gamma=2.0, tau=0.7, dw_min=2 * 0.7 / 1200), "R1 exponential response g = 2",
+                       "R1 Table 8"),
+    "r1_lstsq": Preset(Linear(tau=3.5, dw_min=1e-4, c=0.2), "R1 Fig. 2 shifted-linear device (c = 0.2)",
+                       "R1 Fig. 2: tau = 3.5, dw_min = 1e-4, c in {0, 0.1, 0.2, 0.3}"),
+    "r3_10_states": Preset(Linear(tau=1.0, dw_min=0.2), "soft-bounds device with 10 states", "R3 (4 to 80 states)"),
+    "r3_4_states": Preset(Linear(tau=1.0, dw_min=0.5), "soft-bounds device with 4 states", "R3 (4 to 80 states)"),
+}
+
+
+def get_preset(name: str) -> DeviceConfig:
+    """The device config of preset `name`."""
+    try:
+        return PRESETS[name].device
+    except KeyError:
+        raise ConfigError(f"unknown device preset {name!r}; known: {', '.join(PRESETS)}") from None

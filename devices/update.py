@@ -1,0 +1,51 @@
+"""How a desired update reaches the devices: pulsed (stochastic trains) or expected (Analog Update)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class UpdateConfig(BaseModel):
+    """Update scheme of a tile (aihwkit's StochasticCompressed defaults; DOMAIN.md, AIHWKIT.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["pulsed", "expected"] = Field(
+        "pulsed", description="pulsed: coincidences of stochastic pulse trains (hardware); expected: the "
+                              "Analog Update with granularity and noise (fast, the paper's model)")
+    desired_bl: int = Field(31, ge=1, le=32, description="longest pulse train BL (pulses per sample)")
+    update_management: bool = Field(True, description="balance the x and d pulse probabilities")
+    update_bl_management: bool = Field(True, description="shorten BL to ceil(lr max|x| max|d| / dw_min)")
+
+
+def train_plan(x: np.ndarray, d: np.ndarray, lr: float, dw_min: float, cfg: UpdateConfig):
+    """Per-sample pulse-train lengths and probability scales for the update W -= lr d x^T.
+
+    With k = |lr| max|x| max|d| / dw_min per sample: BL = min(ceil(k), desired_bl) (or desired_bl); d is
+    scaled by desired_bl / k where k exceeds desired_bl (saturated trains clip the update); the probability
+    scales A (for d) and B (for x) satisfy A B BL dw_min = |lr|, so the mean number of coincidences of
+    element (i, j) is |lr| |x_j| |d_i| / dw_min per sample; with update management A max|d| = B max|x|.
+    Returns (bl int32 (B,), x_scale (B,), d_scale (B,), d_clip (B,)): p_x = x_scale |x|, p_d = d_scale |d|,
+    and d_clip the saturation factor applied.
+    """
+    lr = abs(float(lr))
+    xm = np.abs(x).max(axis=1).astype(np.float64)
+    dm = np.abs(d).max(axis=1).astype(np.float64)
+    k = lr * xm * dm / dw_min
+    d_clip = np.where(k > cfg.desired_bl, cfg.desired_bl / np.maximum(k, 1e-300), 1.0)
+    k_eff = k * d_clip
+    if cfg.update_bl_management:
+        bl = np.clip(np.ceil(k_eff), 1, cfg.desired_bl)
+    else:
+        bl = np.full_like(k_eff, cfg.desired_bl)
+    base = np.sqrt(lr / (dw_min * bl))
+    if cfg.update_management:
+        ratio = np.sqrt(np.where((xm > 0) & (dm > 0), xm / np.maximum(dm * d_clip, 1e-300), 1.0))
+    else:
+        ratio = np.ones_like(base)
+    active = (xm > 0) & (dm > 0) & (lr > 0)
+    bl = np.where(active, bl, 0).astype(np.int32)
+    return bl, base / ratio, base * ratio * d_clip, d_clip
