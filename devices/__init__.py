@@ -6,7 +6,7 @@ limit_blas_threads()
 
 from devices.array import ConductanceArray  # noqa: E402
 from devices.periphery import PeripheryConfig, analog_mvm  # noqa: E402
-from devices.presets import PRESETS, get_preset  # noqa: E402
+from devices.presets import PRESETS, Preset, get_preset, load_device  # noqa: E402
 from devices.response import (  # noqa: E402
     DEVICE_KINDS, ConfigError, ConstantStep, DeviceConfig, ElementParams, Exponential, ExpStep, Ideal, Linear,
     LinearStep, PiecewiseStep, Power, PowStep, SoftBounds, Tabulated, device_schema, parse_device,
@@ -18,5 +18,5 @@ __all__ = [
     "AnalogTile", "ConductanceArray", "ConfigError", "ConstantStep", "DEVICE_KINDS", "DeviceConfig",
     "ElementParams", "ExpStep", "Exponential", "Ideal", "Linear", "LinearStep", "PRESETS", "PeripheryConfig",
     "PiecewiseStep", "PowStep", "Power", "SoftBounds", "Tabulated", "UpdateConfig", "analog_mvm",
-    "device_schema", "get_preset", "limit_blas_threads", "parse_device", "set_kernel_threads",
+    "Preset", "device_schema", "get_preset", "limit_blas_threads", "load_device", "parse_device", "set_kernel_threads",
 ]

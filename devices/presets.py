@@ -83,3 +83,31 @@ def get_preset(name: str) -> DeviceConfig:
         return PRESETS[name].device
     except KeyError:
         raise ConfigError(f"unknown device preset {name!r}; known: {', '.join(PRESETS)}") from None
+
+
+def load_device(spec: "str | dict | DeviceConfig") -> DeviceConfig:
+    """Resolve a device given as a preset name, a path to a JSON/TOML device file (the device table at the top
+    level or under a `device` key, as `aimc fit` writes it), an inline dict with `kind`, or a config object."""
+    import json
+    import tomllib
+    from pathlib import Path
+
+    from devices.response import _Device, parse_device
+
+    if isinstance(spec, _Device):
+        return spec
+    if isinstance(spec, dict):
+        return parse_device(spec)
+    if spec in PRESETS:
+        return PRESETS[spec].device
+    path = Path(spec)
+    if path.suffix.lower() in (".json", ".toml"):
+        if not path.is_file():
+            raise ConfigError(f"device file {str(path)!r} does not exist")
+        text = path.read_text()
+        try:
+            data = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
+        except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
+            raise ConfigError(f"device file {str(path)!r} is not valid {path.suffix[1:].upper()}: {err}") from None
+        return parse_device(data.get("device", data), where=str(path))
+    raise ConfigError(f"unknown device {spec!r}: not a preset ({', '.join(PRESETS)}) nor a .json/.toml file")
