@@ -1,0 +1,113 @@
+"""Configs of the trainer layer: how layers map onto tiles, and which training algorithm runs.
+
+Rates are unambiguous: `lr` is always the step of the gradient update in weight units per unit gradient
+(W <- W - lr * grad, for the array that takes the gradient), `transfer_lr` the step of a transfer
+(W <- W + transfer_lr * read(P)), both independent of any other rate.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from devices import DeviceConfig, PeripheryConfig, UpdateConfig, load_device
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class TileConfig(BaseModel):
+    """How a torch layer becomes analog tiles."""
+
+    model_config = _STRICT
+
+    device: Union[str, DeviceConfig] = Field("r1_power_1", description="device preset name, device file path, "
+                                                                     "or an inline device table with `kind`")
+    forward: PeripheryConfig = Field(default_factory=PeripheryConfig, description="read periphery, forward")
+    backward: PeripheryConfig = Field(default_factory=PeripheryConfig, description="read periphery, backward")
+    update: UpdateConfig = Field(default_factory=UpdateConfig, description="pulsed or expected update")
+    max_in: int = Field(512, ge=1, description="largest tile input size; larger layers are split")
+    max_out: int = Field(512, ge=1, description="largest tile output size; larger layers are split")
+    bias: Literal["digital", "analog"] = Field("digital", description="bias kept digital or as an analog column")
+    out_scale: bool = Field(False, description="learnable digital output scale per layer")
+
+    def resolved_device(self) -> DeviceConfig:
+        return load_device(self.device)
+
+
+class _Trainer(BaseModel):
+    model_config = _STRICT
+    lr: float = Field(0.05, gt=0, description="gradient step (weight units per unit gradient)")
+
+
+class DigitalSGDConfig(_Trainer):
+    """Floating-point SGD on the digital model (the reference)."""
+
+    algorithm: Literal["sgd"] = "sgd"
+    lr: float = Field(0.1, gt=0, description="SGD learning rate")
+
+
+class AnalogSGDConfig(_Trainer):
+    """Analog SGD: the gradient pulsed into the single array (R1 Sec. 3)."""
+
+    algorithm: Literal["analog_sgd"] = "analog_sgd"
+
+
+class _Transfer(_Trainer):
+    transfer_lr: float = Field(0.01, gt=0, description="transfer step beta (weight units per unit read)")
+    transfer_every: int = Field(1, ge=1, description="steps between two transfers (k)")
+    n_columns: int = Field(1, ge=1, description="columns of P read and transferred per transfer (n)")
+
+
+class TikiTakaConfig(_Transfer):
+    """Tiki-Taka v1 (R2): gradient into P, periodic column-wise transfer of P into W; forward uses W only."""
+
+    algorithm: Literal["tiki_taka"] = "tiki_taka"
+
+
+class TTv2Config(_Transfer):
+    """TTv2 (Gokmen 2021): digital buffer H accumulates reads of P; one pulse into W where |H| >= threshold."""
+
+    algorithm: Literal["ttv2"] = "ttv2"
+    threshold: float = Field(1.0, gt=0, description="transfer threshold in units of dw_min")
+
+
+class ResidualConfig(_Transfer):
+    """Residual learning (R1 Sec. 4): mixed weight W + gamma P, gradient at the mixed weight, zero-shifted P."""
+
+    algorithm: Literal["residual"] = "residual"
+    gamma: float = Field(0.5, gt=0, description="gain of the residual array P in the mixed weight")
+    zero_shift: bool = Field(True, description="zero-shift P to its symmetric point before training")
+
+
+class ResidualV2Config(ResidualConfig):
+    """Residual learning v2 (R1 Sec. 5): EMA buffer H of P's reads, one-pulse threshold transfer into W."""
+
+    algorithm: Literal["residual_v2"] = "residual_v2"
+    buffer_beta: float = Field(0.1, gt=0, le=1, description="EMA rate of the buffer H <- (1-b) H + b read(P)")
+    threshold: float = Field(1.0, gt=0, description="transfer threshold in units of dw_min")
+
+
+class MultiTileConfig(_Transfer):
+    """Multi-tile residual learning (R3): N+1 arrays, W_bar = sum_n gamma^n W(n), transfer every T_n."""
+
+    algorithm: Literal["multi_tile"] = "multi_tile"
+    n_tiles: int = Field(4, ge=2, le=10, description="number of arrays N + 1")
+    gamma: float = Field(0.5, gt=0, lt=1, description="geometric gain between consecutive arrays")
+    zero_shift: bool = Field(True, description="zero-shift the fast arrays before training")
+
+
+class MixedPrecisionConfig(_Trainer):
+    """Mixed precision: digital gradient accumulator; whole pulses fired where it reaches dw_min (R3 baseline)."""
+
+    algorithm: Literal["mixed_precision"] = "mixed_precision"
+    threshold: float = Field(1.0, gt=0, description="pulse threshold in units of dw_min")
+
+
+TrainerConfig = Annotated[
+    Union[DigitalSGDConfig, AnalogSGDConfig, TikiTakaConfig, TTv2Config, ResidualConfig, ResidualV2Config,
+          MultiTileConfig, MixedPrecisionConfig],
+    Field(discriminator="algorithm"),
+]
+ALGORITHMS = ("sgd", "analog_sgd", "tiki_taka", "ttv2", "residual", "residual_v2", "multi_tile",
+              "mixed_precision")
