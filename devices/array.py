@@ -82,12 +82,11 @@ class ConductanceArray:
     def _update_pulsed(self, x, d, lr, cfg) -> int:
         bl, x_scale, d_scale, _ = train_plan(x, d, lr, self.params.dw_min, cfg)
         counter = self._next()
-        xm, xa, xn = K.pulse_trains_kernel(x, x_scale, bl, self.seed, counter, 0)
-        dm, _, _ = K.pulse_trains_kernel(d, d_scale, bl, self.seed, counter, x.size)
-        x_sign = np.sign(x).astype(np.int8)
-        d_sign = (np.sign(d) * np.sign(lr)).astype(np.int8)
-        return K.coincidence_update_kernel(self.w, xm, xa, xn, x_sign, dm, d_sign, *self.params.response,
-                                           *self.params.noise, self.seed, counter)
+        x_masks = K.pulse_trains_kernel(x, x_scale, bl, self.seed, counter, 0)
+        d_masks = K.pulse_trains_kernel(d, d_scale, bl, self.seed, counter, len(x))
+        x_lists, x_counts = K.slot_lists_kernel(x_masks, int(bl.max(initial=0)))
+        return K.coincidence_update_kernel(self.w, x_lists, x_counts, x, d, float(np.sign(lr)), d_masks,
+                                           *self.params.response, *self.params.noise, self.seed, counter)
 
     def _update_expected(self, x, d, lr, cfg) -> int:
         _, _, _, d_clip = train_plan(x, d, lr, self.params.dw_min, cfg)

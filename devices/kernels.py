@@ -67,11 +67,11 @@ def mean_step(code, up, w, ep, i, j, consts, grid, tab_up, tab_dn) -> float:
 
 
 @njit(cache=True, inline="always")
-def _one_pulse(w, up, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state, cache) -> float:
+def _one_pulse(w, up, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state) -> float:
     """Apply one pulse with cycle-to-cycle noise, then clip to the element's bounds."""
     s = mean_step(code, up, w, ep, i, j, consts, grid, tab_up, tab_dn)
     if sigma > 0.0:
-        xi = next_normal(state, cache)
+        xi = next_normal(state)
         if additive:
             s += sigma * (ep[i, j, DW_UP] if up else ep[i, j, DW_DOWN]) * xi
         else:
@@ -87,11 +87,11 @@ def _one_pulse(w, up, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, addit
 
 
 @njit(cache=True, inline="always")
-def _pulses(w, n, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state, cache) -> float:
+def _pulses(w, n, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state) -> float:
     """Apply |n| pulses one at a time, up for n > 0, down for n < 0."""
     up = n > 0
     for _ in range(abs(n)):
-        w = _one_pulse(w, up, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state, cache)
+        w = _one_pulse(w, up, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state)
     return w
 
 
@@ -103,12 +103,11 @@ def pulse_kernel(w, counts, ep, code, consts, grid, tab_up, tab_dn, sigma, addit
     for i in prange(rows):
         state = np.empty(1, np.uint64)
         state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
-        cache = np.zeros(2)
         for j in range(cols):
             n = counts[i, j]
             if n != 0:
                 w[i, j] = _pulses(float(w[i, j]), n, ep, i, j, code, consts, grid, tab_up, tab_dn,
-                                  sigma, additive, state, cache)
+                                  sigma, additive, state)
                 fired[i] += abs(n)
     return fired.sum()
 
@@ -120,13 +119,11 @@ def alternate_kernel(w, n_cycles, ep, code, consts, grid, tab_up, tab_dn, sigma,
     for i in prange(rows):
         state = np.empty(1, np.uint64)
         state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
-        cache = np.zeros(2)
         for j in range(cols):
             v = float(w[i, j])
             for _ in range(n_cycles):
-                v = _one_pulse(v, True, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state, cache)
-                v = _one_pulse(v, False, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state,
-                               cache)
+                v = _one_pulse(v, True, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state)
+                v = _one_pulse(v, False, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state)
             w[i, j] = v
 
 
@@ -139,76 +136,122 @@ def popcount32(v) -> int:
     return int(((v * uint32(0x01010101)) & uint32(0xFFFFFFFF)) >> uint32(24))
 
 
+@njit(cache=True, inline="always")
+def _power_int(q: float, n: int) -> float:
+    """q ** n for a small non-negative integer n, by squaring."""
+    out = 1.0
+    while n > 0:
+        if n & 1:
+            out *= q
+        q *= q
+        n >>= 1
+    return out
+
+
 @njit(cache=True, parallel=True)
 def pulse_trains_kernel(values, prob_scale, bl, seed, counter, offset):
-    """Stochastic pulse trains: bit t of masks[b, k] is set with probability min(prob_scale[b] |values[b, k]|, 1).
+    """Stochastic pulse trains: bit t of masks[b, k] is set with probability p = min(prob_scale[b] |values[b, k]|, 1),
+    independently for each slot t < bl[b]; sample b draws from stream offset + b. Returns masks uint32 (B, n).
 
-    Returns (masks uint32 (B, n), active indices int32 (B, n), number active (B,)). Rare pulses are placed
-    by geometric skipping, so the cost follows the number of pulses, not B * n * BL.
+    One uniform decides whether a train is empty (probability (1 - p)^BL); the first pulse of a non-empty
+    train reuses it through the inverse CDF of the truncated geometric law, later ones are placed by
+    geometric skipping (p < 0.25) or slot by slot. The cost follows the number of pulses, not n * BL.
     """
     batch, n = values.shape
     masks = np.zeros((batch, n), np.uint32)
-    active = np.zeros((batch, n), np.int32)
-    n_active = np.zeros(batch, np.int32)
     for b in prange(batch):
-        state = np.empty(1, np.uint64)
         length = bl[b]
-        cnt = 0
+        if length <= 0:
+            continue
+        state = np.empty(1, np.uint64)
+        state[0] = stream_seed(uint64(seed), uint64(counter), uint64(offset + b))
+        full = uint32((1 << length) - 1)
         for k in range(n):
             p = prob_scale[b] * abs(values[b, k])
-            if p <= 0.0 or length <= 0:
+            if p <= 0.0:
                 continue
-            state[0] = stream_seed(uint64(seed), uint64(counter), uint64(offset + b * n + k))
-            m = uint32(0)
             if p >= 1.0:
-                m = uint32((1 << length) - 1)
-            elif p < 0.25:
+                masks[b, k] = full
+                continue
+            u = next_uniform(state)
+            q = 1.0 - p
+            none = _power_int(q, length)
+            if u < none:
+                continue
+            m = uint32(0)
+            if p < 0.25:
                 log_q = np.log1p(-p)
-                t = int(np.log(next_uniform(state)) / log_q)
+                # first pulse: P(T = t | T < BL) = q^t p / (1 - q^BL); (u - none) / (1 - none) is uniform
+                t = int(np.log1p(-(u - none)) / log_q)
+                t = min(t, length - 1)
                 while t < length:
                     m |= uint32(1) << uint32(t)
                     t += 1 + int(np.log(next_uniform(state)) / log_q)
             else:
-                for t in range(length):
-                    if next_uniform(state) < p:
-                        m |= uint32(1) << uint32(t)
-            if m != 0:
-                masks[b, k] = m
-                active[b, cnt] = k
-                cnt += 1
-        n_active[b] = cnt
-    return masks, active, n_active
+                while m == 0:  # condition on a non-empty train by rejection (acceptance >= 1 - q)
+                    for t in range(length):
+                        if next_uniform(state) < p:
+                            m |= uint32(1) << uint32(t)
+            masks[b, k] = m
+    return masks
+
+
+@njit(cache=True, inline="always")
+def lowest_bit(v) -> int:
+    """Index of the lowest set bit of a non-zero 32-bit word."""
+    return popcount32((v & (~v + uint32(1))) - uint32(1))
 
 
 @njit(cache=True, parallel=True)
-def coincidence_update_kernel(w, x_masks, x_active, x_n_active, x_sign, d_masks, d_sign,
-                              ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
-    """Apply the coincidences of x and d pulse trains, sample after sample, to w (float32, in place).
+def slot_lists_kernel(masks, max_bl):
+    """For each sample b and time slot t, the indices k whose train has a pulse in slot t.
 
-    Element (i, j) gets popcount(d_masks[b, i] & x_masks[b, j]) pulses from sample b, down when
-    x_sign[b, j] * d_sign[b, i] > 0 (the SGD sign: W -= lr d x^T). Returns the number of pulses fired.
+    Returns (lists int32 (B, max_bl, n), counts int32 (B, max_bl)): lists[b, t, :counts[b, t]].
+    """
+    batch, n = masks.shape
+    lists = np.empty((batch, max(max_bl, 1), n), np.int32)
+    counts = np.zeros((batch, max(max_bl, 1)), np.int32)
+    for b in prange(batch):
+        for k in range(n):
+            m = masks[b, k]
+            while m != 0:
+                t = lowest_bit(m)
+                lists[b, t, counts[b, t]] = k
+                counts[b, t] += 1
+                m &= m - uint32(1)
+    return lists, counts
+
+
+@njit(cache=True, parallel=True)
+def coincidence_update_kernel(w, x_lists, x_counts, x, d, lr_sign, d_masks,
+                              ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
+    """Apply the coincidences of x and d pulse trains to w (float32, in place), sample after sample and
+    slot after slot, as the hardware does.
+
+    In slot t of sample b, element (i, j) gets one pulse where d's train i and x's train j both fire
+    (bit t of d_masks[b, i]; j in x_lists[b, t, :x_counts[b, t]]), down when lr_sign * d[b, i] * x[b, j] > 0
+    (the SGD sign: W -= lr d x^T). The cost follows the number of pulses. Returns pulses fired.
     """
     rows = w.shape[0]
-    batch = x_masks.shape[0]
+    batch = d_masks.shape[0]
     fired = np.zeros(rows, np.int64)
     for i in prange(rows):
         state = np.empty(1, np.uint64)
         state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
-        cache = np.zeros(2)
         for b in range(batch):
             md = d_masks[b, i]
             if md == 0:
                 continue
-            sd = d_sign[b, i]
-            for a in range(x_n_active[b]):
-                j = x_active[b, a]
-                c = popcount32(md & x_masks[b, j])
-                if c == 0:
-                    continue
-                n = -c if sd * x_sign[b, j] > 0 else c
-                w[i, j] = _pulses(float(w[i, j]), n, ep, i, j, code, consts, grid, tab_up, tab_dn,
-                                  sigma, additive, state, cache)
-                fired[i] += c
+            d_up = lr_sign * d[b, i] < 0.0
+            while md != 0:
+                t = lowest_bit(md)
+                md &= md - uint32(1)
+                for a in range(x_counts[b, t]):
+                    j = x_lists[b, t, a]
+                    up = d_up == (x[b, j] > 0.0)
+                    w[i, j] = _one_pulse(float(w[i, j]), up, ep, i, j, code, consts, grid, tab_up, tab_dn,
+                                         sigma, additive, state)
+                fired[i] += x_counts[b, t]
     return fired.sum()
 
 
@@ -222,7 +265,6 @@ def expected_update_kernel(w, dw, dw_min, ep, code, consts, grid, tab_up, tab_dn
     for i in prange(rows):
         state = np.empty(1, np.uint64)
         state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
-        cache = np.zeros(2)
         for j in range(cols):
             desired = dw[i, j]
             if desired == 0.0:
@@ -239,7 +281,7 @@ def expected_update_kernel(w, dw, dw_min, ep, code, consts, grid, tab_up, tab_dn
             step = n * s
             if sigma > 0.0:
                 scale = (ep[i, j, DW_UP] if up else ep[i, j, DW_DOWN]) if additive else s
-                step += sigma * scale * np.sqrt(n) * next_normal(state, cache)
+                step += sigma * scale * np.sqrt(n) * next_normal(state)
             v = v + step if up else v - step
             v = min(max(v, ep[i, j, W_MIN]), ep[i, j, W_MAX])
             w[i, j] = v
