@@ -1,0 +1,141 @@
+"""Shared test set-up: the repository on sys.path, and independent numpy references of the device families.
+
+The references below are written from the formulas of ../shared/DOMAIN.md (R1's families) and
+../shared/AIHWKIT.md (aihwkit's families), for elements without device-to-device spread. They never call
+the code under test: tests compare the code against them.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# Spread- and noise-free aihwkit fields (its defaults draw device-to-device variation and cycle noise).
+NO_SPREAD = dict(dw_min_dtod=0.0, w_max_dtod=0.0, w_min_dtod=0.0, up_down_dtod=0.0, dw_min_std=0.0)
+
+# One asymmetric, non-trivial configuration per family, without device-to-device spread.
+FAMILY_CONFIGS: dict[str, dict] = {
+    "ideal": dict(kind="ideal", tau=0.6, c=0.2, dw_min=1e-3),
+    "linear": dict(kind="linear", tau=0.6, c=0.2, dw_min=1e-3),
+    "power": dict(kind="power", tau=0.7, c=0.1, gamma=2.0, dw_min=1e-3),
+    "exponential": dict(kind="exponential", tau=0.7, c=-0.1, gamma=2.0, dw_min=1e-3),
+    "ConstantStep": dict(kind="ConstantStep", up_down=0.1, dw_min=1e-3, **NO_SPREAD),
+    "LinearStep": dict(kind="LinearStep", up_down=-0.05, gamma_up=0.3, gamma_down=0.7, w_max=0.8, w_min=-0.5,
+                       gamma_up_dtod=0.0, gamma_down_dtod=0.0, dw_min=1e-3, **NO_SPREAD),
+    "SoftBounds": dict(kind="SoftBounds", up_down=0.1, w_max=0.8, w_min=-0.5, dw_min=1e-3, **NO_SPREAD),
+    "ExpStep": dict(kind="ExpStep", dw_min=1e-3, **NO_SPREAD),
+    "PowStep": dict(kind="PowStep", pow_gamma=1.5, pow_up_down=0.2, pow_gamma_dtod=0.0, dw_min=1e-3,
+                    **NO_SPREAD),
+    "PiecewiseStep": dict(kind="PiecewiseStep", piecewise_up=[1.2, 1.0, 0.6, 0.2],
+                          piecewise_down=[0.3, 0.7, 1.0, 1.3], dw_min=1e-3, **NO_SPREAD),
+    "tabulated": dict(kind="tabulated", w=[-0.5, -0.1, 0.3, 0.6], q_plus_values=[1.5, 1.1, 0.6, 0.1],
+                      q_minus_values=[0.2, 0.8, 1.2, 1.4], dw_min=1e-3),
+}
+
+# The same families with every device-to-device spread the family has switched on.
+SPREAD_CONFIGS: dict[str, dict] = {
+    "ideal": dict(kind="ideal", tau=0.6, c=0.1, c_dtod=0.1, tau_dtod=0.2, dw_min_dtod=0.3, dw_min=1e-2,
+                  dw_min_std=0.5),
+    "linear": dict(kind="linear", tau=0.6, c=0.1, c_dtod=0.1, tau_dtod=0.2, dw_min_dtod=0.3, dw_min=1e-2,
+                   dw_min_std=0.5),
+    "power": dict(kind="power", tau=0.7, gamma=2.0, gamma_dtod=0.2, c_dtod=0.1, tau_dtod=0.2, dw_min=1e-2,
+                  dw_min_std=0.5, noise="multiplicative"),
+    "exponential": dict(kind="exponential", tau=0.7, gamma=2.0, gamma_dtod=0.2, c_dtod=0.1, tau_dtod=0.2,
+                        dw_min=1e-2, dw_min_std=0.5),
+    "ConstantStep": dict(kind="ConstantStep", dw_min=1e-2, dw_min_std=0.5),
+    "LinearStep": dict(kind="LinearStep", gamma_up=0.3, gamma_down=0.7, mean_bound_reference=False, dw_min=1e-2,
+                       dw_min_std=0.5, mult_noise=False),
+    "SoftBounds": dict(kind="SoftBounds", up_down=0.1, dw_min=1e-2, dw_min_std=0.5),
+    "ExpStep": dict(kind="ExpStep", dw_min=1e-2, dw_min_std=0.5),
+    "PowStep": dict(kind="PowStep", pow_gamma=1.5, pow_up_down=0.2, pow_up_down_dtod=0.1, dw_min=1e-2,
+                    dw_min_std=0.5),
+    "PiecewiseStep": dict(kind="PiecewiseStep", piecewise_up=[1.2, 1.0, 0.6, 0.2],
+                          piecewise_down=[0.3, 0.7, 1.0, 1.3], dw_min=1e-2, dw_min_std=0.5),
+    "tabulated": dict(kind="tabulated", w=[-0.5, -0.1, 0.3, 0.6], q_plus_values=[1.5, 1.1, 0.6, 0.1],
+                      q_minus_values=[0.2, 0.8, 1.2, 1.4], w_bound_dtod=0.2, up_down_dtod=0.1, dw_min_dtod=0.3,
+                      dw_min=1e-2, dw_min_std=0.5),
+}
+
+
+def ref_bounds(cfg: dict) -> tuple[float, float]:
+    """Nominal (w_min, w_max) of a family config dict."""
+    kind = cfg["kind"]
+    if kind in ("ideal", "linear", "power", "exponential"):
+        tau = cfg.get("tau", 0.6)
+        return -tau, tau
+    if kind == "tabulated":
+        return cfg.get("w_min", cfg["w"][0]), cfg.get("w_max", cfg["w"][-1])
+    return cfg.get("w_min", -0.6), cfg.get("w_max", 0.6)
+
+
+def ref_q(cfg: dict, w, up: bool) -> np.ndarray:
+    """q_plus(w) (up) or q_minus(w) of a spread-free element: the mean step divided by dw_min."""
+    w = np.asarray(w, dtype=float)
+    kind = cfg["kind"]
+    lo, hi = ref_bounds(cfg)
+    if kind in ("ideal", "linear", "power", "exponential"):
+        tau, c, g = cfg.get("tau", 0.6), cfg.get("c", 0.0), cfg.get("gamma", 1.0)
+        amp = (1 + c) if up else (1 - c)
+        u = (1 - w / tau) if up else (1 + w / tau)
+        if kind == "ideal":
+            return amp * np.ones_like(w)
+        if kind == "linear":
+            return amp * u
+        if kind == "power":
+            return amp * u**g
+        return amp * (np.exp(g * u) - 1) / (np.exp(g) - 1)
+    if kind == "tabulated":
+        return np.interp(w, cfg["w"], cfg["q_plus_values"] if up else cfg["q_minus_values"])
+    # aihwkit families: dw_up = (up_bias + 1) dw_min, dw_down = (down_bias + 1) dw_min without spread
+    ud = cfg.get("up_down", 0.0)
+    amp = (1 + min(ud, 0.0)) if up else (1 - max(ud, 0.0))
+    if kind == "ConstantStep":
+        return amp * np.ones_like(w)
+    if kind in ("LinearStep", "SoftBounds"):
+        gu, gd = (1.0, 1.0) if kind == "SoftBounds" else (cfg.get("gamma_up", 0.0), cfg.get("gamma_down", 0.0))
+        return amp * np.maximum(1 - abs(gu) * w / hi, 0) if up else amp * np.maximum(1 - abs(gd) * w / lo, 0)
+    if kind == "ExpStep":
+        a, b = cfg.get("a", 0.244), cfg.get("b", 0.2425)
+        z = 2 * a * w / (hi - lo) + b
+        if up:
+            return amp * np.maximum(1 - cfg.get("A_up", 0.00081) * np.exp(cfg.get("gamma_up", 12.44625) * z), 0)
+        return amp * np.maximum(1 - cfg.get("A_down", 0.36833) * np.exp(-cfg.get("gamma_down", 12.78785) * z), 0)
+    if kind == "PowStep":
+        g, split = cfg.get("pow_gamma", 1.0), cfg.get("pow_up_down", 0.0)
+        r = hi - lo
+        if up:
+            return amp * np.clip((hi - w) / r, 0, None) ** (g * (1 + split))
+        return amp * np.clip((w - lo) / r, 0, None) ** (g * (1 - split))
+    if kind == "PiecewiseStep":
+        nodes = cfg["piecewise_up"] if up else cfg["piecewise_down"]
+        return amp * np.interp(w, np.linspace(lo, hi, len(nodes)), nodes)
+    raise KeyError(kind)
+
+
+def ref_multiplicative(cfg: dict) -> bool:
+    """Whether the family's cycle noise multiplies the step (else additive sigma * dw * xi)."""
+    kind = cfg["kind"]
+    if kind in ("ideal", "linear", "power", "exponential", "tabulated"):
+        return cfg.get("noise", "additive") == "multiplicative"
+    if kind in ("LinearStep", "SoftBounds"):
+        return cfg.get("mult_noise", True)
+    return True
+
+
+def ref_step_scale(cfg: dict, up: bool) -> float:
+    """The element's step at its reference point, dw_up or dw_down (weight units), without spread."""
+    kind = cfg["kind"]
+    dw = cfg.get("dw_min", 1e-3)
+    if kind in ("ideal", "linear", "power", "exponential"):
+        c = cfg.get("c", 0.0)
+        return dw * ((1 + c) if up else (1 - c))
+    if kind == "tabulated":
+        return dw
+    ud = cfg.get("up_down", 0.0)
+    return dw * ((1 + min(ud, 0.0)) if up else (1 - max(ud, 0.0)))

@@ -1,0 +1,236 @@
+"""Response families: single-pulse statistics, symmetric points, states and bounds, against closed forms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import (FAMILY_CONFIGS, SPREAD_CONFIGS, ref_bounds, ref_multiplicative, ref_q, ref_step_scale)
+from scipy.optimize import brentq
+
+from devices import DEVICE_KINDS, ConductanceArray, parse_device
+from devices import kernels as K
+
+
+def test_every_kind_has_a_reference_config():
+    assert set(FAMILY_CONFIGS) == set(DEVICE_KINDS) == set(SPREAD_CONFIGS)
+
+
+def _probe_weights(cfg):
+    lo, hi = ref_bounds(cfg)
+    return lo + np.array([0.2, 0.5, 0.75]) * (hi - lo)
+
+
+@pytest.mark.parametrize("kind", DEVICE_KINDS)
+def test_q_F_G_match_the_family_formula(kind):
+    cfg = FAMILY_CONFIGS[kind]
+    dev = parse_device(cfg)
+    lo, hi = ref_bounds(cfg)
+    w = np.linspace(lo, hi, 41)
+    qp, qm = ref_q(cfg, w, True), ref_q(cfg, w, False)
+    np.testing.assert_allclose(dev.q_plus(w), qp, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(dev.q_minus(w), qm, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(dev.F(w), (qm + qp) / 2, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(dev.G(w), (qm - qp) / 2, rtol=1e-10, atol=1e-12)
+    assert dev.bounds == pytest.approx((lo, hi))
+    assert dev.n_states == pytest.approx((hi - lo) / cfg["dw_min"])
+
+
+def _noisy(cfg: dict, sigma: float, multiplicative: bool | None) -> dict:
+    """cfg with cycle noise sigma, in the requested form where the family lets one choose."""
+    out = dict(cfg, dw_min_std=sigma)
+    if multiplicative is None:
+        return out
+    if cfg["kind"] in ("ideal", "linear", "power", "exponential", "tabulated"):
+        out["noise"] = "multiplicative" if multiplicative else "additive"
+    elif cfg["kind"] in ("LinearStep", "SoftBounds"):
+        out["mult_noise"] = multiplicative
+    return out
+
+
+NOISE_CASES = [(k, None) for k in DEVICE_KINDS] + [
+    (k, m) for k in ("ideal", "linear", "power", "exponential", "tabulated", "LinearStep", "SoftBounds")
+    for m in (True, False)]
+
+
+@pytest.mark.parametrize("kind,multiplicative", NOISE_CASES)
+@pytest.mark.parametrize("up", [True, False])
+def test_single_pulse_mean_and_variance(kind, multiplicative, up):
+    """Many elements at the same w, one pulse each: mean dw_min q(w), variance from the noise form."""
+    sigma = 0.3
+    cfg = _noisy(FAMILY_CONFIGS[kind], sigma, multiplicative)
+    arr = ConductanceArray(200, 200, parse_device(cfg), seed=11)
+    n = arr.w.size
+    for w0 in _probe_weights(cfg):
+        w0 = np.float32(w0)
+        arr.w[...] = w0
+        arr.pulse(np.full(arr.shape, 1 if up else -1, np.int64))
+        step = (arr.w.astype(np.float64) - float(w0)) * (1 if up else -1)
+        mean = cfg["dw_min"] * float(ref_q(cfg, float(w0), up))
+        if ref_multiplicative(cfg):
+            std = sigma * mean
+        else:
+            std = sigma * ref_step_scale(cfg, up)
+        assert abs(step.mean() - mean) < 5 * std / np.sqrt(n) + 1e-7, (w0, step.mean(), mean)
+        assert step.std() == pytest.approx(std, rel=0.04, abs=2e-8), (w0, step.std(), std)
+
+
+@pytest.mark.parametrize("kind", DEVICE_KINDS)
+def test_noise_free_pulse_is_exactly_the_mean_step(kind):
+    cfg = FAMILY_CONFIGS[kind]
+    arr = ConductanceArray(3, len(_probe_weights(cfg)), parse_device(cfg), seed=0)
+    w0 = _probe_weights(cfg).astype(np.float32)
+    for up in (True, False):
+        arr.w[...] = w0
+        arr.pulse(np.full(arr.shape, 1 if up else -1, np.int64))
+        want = w0 + (1 if up else -1) * cfg["dw_min"] * ref_q(cfg, w0.astype(float), up)
+        np.testing.assert_allclose(arr.w[0], want, atol=1e-7)
+
+
+# -- symmetric point ------------------------------------------------------------------------------------
+
+
+def _ref_symmetric_point(cfg: dict) -> float:
+    """Closed form where the family has one, else a root of the reference q_plus - q_minus."""
+    kind = cfg["kind"]
+    if kind == "linear":
+        return cfg["c"] * cfg["tau"]
+    if kind == "power":
+        # (1 + c)(1 - u)^g = (1 - c)(1 + u)^g, u = w / tau  =>  u = (r - 1) / (r + 1), r = ((1+c)/(1-c))^(1/g)
+        c, g, tau = cfg["c"], cfg["gamma"], cfg["tau"]
+        r = ((1 + c) / (1 - c)) ** (1 / g)
+        return tau * (r - 1) / (r + 1)
+    if kind == "SoftBounds":
+        ud = cfg["up_down"]
+        up, dn = 1 + min(ud, 0), 1 - max(ud, 0)
+        return (up - dn) / (up / cfg["w_max"] - dn / cfg["w_min"])
+    lo, hi = ref_bounds(cfg)
+    return brentq(lambda w: ref_q(cfg, w, True) - ref_q(cfg, w, False), lo, hi, xtol=1e-14)
+
+
+SYM_KINDS = [k for k in DEVICE_KINDS if k not in ("ideal", "ConstantStep")]
+
+
+@pytest.mark.parametrize("kind", SYM_KINDS)
+def test_symmetric_point_matches_closed_form_or_root(kind):
+    cfg = FAMILY_CONFIGS[kind]
+    want = _ref_symmetric_point(cfg)
+    dev = parse_device(cfg)
+    assert dev.symmetric_point() == pytest.approx(want, abs=1e-9)
+    arr = ConductanceArray(2, 3, dev, seed=0)
+    np.testing.assert_allclose(arr.symmetric_points(), want, atol=1e-9)
+
+
+@pytest.mark.parametrize("kind", SYM_KINDS)
+def test_alternating_pulses_settle_at_the_symmetric_point(kind):
+    cfg = FAMILY_CONFIGS[kind]
+    dev = parse_device(cfg)
+    arr = ConductanceArray(2, 2, dev, seed=0)
+    arr.zero_shift(n_cycles=int(8 * dev.n_states))
+    assert np.abs(arr.reference - _ref_symmetric_point(cfg)).max() <= cfg["dw_min"]
+    assert np.all(arr.weights == 0)
+
+
+def test_soft_bounds_symmetric_point_per_drawn_element():
+    """With spreads on, each element settles at (dw_up - dw_down) / (dw_up/b_max - dw_down/b_min)."""
+    cfg = dict(kind="SoftBounds", up_down=0.05, up_down_dtod=0.05, dw_min=1e-3, dw_min_std=0.0)
+    arr = ConductanceArray(6, 8, parse_device(cfg), seed=3)
+    ep = arr.params.ep
+    up, dn, hi, lo = ep[..., K.DW_UP], ep[..., K.DW_DOWN], ep[..., K.W_MAX], ep[..., K.W_MIN]
+    want = (up - dn) / (up / hi - dn / lo)
+    assert np.ptp(want) > 10 * cfg["dw_min"]  # the spread matters
+    np.testing.assert_allclose(arr.symmetric_points(), want, atol=1e-9)
+    arr.zero_shift(n_cycles=20_000)
+    assert np.abs(arr.reference - want).max() <= cfg["dw_min"]
+
+
+@pytest.mark.parametrize("kind", ["linear", "power", "exponential"])
+def test_paper_family_symmetric_point_zero_without_asymmetry(kind):
+    cfg = dict(FAMILY_CONFIGS[kind], c=0.0)
+    assert parse_device(cfg).symmetric_point() == pytest.approx(0.0, abs=1e-12)
+
+
+def test_constant_step_has_no_symmetric_point_or_drifts_to_a_bound():
+    assert np.isnan(parse_device(dict(kind="ideal", c=0.0)).symmetric_point())
+    cfg = FAMILY_CONFIGS["ideal"]  # c = 0.2: up steps win everywhere
+    arr = ConductanceArray(2, 2, parse_device(cfg), seed=0)
+    np.testing.assert_allclose(arr.symmetric_points(), cfg["tau"])
+    arr.zero_shift(n_cycles=2000)  # ends on a down pulse: one down step below the bound
+    np.testing.assert_allclose(arr.w, cfg["tau"] - cfg["dw_min"] * (1 - cfg["c"]), atol=1e-6)
+
+
+@pytest.mark.xfail(strict=True, reason="bug in devices/array.py: zero_shift's default n_cycles (= n_states) "
+                                       "is too few to reach the symmetric point within dw_min when it is far "
+                                       "from 0 (linear: residual ~ e^-4 of the distance)")
+def test_zero_shift_default_cycles_reach_the_symmetric_point():
+    cfg = dict(kind="linear", tau=0.6, c=0.2, dw_min=1e-3)  # w_sym = 0.12 = 120 dw_min from the start
+    arr = ConductanceArray(2, 2, parse_device(cfg), seed=0)
+    arr.zero_shift()
+    assert np.abs(arr.reference - 0.12).max() <= cfg["dw_min"]
+
+
+# -- states and bounds ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cfg", [dict(kind="ideal", tau=1.0, dw_min=2.0 / 1200),
+                                 dict(kind="ideal", tau=0.5, dw_min=0.1),
+                                 dict(kind="ConstantStep", w_max=1.0, w_min=-1.0, dw_min=0.0016, dw_min_std=0.0,
+                                      dw_min_dtod=0.0, w_max_dtod=0.0, w_min_dtod=0.0, up_down_dtod=0.0)])
+def test_constant_step_counts_its_states(cfg):
+    """From w_min, n_states = (w_max - w_min) / dw_min single pulses reach w_max."""
+    lo, hi = ref_bounds(cfg)
+    n_states = round((hi - lo) / cfg["dw_min"])
+    arr = ConductanceArray(1, 1, parse_device(cfg), seed=0)
+    arr.pulse(np.full((1, 1), -(n_states + 5), np.int64))
+    assert arr.w[0, 0] == np.float32(lo)
+    one = np.ones((1, 1), np.int64)
+    count = 0
+    while arr.w[0, 0] < np.float32(hi) and count < 2 * n_states:
+        arr.pulse(one)
+        count += 1
+    # float32 storage may leave the n-th pulse a rounding error short of the bound
+    assert count in (n_states, n_states + 1)
+    assert abs(arr.w[0, 0] - hi) < 1e-6
+    assert parse_device(cfg).n_states == pytest.approx(n_states)
+
+
+@pytest.mark.parametrize("kind", DEVICE_KINDS)
+def test_bounds_never_broken_under_random_pulses(kind):
+    arr = ConductanceArray(24, 24, parse_device(SPREAD_CONFIGS[kind]), seed=5)
+    lo, hi = arr.bounds
+    lo32, hi32 = lo.astype(np.float32), hi.astype(np.float32)
+    rng = np.random.default_rng(0)
+    hit_lo = hit_hi = False
+    for _ in range(60):
+        arr.pulse(rng.integers(-40, 41, size=arr.shape))
+        assert np.all(arr.w >= lo32) and np.all(arr.w <= hi32)
+        hit_lo |= bool(np.any(arr.w == lo32))
+        hit_hi |= bool(np.any(arr.w == hi32))
+    assert np.isfinite(arr.w).all()
+
+
+def test_spreads_are_drawn_per_element():
+    cfg = SPREAD_CONFIGS["SoftBounds"]
+    a = ConductanceArray(16, 16, parse_device(cfg), seed=1)
+    ep = a.params.ep
+    gain = (ep[..., K.DW_UP] + ep[..., K.DW_DOWN]) / (2 * cfg["dw_min"])  # up_down bias cancels in the mean
+    assert np.std(gain) == pytest.approx(0.3, rel=0.2)  # aihwkit default dw_min_dtod
+    assert np.std(ep[..., K.W_MAX] / 0.6) == pytest.approx(0.3, rel=0.2)
+    b = ConductanceArray(16, 16, parse_device(cfg), seed=1)
+    c = ConductanceArray(16, 16, parse_device(cfg), seed=2)
+    assert np.array_equal(a.params.ep, b.params.ep)
+    assert not np.array_equal(a.params.ep, c.params.ep)
+
+
+def test_dead_elements_never_move():
+    """Elements whose drawn b_min exceeds b_max are stuck (aihwkit's enforce_consistency)."""
+    cfg = dict(kind="SoftBounds", w_max=0.1, w_min=-0.1, w_max_dtod=3.0, w_min_dtod=3.0, dw_min=1e-2)
+    arr = ConductanceArray(32, 32, parse_device(cfg), seed=0)
+    lo, hi = arr.bounds
+    dead = lo >= hi
+    assert 0 < dead.sum() < dead.size
+    before = arr.w.copy()
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        arr.pulse(rng.integers(-20, 21, size=arr.shape))
+    assert np.array_equal(arr.w[dead], before[dead])
+    assert not np.array_equal(arr.w[~dead], before[~dead])
