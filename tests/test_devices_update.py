@@ -1,0 +1,225 @@
+"""Pulsed and expected updates: train_plan, pulse counts, the Analog Update (R1 Theorem 4), mode agreement."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from conftest import FAMILY_CONFIGS, ref_q
+
+from devices import ConductanceArray, UpdateConfig, parse_device
+from devices.update import train_plan
+
+PULSED = UpdateConfig(mode="pulsed")
+EXPECTED = UpdateConfig(mode="expected")
+
+
+def _signed_uniform(rng, shape, lo=0.2, hi=1.0):
+    return rng.uniform(lo, hi, shape) * rng.choice([-1.0, 1.0], shape)
+
+
+# -- train_plan (AIHWKIT.md's pulsed update) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bl_management", [True, False])
+def test_train_plan_closed_form(bl_management):
+    rng = np.random.default_rng(0)
+    x = rng.normal(0, 0.25, (6, 40)).astype(np.float32)  # the arrays hand float32 to train_plan
+    d = (rng.normal(0, 1e-3, (6, 30)) * np.array([1, 3, 10, 30, 100, 300])[:, None]).astype(np.float32)
+    lr, dw_min, bl_max = 0.1, 1e-3, 31
+    cfg = UpdateConfig(desired_bl=bl_max, update_bl_management=bl_management)
+    bl, xs, ds, clip = train_plan(x, d, lr, dw_min, cfg)
+    xm, dm = np.abs(x).max(1).astype(float), np.abs(d).max(1).astype(float)
+    k = lr * xm * dm / dw_min
+    assert (k < bl_max).any() and (k > bl_max).any()  # both regimes present
+    want_clip = np.where(k > bl_max, bl_max / k, 1.0)
+    np.testing.assert_allclose(clip, want_clip, rtol=1e-12)
+    want_bl = np.minimum(np.ceil(k), bl_max) if bl_management else np.full(6, bl_max)
+    np.testing.assert_array_equal(bl, want_bl)
+    # one coincidence per slot with probability p_x p_d: mean count lr |x||d| d_clip / dw_min per element
+    np.testing.assert_allclose(xs * ds * bl * dw_min, lr * want_clip, rtol=1e-12)
+    # update management: the largest x and d pulse probabilities are equal (and at most 1)
+    np.testing.assert_allclose(xs * xm, ds * dm, rtol=1e-12)
+    assert np.all(xs * xm <= 1 + 1e-12)
+
+
+def test_train_plan_inactive_samples_fire_nothing():
+    x = np.ones((3, 4))
+    x[1] = 0.0
+    d = np.ones((3, 5)) * 1e-2
+    d[2] = 0.0
+    bl, _, _, _ = train_plan(x, d, 0.1, 1e-3, PULSED)
+    assert bl[0] > 0 and bl[1] == 0 and bl[2] == 0
+
+
+# -- pulse counts -----------------------------------------------------------------------------------------
+
+
+def _ideal_array(shape=(48, 40), seed=0):
+    # wide bounds so no pulse is lost to clipping; the count is what is tested
+    dev = parse_device(dict(kind="ideal", tau=100.0, dw_min=1e-3))
+    return ConductanceArray(*shape, dev, seed=seed)
+
+
+@pytest.mark.parametrize("lr,d_std", [(0.01, 2e-4), (0.1, 3.75e-3), (0.5, 2e-2)])
+def test_mean_pulse_count_is_lr_sum_x_sum_d_over_dw_min(lr, d_std):
+    """Expected pulses per sample lr * sum|x| * sum|d| / dw_min when the trains do not saturate."""
+    rng = np.random.default_rng(1)
+    arr = _ideal_array()
+    x = rng.normal(0, 0.25, (8, 40))
+    d = rng.normal(0, d_std, (8, 48))
+    k = lr * np.abs(x).max(1) * np.abs(d).max(1) / 1e-3
+    assert k.max() < 31
+    want = lr * (np.abs(x).sum(1) * np.abs(d).sum(1)).sum() / 1e-3
+    reps = 200
+    fired = np.array([arr.update(x, d, lr, PULSED) for _ in range(reps)], float)
+    # elements sharing a train are correlated: use the empirical spread of the totals
+    assert abs(fired.mean() - want) < 5 * fired.std() / math.sqrt(reps) + 1e-9, (fired.mean(), want)
+    if want > 500:
+        assert fired.mean() == pytest.approx(want, rel=0.05)
+    assert arr.pulses == fired.sum()
+
+
+def test_saturated_trains_clip_the_update():
+    """k = lr max|x| max|d| / dw_min > BL: d is scaled by BL / k, so pulses per sample are clipped."""
+    rng = np.random.default_rng(2)
+    arr = _ideal_array()
+    x = rng.normal(0, 0.25, (4, 40))
+    d = rng.normal(0, 0.05, (4, 48))
+    lr = 1.0
+    k = lr * np.abs(x).max(1) * np.abs(d).max(1) / 1e-3
+    assert k.min() > 31
+    want = (lr * np.abs(x).sum(1) * np.abs(d).sum(1) / 1e-3 * (31 / k)).sum()
+    fired = np.array([arr.update(x, d, lr, PULSED) for _ in range(100)], float)
+    assert fired.mean() == pytest.approx(want, rel=0.01)
+    # no element receives more than BL pulses from one sample
+    one = ConductanceArray(48, 40, parse_device(dict(kind="ideal", tau=100.0, dw_min=1e-3)), seed=3)
+    one.update(x[:1], d[:1], lr, PULSED)
+    assert np.abs(one.w).max() <= 31 * 1e-3 + 1e-6
+    # the expected mode clips the same samples by the same factor
+    exp = _ideal_array(seed=4)
+    exp.update(x, d, lr, EXPECTED)
+    want_dw = -lr * (d * (31 / k)[:, None]).T @ x
+    np.testing.assert_allclose(exp.w, want_dw, atol=1e-3 + 1e-6)
+
+
+# -- Analog Update (R1 eq. 5, Theorem 4) ---------------------------------------------------------------
+
+
+def _analog_update(cfg, w0, dW):
+    """W + dW F(W) - |dW| G(W): dW q_plus(W) for dW >= 0, dW q_minus(W) for dW < 0."""
+    qp, qm = ref_q(cfg, w0, True), ref_q(cfg, w0, False)
+    F, G = (qm + qp) / 2, (qm - qp) / 2
+    return w0 + dW * F - np.abs(dW) * G
+
+
+UPDATE_KINDS = ["linear", "power", "exponential", "SoftBounds", "ExpStep", "PowStep", "tabulated"]
+
+
+def _repeat_updates(cfg, w0, x, d, lr, mode, reps, seed=7):
+    """Changes of every element after one update from the same start, for `reps` repeats."""
+    arr = ConductanceArray(d.shape[1], x.shape[1], parse_device(cfg), seed=seed)
+    out = np.empty((reps, *arr.shape))
+    for r in range(reps):
+        arr.w[...] = np.float32(w0)
+        arr.update(x, d, lr, mode)
+        out[r] = arr.w.astype(float) - float(np.float32(w0))
+    return out
+
+
+@pytest.mark.parametrize("kind", UPDATE_KINDS)
+def test_mean_pulsed_update_is_the_analog_update(kind):
+    cfg = dict(FAMILY_CONFIGS[kind], dw_min_std=0.3)
+    rng = np.random.default_rng(3)
+    x = _signed_uniform(rng, (1, 48))
+    d = _signed_uniform(rng, (1, 40))
+    lr = 3e-3  # at most 3 pulses per element: small steps
+    w0 = 0.1
+    dW = -lr * d.T @ x
+    want = _analog_update(cfg, w0, dW) - w0
+    reps = 300
+    dws = _repeat_updates(cfg, w0, x, d, lr, PULSED, reps)
+    mean = dws.mean(0)
+    se = dws.std(0).max() / math.sqrt(reps)
+    assert np.abs(mean - want).max() < 5 * se
+    # pooled per direction (the net sum cancels and is dominated by shared-train correlations)
+    for sel in (dW > 0, dW < 0):
+        assert mean[sel].sum() == pytest.approx(want[sel].sum(), rel=0.01)
+
+
+def test_pulsed_applies_samples_one_after_another():
+    """For a batch, the pulsed mean is the sum of per-sample Analog Updates (signs per sample), while the
+    expected mode applies the Analog Update to the batch-summed dW."""
+    cfg = dict(FAMILY_CONFIGS["SoftBounds"], up_down=0.3)
+    rng = np.random.default_rng(4)
+    x = _signed_uniform(rng, (2, 32))
+    d = _signed_uniform(rng, (2, 24))
+    lr, w0, reps = 3e-3, 0.3, 1500
+    per_sample = sum(_analog_update(cfg, w0, -lr * np.outer(d[b], x[b])) - w0 for b in range(2))
+    summed = _analog_update(cfg, w0, -lr * d.T @ x) - w0
+    mixed = np.sign(np.outer(d[0], x[0])) != np.sign(np.outer(d[1], x[1]))
+    gap = np.abs(per_sample - summed)[mixed].mean()
+    results = {}
+    for mode in (PULSED, EXPECTED):
+        dws = _repeat_updates(cfg, w0, x, d, lr, mode, reps)
+        results[mode.mode] = (dws.mean(0), dws.std(0).max() / math.sqrt(reps))
+    (pulsed, se_p), (expected, se_e) = results["pulsed"], results["expected"]
+    assert gap > 5 * max(se_p, se_e)  # the two models are told apart by this test
+    assert np.abs(pulsed - per_sample).max() < 5 * se_p
+    assert np.abs(expected - summed).max() < 5 * se_e
+    assert np.abs(pulsed - summed)[mixed].mean() > 0.5 * gap
+
+
+@pytest.mark.parametrize("multiplicative", [True, False])
+def test_pulsed_and_expected_same_mean_and_noise_spread(multiplicative):
+    """Both modes: mean = Analog Update; variance = count variance s^2 + cycle noise. The count variance is
+    Binomial(BL, q/BL) for pulse trains and f(1 - f) for stochastic rounding (f = frac(q)); the cycle noise
+    part, s^2 sigma^2 q (multiplicative) or dw^2 sigma^2 q (additive), is the same in both modes."""
+    sigma = 0.5
+    cfg = dict(FAMILY_CONFIGS["SoftBounds"], dw_min_std=sigma, mult_noise=multiplicative)
+    rng = np.random.default_rng(5)
+    x = _signed_uniform(rng, (1, 40))
+    d = _signed_uniform(rng, (1, 32))
+    lr, w0, reps, dw_min = 4e-3, 0.1, 400, cfg["dw_min"]
+    dW = -lr * d.T @ x
+    q = np.abs(dW) / dw_min                         # mean number of pulses per element
+    up = dW > 0
+    s = np.where(up, ref_q(cfg, w0, True), ref_q(cfg, w0, False)) * dw_min   # mean step at w0
+    bl = math.ceil(lr * np.abs(x).max() * np.abs(d).max() / dw_min)
+    scale = s if multiplicative else np.where(up, 1.0, 1 - cfg["up_down"]) * dw_min
+    noise_var = sigma**2 * scale**2 * q
+    frac = q - np.floor(q)
+    var_pulsed = s**2 * q * (1 - q / bl) + noise_var
+    var_expected = s**2 * frac * (1 - frac) + noise_var
+    want_mean = _analog_update(cfg, w0, dW) - w0
+    for mode, var in ((PULSED, var_pulsed), (EXPECTED, var_expected)):
+        dws = _repeat_updates(cfg, w0, x, d, lr, mode, reps)
+        assert np.abs(dws.mean(0) - want_mean).max() < 5 * math.sqrt(var.max() / reps), mode.mode
+        # pooled over elements: the empirical variance matches the closed form
+        assert dws.var(0).sum() == pytest.approx(var.sum(), rel=0.05), mode.mode
+        noise_part = dws.var(0).sum() - (var - noise_var).sum()
+        assert noise_part == pytest.approx(noise_var.sum(), rel=0.1), mode.mode
+
+
+def test_expected_update_rounds_stochastically_to_whole_pulses():
+    """sigma = 0, constant step: every element moves by a whole number of steps, floor or ceil of
+    |dW| / dw_min, with the mean |dW|."""
+    dw_min = 2.0**-10
+    dev = parse_device(dict(kind="ideal", tau=10.0, dw_min=dw_min))
+    arr = ConductanceArray(32, 32, dev, seed=0)
+    rng = np.random.default_rng(6)
+    x = rng.uniform(0.1, 1.0, (1, 32))
+    d = -rng.uniform(0.1, 1.0, (1, 32))
+    lr = 2.7 * dw_min
+    dW = -lr * d.T @ x
+    reps = 200
+    total = np.zeros(arr.shape)
+    for _ in range(reps):
+        arr.w[...] = 0
+        arr.update(x, d, lr, EXPECTED)
+        n = arr.w / dw_min
+        assert np.allclose(n, np.rint(n), atol=1e-4)
+        assert np.all((n >= np.floor(dW / dw_min) - 1e-4) & (n <= np.ceil(dW / dw_min) + 1e-4))
+        total += arr.w
+    assert (total / reps).mean() == pytest.approx(dW.mean(), rel=0.01)
