@@ -1,0 +1,286 @@
+"""Each Numba kernel against a plain numpy/python reference; seeds and thread counts."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+from conftest import FAMILY_CONFIGS, SPREAD_CONFIGS, ref_bounds, ref_q
+from numba import njit
+from scipy import stats
+from scipy.optimize import brentq
+
+from devices import DEVICE_KINDS, ConductanceArray, UpdateConfig, parse_device
+from devices import kernels as K
+from devices.rng import new_state, next_normal, next_uniform
+
+
+def _params(cfg, shape):
+    arr = ConductanceArray(*shape, parse_device(cfg), seed=0)
+    return arr.params
+
+
+# -- pulse_kernel ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", DEVICE_KINDS)
+def test_pulse_kernel_matches_a_python_loop(kind):
+    """sigma = 0: counts[i, j] signed pulses, each w += +-dw_min q(w) then clipped, in float64 within a call."""
+    cfg = FAMILY_CONFIGS[kind]
+    lo, hi = ref_bounds(cfg)
+    rng = np.random.default_rng(0)
+    shape = (12, 10)
+    p = _params(cfg, shape)
+    w0 = rng.uniform(lo, hi, shape).astype(np.float32)
+    counts = rng.integers(-60, 61, shape)
+    w = w0.copy()
+    fired = K.pulse_kernel(w, counts, *p.response, 0.0, False, 1, 1)
+    assert fired == np.abs(counts).sum()
+    ref = w0.astype(np.float64)
+    for t in range(np.abs(counts).max()):
+        active = np.abs(counts) > t
+        up = counts > 0
+        step = cfg["dw_min"] * np.where(up, ref_q(cfg, ref, True), ref_q(cfg, ref, False))
+        ref = np.where(active, np.clip(ref + np.where(up, step, -step), lo, hi), ref)
+    np.testing.assert_allclose(w, ref.astype(np.float32), atol=1e-6)
+
+
+def test_pulse_kernel_noise_stream_is_the_documented_generator():
+    """One multiplicative-noise pulse per element of row i draws next_normal from stream (seed, counter, i)."""
+    cfg = dict(FAMILY_CONFIGS["ConstantStep"], dw_min_std=0.4)
+    p = _params(cfg, (3, 5))
+    w = np.zeros((3, 5), np.float32)
+    K.pulse_kernel(w, np.ones((3, 5), np.int64), *p.response, 0.4, False, 9, 4)
+    dw_up = cfg["dw_min"]  # up_down = 0.1 > 0 only shrinks down steps
+    for i in range(3):
+        state = new_state(9, 4, i)
+        xi = np.array([_normal(state) for _ in range(5)])
+        np.testing.assert_allclose(w[i], (dw_up * (1 + 0.4 * xi)).astype(np.float32), rtol=1e-6)
+
+
+@njit
+def _normal(state):
+    return next_normal(state)
+
+
+@njit
+def _normals(state, n):
+    out = np.empty(n)
+    for k in range(n):
+        out[k] = next_normal(state)
+    return out
+
+
+@njit
+def _uniforms(state, n):
+    out = np.empty(n)
+    for k in range(n):
+        out[k] = next_uniform(state)
+    return out
+
+
+def test_generator_is_uniform_and_normal():
+    u = _uniforms(new_state(1, 2, 3), 200_000)
+    assert 0 < u.min() and u.max() < 1
+    assert stats.kstest(u, "uniform").pvalue > 1e-3
+    z = _normals(new_state(1, 2, 3), 400_000)
+    assert stats.kstest(z, "norm").pvalue > 1e-3
+    assert abs(z.mean()) < 5 / np.sqrt(z.size)
+    assert z.var() == pytest.approx(1.0, abs=0.01)
+    assert stats.kurtosis(z, fisher=False) == pytest.approx(3.0, abs=0.05)
+    assert (np.abs(z) > 3.5).mean() == pytest.approx(2 * stats.norm.sf(3.5), rel=0.2)  # the ziggurat's tail
+    z2 = _normals(new_state(1, 2, 4), 1000)
+    assert abs(np.corrcoef(z[:1000], z2)[0, 1]) < 0.15  # streams of different indices are unrelated
+
+
+# -- symmetric_point_kernel and mean_step_kernel -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", [k for k in DEVICE_KINDS if k not in ("ideal", "ConstantStep")])
+def test_symmetric_point_kernel_matches_brentq(kind):
+    """Several nominal devices of the family: the kernel's bisection against scipy's brentq of the reference."""
+    base = FAMILY_CONFIGS[kind]
+    variants = [base]
+    if "c" in base:
+        variants += [dict(base, c=-0.25), dict(base, c=0.35)]
+    if "up_down" in base or kind in ("ExpStep", "PowStep", "PiecewiseStep"):
+        variants += [dict(base, up_down=-0.2), dict(base, up_down=0.15)]
+    for cfg in variants:
+        lo, hi = ref_bounds(cfg)
+        h = lambda w: ref_q(cfg, w, True) - ref_q(cfg, w, False)  # noqa: E731
+        want = brentq(h, lo, hi, xtol=1e-14) if h(lo) * h(hi) < 0 else (hi if h(lo) > 0 else lo)
+        p = _params(cfg, (2, 2))
+        np.testing.assert_allclose(K.symmetric_point_kernel(*p.response), want, atol=1e-9, err_msg=str(cfg))
+
+
+@pytest.mark.parametrize("kind", DEVICE_KINDS)
+def test_mean_step_kernel_matches_the_formula(kind):
+    cfg = FAMILY_CONFIGS[kind]
+    lo, hi = ref_bounds(cfg)
+    w = np.linspace(lo, hi, 35).reshape(5, 7)
+    p = _params(cfg, w.shape)
+    for up in (True, False):
+        np.testing.assert_allclose(K.mean_step_kernel(w, up, *p.response), cfg["dw_min"] * ref_q(cfg, w, up),
+                                   rtol=1e-10, atol=1e-15)
+
+
+# -- pulse trains and coincidences ------------------------------------------------------------------------
+
+
+def _popcount(m):
+    bits = np.unpackbits(np.ascontiguousarray(m, np.uint32).view(np.uint8)).reshape(*m.shape, 32)
+    return bits.sum(-1, dtype=np.int64)
+
+
+def test_pulse_trains_bit_probabilities():
+    probs = np.array([0.0, 0.003, 0.05, 0.2, 0.3, 0.7, 0.97, 1.0, 1.7])
+    n_per = 4000
+    values = np.repeat(probs, n_per)[None, :].repeat(2, 0)
+    values[1] *= -1  # the sign does not matter
+    values = values.astype(np.float32)
+    bl = np.array([31, 7], np.int32)
+    masks = K.pulse_trains_kernel(values, np.ones(2), bl, 5, 1, 0)
+    assert masks.shape == values.shape and masks.dtype == np.uint32
+    bits = np.unpackbits(masks.view(np.uint8), bitorder="little").reshape(2, -1, 32)
+    for b in range(2):
+        L = bl[b]
+        assert not bits[b, :, L:].any()  # no pulse beyond the train length
+        for g, p in enumerate(probs):
+            sel = bits[b, g * n_per:(g + 1) * n_per, :L].astype(float)
+            p_eff = min(p, 1.0)
+            n = sel.size
+            assert abs(sel.mean() - p_eff) < 5 * np.sqrt(p_eff * (1 - p_eff) / n) + 1e-12, (b, p, sel.mean())
+            # slots are independent: the pulse count per train is Binomial(L, p)
+            cnt = sel.sum(1)
+            rel = max(0.1, 4 / np.sqrt(n_per * L * p_eff + 1e-300))
+            assert cnt.var() == pytest.approx(L * p_eff * (1 - p_eff), rel=rel, abs=1e-9), (b, p)
+            if 0 < p_eff < 1:
+                per_slot = sel.mean(0)  # each slot fires with the same probability
+                assert np.abs(per_slot - p_eff).max() < 5 * np.sqrt(p_eff * (1 - p_eff) / n_per)
+    # samples draw from their own streams: the same seed and counter repeat, another counter does not
+    again = K.pulse_trains_kernel(values, np.ones(2), bl, 5, 1, 0)
+    other = K.pulse_trains_kernel(values, np.ones(2), bl, 5, 2, 0)
+    assert np.array_equal(masks, again) and not np.array_equal(masks, other)
+
+
+def test_pulse_trains_zero_length_and_zero_values_fire_nothing():
+    values = np.ones((3, 50), np.float32)
+    values[1, ::2] = 0.0
+    masks = K.pulse_trains_kernel(values, np.full(3, 0.5), np.array([0, 20, 5], np.int32), 1, 1, 0)
+    assert not masks[0].any()
+    assert not masks[1, ::2].any() and masks[1, 1::2].any()
+
+
+def test_slot_lists_match_the_masks():
+    rng = np.random.default_rng(1)
+    masks = (rng.integers(0, 2**12, (3, 40)) & rng.integers(0, 2**12, (3, 40))).astype(np.uint32)
+    lists, counts = K.slot_lists_kernel(masks, 12)
+    for b in range(3):
+        for t in range(12):
+            want = np.flatnonzero((masks[b] >> t) & 1)
+            np.testing.assert_array_equal(np.sort(lists[b, t, :counts[b, t]]), want)
+
+
+def test_coincidence_update_matches_numpy_popcount():
+    """Constant step dw = 2^-10, no noise, wide bounds: w changes by dw times the signed coincidence count."""
+    rng = np.random.default_rng(2)
+    batch, rows, cols, L = 5, 16, 24, 20
+    dw = 2.0**-10
+    x_masks = (rng.integers(0, 2**L, (batch, cols)) & rng.integers(0, 2**L, (batch, cols))).astype(np.uint32)
+    d_masks = (rng.integers(0, 2**L, (batch, rows)) & rng.integers(0, 2**L, (batch, rows))).astype(np.uint32)
+    x_masks[:, ::5] = 0
+    x = (rng.uniform(0.1, 1, (batch, cols)) * rng.choice([-1, 1], (batch, cols))).astype(np.float32)
+    d = (rng.uniform(0.1, 1, (batch, rows)) * rng.choice([-1, 1], (batch, rows))).astype(np.float32)
+    p = _params(dict(kind="ideal", tau=1000.0, dw_min=dw), (rows, cols))
+    lists, counts = K.slot_lists_kernel(x_masks, L)
+    for lr_sign in (1.0, -1.0):
+        w = np.zeros((rows, cols), np.float32)
+        fired = K.coincidence_update_kernel(w, lists, counts, x, d, lr_sign, d_masks, *p.response, 0.0, False, 3, 1)
+        both = d_masks[:, :, None] & x_masks[:, None, :]  # (batch, rows, cols)
+        c = _popcount(both)
+        down = lr_sign * np.sign(d)[:, :, None] * np.sign(x)[:, None, :] > 0  # W -= lr d x^T
+        net = np.where(down, -c, c).sum(0)
+        assert fired == c.sum()
+        np.testing.assert_array_equal(w, (net * dw).astype(np.float32))
+
+
+# -- expected_update_kernel ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["linear", "SoftBounds", "ExpStep", "tabulated"])
+def test_expected_update_kernel_whole_pulses_without_noise(kind):
+    """|dw| an exact multiple n of dw_min: w + n * dw_min * q(w), clipped (the step is evaluated at the start)."""
+    cfg = dict(FAMILY_CONFIGS[kind], dw_min=2.0**-10)
+    lo, hi = ref_bounds(cfg)
+    rng = np.random.default_rng(3)
+    shape = (10, 12)
+    p = _params(cfg, shape)
+    w0 = rng.uniform(lo, hi, shape).astype(np.float32)
+    n = rng.integers(-8, 9, shape)
+    w = w0.copy()
+    fired = K.expected_update_kernel(w, n * cfg["dw_min"], cfg["dw_min"], *p.response, 0.0, False, 1, 1)
+    assert fired == np.abs(n).sum()
+    w64 = w0.astype(float)
+    step = cfg["dw_min"] * np.where(n > 0, ref_q(cfg, w64, True), ref_q(cfg, w64, False))
+    want = np.clip(w64 + np.sign(n) * np.abs(n) * step, lo, hi)
+    np.testing.assert_allclose(w, want.astype(np.float32), atol=1e-6)
+
+
+def test_expected_update_kernel_noise_variance():
+    """n whole pulses with multiplicative noise: variance n (sigma s)^2; additive: n (sigma dw)^2."""
+    for mult in (True, False):
+        cfg = dict(FAMILY_CONFIGS["SoftBounds"], dw_min=2.0**-10, mult_noise=mult)
+        shape = (200, 200)
+        p = _params(cfg, shape)
+        w = np.full(shape, 0.1, np.float32)
+        n = 4
+        K.expected_update_kernel(w, np.full(shape, n * cfg["dw_min"]), cfg["dw_min"], *p.response, 0.3,
+                                 not mult, 2, 1)
+        s = cfg["dw_min"] * ref_q(cfg, 0.1, True)
+        scale = s if mult else cfg["dw_min"]
+        dws = w.astype(float) - float(np.float32(0.1))
+        assert dws.mean() == pytest.approx(n * s, rel=0.01)
+        assert dws.std() == pytest.approx(np.sqrt(n) * 0.3 * scale, rel=0.04)
+
+
+# -- seeds and threads ----------------------------------------------------------------------------------
+
+
+def _run_all(seed: int) -> list[np.ndarray]:
+    """Pulses, pulsed update, expected update and zero shift on a noisy array with spreads."""
+    dev = parse_device(SPREAD_CONFIGS["SoftBounds"])
+    rng = np.random.default_rng(0)
+    x = rng.normal(0, 0.5, (16, 48)).astype(np.float32)
+    d = rng.normal(0, 0.05, (16, 40)).astype(np.float32)
+    out = []
+    a = ConductanceArray(40, 48, dev, seed=seed)
+    a.pulse(rng.integers(-5, 6, a.shape))
+    out.append(a.w.copy())
+    a.update(x, d, 0.1, UpdateConfig(mode="pulsed"))
+    out.append(a.w.copy())
+    a.update(x, d, 0.1, UpdateConfig(mode="expected"))
+    out.append(a.w.copy())
+    a.zero_shift(n_cycles=50)
+    out.append(a.w.copy())
+    return out
+
+
+def test_same_seed_same_result_on_1_and_2_threads():
+    before = numba.get_num_threads()
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("Numba was started with a single thread")
+    try:
+        numba.set_num_threads(1)
+        one = _run_all(seed=17)
+        numba.set_num_threads(2)
+        two = _run_all(seed=17)
+    finally:
+        numba.set_num_threads(before)
+    for a, b in zip(one, two):
+        assert np.array_equal(a, b)
+
+
+def test_different_seeds_differ():
+    a, b = _run_all(seed=1), _run_all(seed=2)
+    for u, v in zip(a, b):
+        assert not np.array_equal(u, v)
