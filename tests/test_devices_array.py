@@ -1,0 +1,122 @@
+"""ConductanceArray and AnalogTile: programming, zero shift, state round trips."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from devices import AnalogTile, ConductanceArray, PeripheryConfig, UpdateConfig, parse_device
+from devices import kernels as K
+
+CONST = dict(kind="ConstantStep", dw_min=2e-3, dw_min_std=0.0, dw_min_dtod=0.0, up_down_dtod=0.0,
+             w_max=1.0, w_min=-1.0, w_max_dtod=0.0, w_min_dtod=0.0)
+
+
+@pytest.mark.parametrize("cfg,tol", [(CONST, None),
+                                     (dict(CONST, dw_min_std=0.2, dw_min_dtod=0.2, up_down_dtod=0.05), None),
+                                     (dict(kind="SoftBounds", dw_min=2e-3, dw_min_std=0.1, w_max_dtod=0.1, w_min_dtod=0.1), 3e-3)])
+def test_program_reaches_the_target(cfg, tol):
+    dev = parse_device(cfg)
+    a = ConductanceArray(20, 30, dev, seed=1)
+    lo, hi = a.bounds
+    target = np.random.default_rng(0).uniform(-0.25, 0.25, a.shape).astype(np.float32)
+    assert np.all((target > lo) & (target < hi))
+    res = a.program(target, max_iters=60, tolerance=tol)
+    tol = cfg["dw_min"] / 2 if tol is None else tol
+    np.testing.assert_allclose(res, target - a.weights)
+    assert np.abs(res).max() < tol + 1e-6
+
+
+def test_program_with_read_noise_leaves_a_residual_of_that_order():
+    a = ConductanceArray(20, 30, parse_device(CONST), seed=1)
+    target = np.random.default_rng(0).uniform(-0.4, 0.4, a.shape).astype(np.float32)
+    res = a.program(target, max_iters=20, read_noise_std=0.01)
+    assert 1e-3 < np.abs(res).mean() < 0.03
+
+
+def test_zero_shift_makes_the_effective_weight_zero_at_the_symmetric_point():
+    dev = parse_device(dict(kind="SoftBounds", up_down=0.05, up_down_dtod=0.05, dw_min=1e-3, dw_min_std=0.0))
+    a = ConductanceArray(8, 8, dev, seed=2)
+    ref = a.zero_shift(n_cycles=20_000)
+    assert np.array_equal(ref, a.reference) and np.all(a.weights == 0)
+    # in the shifted coordinates G(0) ~ 0: up and down steps agree to the order of one step's change
+    # (within one step of w_sym: |q+ - q-| dw_min <= slope of the difference times one step)
+    ep = a.params.ep
+    slope = ep[..., K.DW_UP] / ep[..., K.W_MAX] - ep[..., K.DW_DOWN] / ep[..., K.W_MIN]
+    bound = slope * np.maximum(ep[..., K.DW_UP], ep[..., K.DW_DOWN])
+    assert np.all(np.abs(a.mean_step(True) - a.mean_step(False)) <= 1.01 * bound)
+    assert a.pulses == 2 * 20_000 * 64
+    # a noisy read of the reference leaves a residual of the read noise
+    b = ConductanceArray(8, 8, dev, seed=2)
+    b.zero_shift(n_cycles=20_000, read_noise_std=0.01)
+    assert np.std(b.weights) == pytest.approx(0.01, rel=0.3)
+
+
+def _exercise(a: ConductanceArray, rng: np.random.Generator) -> list[np.ndarray]:
+    x = rng.normal(0, 0.5, (8, a.shape[1])).astype(np.float32)
+    d = rng.normal(0, 0.05, (8, a.shape[0])).astype(np.float32)
+    a.update(x, d, 0.1, UpdateConfig(mode="pulsed"))
+    a.update(x, d, 0.1, UpdateConfig(mode="expected"))
+    a.pulse(rng.integers(-3, 4, a.shape))
+    y = a.read(x)  # noisy periphery: consumes the read generator
+    return [a.w.copy(), y, a.read_weights(0.01)]
+
+
+def test_state_dict_round_trip_continues_bit_exactly():
+    dev = parse_device(dict(kind="SoftBounds", dw_min_std=0.3))
+    a = ConductanceArray(24, 32, dev, seed=5)
+    _exercise(a, np.random.default_rng(0))
+    state = a.state_dict()
+    first = _exercise(a, np.random.default_rng(1))
+    b = ConductanceArray(24, 32, dev, seed=5)
+    b.load_state_dict(state)
+    second = _exercise(b, np.random.default_rng(1))
+    for u, v in zip(first, second):
+        assert np.array_equal(u, v)
+    assert a.pulses == b.pulses and a.counter == b.counter
+    with pytest.raises(ValueError, match="shape"):
+        ConductanceArray(2, 2, dev).load_state_dict(state)
+
+
+def test_tile_weight_is_the_gain_weighted_sum_and_round_trips():
+    dev = parse_device(dict(kind="SoftBounds", dw_min_std=0.3))
+    t = AnalogTile(12, 16, dev, gains=(1.0, 0.25), seed=3)
+    rng = np.random.default_rng(0)
+    for a in t.arrays:
+        a.pulse(rng.integers(-50, 51, a.shape))
+    np.testing.assert_allclose(t.weight(), t.arrays[0].weights + 0.25 * t.arrays[1].weights, rtol=1e-6)
+    assert not np.array_equal(t.arrays[0].params.ep, t.arrays[1].params.ep)  # arrays draw their own devices
+    cols = t.read_columns(1, np.array([0, 5]))
+    np.testing.assert_allclose(cols, t.arrays[1].weights[:, [0, 5]].T, atol=0.3)
+    state = t.state_dict()
+    x = rng.normal(0, 1, (4, 16)).astype(np.float32)
+    d = rng.normal(0, 0.05, (4, 12)).astype(np.float32)
+    t.update(x, d, 0.1, index=1)
+    first = (t.forward(x), t.backward(d), t.weight())
+    u = AnalogTile(12, 16, dev, gains=(1.0, 0.25), seed=3)
+    u.load_state_dict(state)
+    u.update(x, d, 0.1, index=1)
+    second = (u.forward(x), u.backward(d), u.weight())
+    for p, q in zip(first, second):
+        assert np.array_equal(p, q)
+    assert t.pulses == u.pulses and t.reads == u.reads
+
+
+def test_tile_forward_uses_the_periphery():
+    dev = parse_device(dict(kind="ideal", tau=1.0, dw_min=0.01))
+    t = AnalogTile(5, 7, dev, forward=PeripheryConfig.perfect(), backward=PeripheryConfig.perfect())
+    t.arrays[0].pulse(np.random.default_rng(0).integers(-20, 21, (5, 7)))
+    x = np.random.default_rng(1).normal(0, 1, (3, 7)).astype(np.float32)
+    assert np.array_equal(t.forward(x), x @ t.weight().T)
+    assert t.reads == 3
+
+
+def test_array_rejects_wrong_shapes():
+    a = ConductanceArray(4, 5, parse_device(CONST))
+    with pytest.raises(ValueError, match="shape"):
+        a.pulse(np.ones((5, 4), np.int64))
+    with pytest.raises(ValueError, match="samples"):
+        a.update(np.ones((3, 5)), np.ones((2, 4)), 0.1)
+    with pytest.raises(ValueError, match="shape"):
+        a.program(np.zeros((3, 3)))
+    assert a.params.ep.shape == (4, 5, K.N_ELEMENT_PARAMS)

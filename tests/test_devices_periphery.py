@@ -1,0 +1,100 @@
+"""Read periphery: exact reads, DAC/ADC steps, output noise, noise and bound management."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from devices import ConductanceArray, PeripheryConfig, analog_mvm, parse_device
+
+CLEAN = dict(out_noise=0.0, inp_bits=None, out_bits=None, out_bound=1e9, bound_management=False)
+
+
+def _rng():
+    return np.random.default_rng(0)
+
+
+def test_ideal_read_is_exactly_w_x():
+    rng = _rng()
+    w = rng.normal(0, 1, (20, 30)).astype(np.float32)
+    x = rng.normal(0, 1, (7, 30)).astype(np.float32)
+    y = analog_mvm(w, x, PeripheryConfig.perfect(), rng)
+    assert np.array_equal(y, x @ w.T)
+
+
+@pytest.mark.parametrize("nm", [True, False])
+def test_noise_free_unquantized_read_is_w_x(nm):
+    rng = _rng()
+    w = rng.normal(0, 0.3, (20, 30)).astype(np.float32)
+    x = rng.uniform(-1, 1, (7, 30)).astype(np.float32)  # inside the input bound without noise management
+    y = analog_mvm(w, x, PeripheryConfig(noise_management=nm, **CLEAN), rng)
+    np.testing.assert_allclose(y, x.astype(float) @ w.T.astype(float), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("bits", [2, 3, 7])
+def test_dac_step_is_two_bound_over_levels(bits):
+    """Identity weights, no noise management: y = the quantized input, levels 2 bound / (2^bits - 2) apart."""
+    bound = 1.0
+    step = 2 * bound / (2**bits - 2)
+    x = np.linspace(-1.3, 1.3, 501, dtype=np.float32)[None, :]
+    w = np.eye(x.shape[1], dtype=np.float32)
+    cfg = PeripheryConfig(inp_bits=bits, inp_bound=bound, out_bits=None, out_noise=0.0, out_bound=1e9,
+                          noise_management=False, bound_management=False)
+    y = analog_mvm(w, x, cfg, _rng())[0]
+    want = np.round(np.clip(x[0], -bound, bound) / step) * step
+    np.testing.assert_allclose(y, want, atol=1e-6)
+    assert len(np.unique(np.round(y / step))) == 2**bits - 1
+
+
+@pytest.mark.parametrize("bits", [4, 9])
+def test_adc_step_and_output_bound(bits):
+    bound = 2.0
+    step = 2 * bound / (2**bits - 2)
+    x = np.linspace(-3, 3, 1001, dtype=np.float32)[None, :]
+    w = np.eye(x.shape[1], dtype=np.float32)
+    cfg = PeripheryConfig(inp_bits=None, inp_bound=10.0, out_bits=bits, out_bound=bound, out_noise=0.0,
+                          noise_management=False, bound_management=False)
+    y = analog_mvm(w, x, cfg, _rng())[0]
+    np.testing.assert_allclose(y, np.round(np.clip(x[0], -bound, bound) / step) * step, atol=1e-6)
+    assert np.abs(y).max() == pytest.approx(bound)
+
+
+@pytest.mark.parametrize("nm", [True, False])
+def test_output_noise_std(nm):
+    """W = 0: the output is pure noise, std out_noise in normalized units, times max|x| with noise management."""
+    amp = 2.5 if nm else 1.0
+    x = np.full((2000, 16), amp if nm else 0.5, np.float32)
+    x[:, 0] = amp
+    cfg = PeripheryConfig(out_noise=0.1, inp_bits=None, out_bits=None, out_bound=1e9, noise_management=nm,
+                          bound_management=False)
+    y = analog_mvm(np.zeros((8, 16), np.float32), x, cfg, _rng())
+    assert y.mean() == pytest.approx(0.0, abs=5 * 0.1 * amp / np.sqrt(y.size))
+    assert y.std() == pytest.approx(0.1 * amp, rel=0.03)
+
+
+def test_bound_management_rescues_a_saturating_read():
+    w = np.full((8, 16), 3.0, np.float32)
+    x = np.ones((4, 16), np.float32)  # W x = 48, four times the output bound 12
+    base = dict(out_noise=0.0, out_bits=None, inp_bits=None, out_bound=12.0)
+    clipped = analog_mvm(w, x, PeripheryConfig(bound_management=False, **base), _rng())
+    np.testing.assert_allclose(clipped, 12.0)
+    rescued = analog_mvm(w, x, PeripheryConfig(bound_management=True, **base), _rng())
+    np.testing.assert_allclose(rescued, 48.0, rtol=1e-6)
+    # with R1's default periphery the rescued read is W x up to quantization and noise
+    y = analog_mvm(w, x, PeripheryConfig(), _rng())
+    np.testing.assert_allclose(y, 48.0, rtol=0.05)
+    # too few halvings: still saturated, reported at the (scaled) bound
+    few = analog_mvm(w, x, PeripheryConfig(bound_management=True, max_bm_reads=2, **base), _rng())
+    np.testing.assert_allclose(few, 24.0, rtol=1e-6)
+
+
+def test_array_read_and_transposed_read_use_effective_weights():
+    dev = parse_device(dict(kind="ideal", tau=1.0, dw_min=0.01))
+    a = ConductanceArray(6, 9, dev, seed=0)
+    a.pulse(np.random.default_rng(1).integers(-30, 31, a.shape))
+    a.reference[...] = 0.05
+    x = np.random.default_rng(2).normal(0, 1, (3, 9)).astype(np.float32)
+    d = np.random.default_rng(3).normal(0, 1, (3, 6)).astype(np.float32)
+    w_eff = a.w - np.float32(0.05)
+    assert np.array_equal(a.read(x, PeripheryConfig.perfect()), x @ w_eff.T)
+    assert np.array_equal(a.read_transposed(d, PeripheryConfig.perfect()), d @ w_eff)
