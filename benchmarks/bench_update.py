@@ -1,0 +1,149 @@
+#!/usr/bin/env python
+"""Time one mini-batch update of a 512x512 SoftBounds array: aimc pulsed and expected modes, the digital
+torch update `W -= lr * d.T @ x` on the same inputs, and (with --aihwkit-python) aihwkit 1.1.0's SoftBounds
+tile run as a subprocess (benchmarks/aihwkit/bench_update_aihwkit.py) with the same x/d parameters.
+
+Two regimes as in ../shared/AIHWKIT.md: small (d_std 2e-4, lr 0.01, ~5e3 pulses per batch) and large
+(d_std 3.75e-3, lr 0.1, ~1e6 pulses). Each timing is the median over --repeats calls from the same start
+weights (reset outside the timed region). Prints a table and, last, one JSON line with every number.
+
+    python benchmarks/bench_update.py --threads 2 --aihwkit-python ~/aihwkit-venv/bin/python
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+REGIMES = {"small": dict(d_std=2e-4, lr=0.01), "large": dict(d_std=3.75e-3, lr=0.1)}
+
+
+def _median_ms(fn, reset, repeats: int, warmup: int) -> tuple[float, float]:
+    """Median and min wall time of fn() in ms; reset() runs before every call, untimed."""
+    for _ in range(warmup):
+        reset()
+        fn()
+    times = []
+    for _ in range(repeats):
+        reset()
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return float(np.median(times)), float(np.min(times))
+
+
+def run_aihwkit(python: str, a: argparse.Namespace) -> dict:
+    script = ROOT / "benchmarks" / "aihwkit" / "bench_update_aihwkit.py"
+    cmd = [python, str(script), "--threads", str(a.threads), "--repeats", str(a.repeats),
+           "--out-size", str(a.size), "--in-size", str(a.size), "--batch", str(a.batch), "--x-std", str(a.x_std),
+           "--d-std-small", str(REGIMES["small"]["d_std"]), "--d-std-large", str(REGIMES["large"]["d_std"]),
+           "--lr-small", str(REGIMES["small"]["lr"]), "--lr-large", str(REGIMES["large"]["lr"]),
+           "--seed", str(a.seed)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--threads", type=int, default=2, help="Numba and torch threads")
+    p.add_argument("--repeats", type=int, default=50)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--size", type=int, default=512)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--x-std", type=float, default=0.25)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--aihwkit-python", default=None, help="interpreter of a venv with aihwkit 1.1.0")
+    a = p.parse_args()
+
+    import torch
+
+    from devices import ConductanceArray, SoftBounds, UpdateConfig, set_kernel_threads
+
+    torch.set_num_threads(a.threads)
+    set_kernel_threads(a.threads)
+    rng = np.random.default_rng(a.seed)
+    dev = SoftBounds()  # aihwkit's SoftBoundsDevice defaults: dw_min 1e-3, 30% spreads and cycle noise
+    arr = ConductanceArray(a.size, a.size, dev, seed=a.seed)
+    w0 = rng.uniform(-0.1, 0.1, arr.shape).astype(np.float32)
+    x = (a.x_std * rng.standard_normal((a.batch, a.size))).astype(np.float32)
+
+    def reset():
+        arr.w[...] = w0
+
+    results: dict = {"size": a.size, "batch": a.batch, "desired_bl": 31, "threads": a.threads,
+                     "repeats": a.repeats, "cpu_count": os.cpu_count(), "machine": platform.processor() or
+                     platform.machine(), "python": platform.python_version(), "torch": torch.__version__,
+                     "load_average_before": os.getloadavg()[0]}
+    for name, reg in REGIMES.items():
+        d = (reg["d_std"] * rng.standard_normal((a.batch, a.size))).astype(np.float32)
+        lr = reg["lr"]
+        r: dict = {"d_std": reg["d_std"], "lr": lr, "x_std": a.x_std}
+        r["formula_pulses"] = float(lr * (np.abs(x).astype(float).sum(1) * np.abs(d).astype(float).sum(1)).sum()
+                                     / dev.dw_min)
+        # digital torch update on the same inputs
+        W = torch.from_numpy(w0.copy())
+        xt, dt = torch.from_numpy(x), torch.from_numpy(d)
+
+        def torch_reset():
+            W.copy_(torch.from_numpy(w0))
+
+        def torch_update():
+            nonlocal W
+            W -= lr * dt.T @ xt
+
+        r["torch_ms"], r["torch_ms_min"] = _median_ms(torch_update, torch_reset, a.repeats, a.warmup)
+        for mode in ("pulsed", "expected"):
+            cfg = UpdateConfig(mode=mode)
+            fired = []
+
+            def ours():
+                fired.append(arr.update(x, d, lr, cfg))
+
+            r[f"{mode}_ms"], r[f"{mode}_ms_min"] = _median_ms(ours, reset, a.repeats, a.warmup)
+            r[f"{mode}_pulses"] = float(np.mean(fired))
+            r[f"{mode}_over_torch"] = r[f"{mode}_ms"] / r["torch_ms"]
+        results[name] = r
+
+    if a.aihwkit_python:
+        ak = run_aihwkit(os.path.expanduser(a.aihwkit_python), a)
+        results["aihwkit"] = {k: ak[k] for k in ("aihwkit_version", "torch_version", "threads", "repeats")}
+        for name in REGIMES:
+            r = results[name]
+            r["aihwkit_ms"] = ak[f"{name}_ms_median"]
+            r["aihwkit_ms_min"] = ak[f"{name}_ms_min"]
+            r["aihwkit_expected_pulses"] = ak[f"{name}_expected_pulses"]
+            r["aihwkit_over_pulsed"] = r["aihwkit_ms"] / r["pulsed_ms"]
+            r["aihwkit_over_expected"] = r["aihwkit_ms"] / r["expected_ms"]
+
+    results["load_average_after"] = os.getloadavg()[0]
+    print(f"{a.size}x{a.size} SoftBounds, batch {a.batch}, BL 31, {a.threads} threads, median of {a.repeats}, "
+          f"load average {results['load_average_before']:.1f} -> {results['load_average_after']:.1f}")
+    head = f"{'regime':7s} {'formula':>9s} {'pulses':>9s} {'torch ms':>9s} {'pulsed ms':>10s} {'expect ms':>10s} " \
+           f"{'pulsed/torch':>12s} {'expect/torch':>12s}"
+    if a.aihwkit_python:
+        head += f" {'aihwkit ms':>10s} {'aihwkit/pulsed':>14s}"
+    print(head)
+    for name in REGIMES:
+        r = results[name]
+        line = f"{name:7s} {r['formula_pulses']:9.3g} {r['pulsed_pulses']:9.3g} {r['torch_ms']:9.3f} {r['pulsed_ms']:10.3f} " \
+               f"{r['expected_ms']:10.3f} {r['pulsed_over_torch']:12.2f} {r['expected_over_torch']:12.2f}"
+        if a.aihwkit_python:
+            line += f" {r['aihwkit_ms']:10.3f} {r['aihwkit_over_pulsed']:14.2f}"
+        print(line)
+    print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
