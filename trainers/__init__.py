@@ -1,0 +1,20 @@
+"""aimc trainer layer: PyTorch models on analog tiles and the analog training algorithms.
+
+    model = trainers.convert(model, TileConfig(...))          # Linear/Conv2d -> AnalogLinear/AnalogConv2d
+    opt = trainers.build_optimizer(model, ResidualConfig())   # torch.optim conventions
+    ... opt.zero_grad(); loss.backward(); opt.step()
+    opt.costs(); opt.latency_estimate(); trainers.to_digital(model)
+"""
+
+from trainers.algorithms import OPTIMIZERS, AnalogOptimizer, LatencyModel, build_optimizer
+from trainers.config import (ALGORITHMS, AnalogSGDConfig, DigitalSGDConfig, MixedPrecisionConfig, MultiTileConfig,
+                             ResidualConfig, ResidualV2Config, TikiTakaConfig, TileConfig, TrainerConfig, TTv2Config)
+from trainers.convert import convert, to_digital
+from trainers.layers import AnalogConv2d, AnalogLinear, analog_layers, set_tile_stack
+
+__all__ = [
+    "ALGORITHMS", "AnalogConv2d", "AnalogLinear", "AnalogOptimizer", "AnalogSGDConfig", "DigitalSGDConfig",
+    "LatencyModel", "MixedPrecisionConfig", "MultiTileConfig", "OPTIMIZERS", "ResidualConfig", "ResidualV2Config",
+    "TTv2Config", "TikiTakaConfig", "TileConfig", "TrainerConfig", "analog_layers", "build_optimizer", "convert",
+    "set_tile_stack", "to_digital",
+]

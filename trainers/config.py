@@ -78,6 +78,8 @@ class ResidualConfig(_Transfer):
     algorithm: Literal["residual"] = "residual"
     gamma: float = Field(0.5, gt=0, description="gain of the residual array P in the mixed weight")
     zero_shift: bool = Field(True, description="zero-shift P to its symmetric point before training")
+    zero_shift_cycles: int | None = Field(None, ge=1, description="up/down pulse pairs of the zero shift; None: "
+                                                               "the device's number of states (slow on big layers)")
 
 
 class ResidualV2Config(ResidualConfig):
@@ -95,6 +97,8 @@ class MultiTileConfig(_Transfer):
     n_tiles: int = Field(4, ge=2, le=10, description="number of arrays N + 1")
     gamma: float = Field(0.5, gt=0, lt=1, description="geometric gain between consecutive arrays")
     zero_shift: bool = Field(True, description="zero-shift the fast arrays before training")
+    zero_shift_cycles: int | None = Field(None, ge=1, description="up/down pulse pairs of the zero shift; None: "
+                                                               "the device's number of states (slow on big layers)")
 
 
 class MixedPrecisionConfig(_Trainer):

@@ -1,0 +1,38 @@
+"""The training algorithms: one optimizer class per `trainers.config` algorithm, and `build_optimizer`."""
+
+from __future__ import annotations
+
+from pydantic import TypeAdapter
+from torch import nn
+
+from trainers.algorithms.base import AnalogOptimizer, LatencyModel
+from trainers.algorithms.sgd import AnalogSGD, DigitalSGD
+from trainers.config import TrainerConfig
+
+OPTIMIZERS: dict[str, type] = {"sgd": DigitalSGD, "analog_sgd": AnalogSGD}
+
+try:  # the transfer-based algorithms
+    from trainers.algorithms.transfer import (MixedPrecision, MultiTile, Residual, ResidualV2, TikiTaka,
+                                              TTv2)
+    OPTIMIZERS.update({"tiki_taka": TikiTaka, "ttv2": TTv2, "residual": Residual, "residual_v2": ResidualV2,
+                       "multi_tile": MultiTile, "mixed_precision": MixedPrecision})
+except ImportError:  # pragma: no cover - during development
+    pass
+
+_ADAPTER = TypeAdapter(TrainerConfig)
+
+
+def build_optimizer(model: nn.Module, trainer_cfg):
+    """The optimizer of `trainer_cfg` (a TrainerConfig model or a dict with `algorithm`) for `model`.
+
+    Analog algorithms set the array stack of each analog tile (1 array for Analog SGD, 2 for Tiki-Taka
+    and residual learning, n_tiles for multi-tile) and prepare it (zero shift) the first time."""
+    cfg = _ADAPTER.validate_python(trainer_cfg) if isinstance(trainer_cfg, dict) else trainer_cfg
+    try:
+        cls = OPTIMIZERS[cfg.algorithm]
+    except KeyError:
+        raise ValueError(f"unknown algorithm {cfg.algorithm!r}; known: {sorted(OPTIMIZERS)}") from None
+    return cls(model, cfg)
+
+
+__all__ = ["AnalogOptimizer", "AnalogSGD", "DigitalSGD", "LatencyModel", "OPTIMIZERS", "build_optimizer"]

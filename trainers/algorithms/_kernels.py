@@ -1,0 +1,61 @@
+"""Small Numba kernels of the digital side of the algorithms (buffers and thresholds)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True, parallel=True)
+def threshold_counts(h, counts, dw_min, threshold, max_pulses, single):
+    """Where |h| >= threshold * dw_min: n = sign(h) floor(|h| / dw_min) pulses (single: n = sign(h)),
+    clipped to +-max_pulses, written into counts; h -= n dw_min. Elsewhere counts = 0. Returns sum |n|."""
+    rows, cols = h.shape
+    fired = np.zeros(rows, np.int64)
+    lim = threshold * dw_min
+    for i in prange(rows):
+        for j in range(cols):
+            v = h[i, j]
+            n = 0
+            if abs(v) >= lim:
+                if single:
+                    n = 1 if v > 0 else -1
+                else:
+                    m = int(abs(v) / dw_min)
+                    if m < 1:
+                        m = 1
+                    if m > max_pulses:
+                        m = max_pulses
+                    n = m if v > 0 else -m
+                h[i, j] = v - n * dw_min
+                fired[i] += abs(n)
+            counts[i, j] = n
+    return fired.sum()
+
+
+@njit(cache=True)
+def threshold_counts_cols(h, cols, counts, dw_min, threshold, max_pulses, single):
+    """threshold_counts on the columns `cols` of h (rows x in) only; counts (rows x in) gets the pulses
+    in those columns (the caller keeps the other columns zero). Returns sum |n|."""
+    rows = h.shape[0]
+    total = 0
+    lim = threshold * dw_min
+    for c in range(cols.shape[0]):
+        j = cols[c]
+        for i in range(rows):
+            v = h[i, j]
+            n = 0
+            if abs(v) >= lim:
+                if single:
+                    n = 1 if v > 0 else -1
+                else:
+                    m = int(abs(v) / dw_min)
+                    if m < 1:
+                        m = 1
+                    if m > max_pulses:
+                        m = max_pulses
+                    n = m if v > 0 else -m
+                h[i, j] = v - n * dw_min
+                total += abs(n)
+            counts[i, j] = n
+    return total
