@@ -6,6 +6,7 @@ import argparse
 import sys
 
 import aimc
+from aimc import cmd_train
 
 
 def _fmt(v: float) -> str:
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("devices", help="list the device presets with their key figures")
     p.add_argument("--sources", action="store_true", help="also print where each preset's numbers come from")
     p.set_defaults(func=_cmd_devices)
+    cmd_train.register(sub)
     return parser
 
 

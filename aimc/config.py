@@ -1,0 +1,263 @@
+"""The experiment config: one validated pydantic model per run, loaded from TOML.
+
+A run is fully described by its `ExperimentConfig` and seed. Every section forbids unknown keys, and a
+wrong key or value fails before any work with an error naming the dotted field path, for example
+`trainer.lr: Input should be greater than 0 (got -1)`. `apply_overrides` sets fields by dotted path on the
+plain dict of a config (the sweep engine uses it for its axes).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from devices import DEVICE_KINDS, ConfigError, load_device
+from trainers.config import ALGORITHMS, AnalogSGDConfig, TileConfig, TrainerConfig
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+Activation = Literal["sigmoid", "relu", "tanh"]
+
+
+class FCNConfig(BaseModel):
+    """Fully connected network on the flattened image (R1's FCN: 784-256-128-10, sigmoid)."""
+
+    model_config = _STRICT
+    name: Literal["fcn"] = "fcn"
+    hidden: tuple[Annotated[int, Field(ge=1)], ...] = Field((256, 128), description="hidden layer widths")
+    activation: Activation = Field("sigmoid", description="activation after every hidden layer")
+
+
+class LeNet5Config(BaseModel):
+    """LeNet-5: two 5x5 convolutions (6, 16 channels) with 2x2 max pooling, then 120-84-classes."""
+
+    model_config = _STRICT
+    name: Literal["lenet5"] = "lenet5"
+    activation: Activation = Field("tanh", description="activation after every hidden layer")
+
+
+class ResNetConfig(BaseModel):
+    """A small ResNet: a 3x3 stem and three stages of basic blocks (width, 2 width, 4 width channels)."""
+
+    model_config = _STRICT
+    name: Literal["resnet"] = "resnet"
+    width: int = Field(16, ge=1, description="channels of the first stage")
+    blocks: int = Field(1, ge=1, description="basic blocks per stage")
+    activation: Activation = Field("relu", description="activation inside the blocks")
+
+
+ModelConfig = Annotated[Union[FCNConfig, LeNet5Config, ResNetConfig], Field(discriminator="name")]
+MODEL_NAMES = ("fcn", "lenet5", "resnet")
+
+
+class DataConfig(BaseModel):
+    """The data set: 28x28 grayscale images with 10 classes, pixel values scaled to [0, 1]."""
+
+    model_config = _STRICT
+    name: Literal["mnist_small", "mnist", "fashion_mnist"] = Field(
+        "mnist_small", description="mnist_small: the MNIST subset shipped with the package; mnist, "
+                                   "fashion_mnist: the IDX files in `path` (or torchvision's copy)")
+    path: str | None = Field(None, description="directory with the 4 IDX files (gzip or not); none: "
+                                               "torchvision's data set under ~/.cache/aimc (if installed)")
+    n_train: int | None = Field(None, ge=1, description="use the first n_train training images (none: all)")
+    n_test: int | None = Field(None, ge=1, description="use the first n_test test images (none: all)")
+
+    @model_validator(mode="after")
+    def _path_only_for_files(self) -> "DataConfig":
+        if self.name == "mnist_small" and self.path is not None:
+            raise ValueError("data.path: mnist_small is shipped with the package and takes no path")
+        return self
+
+
+class CheckpointConfig(BaseModel):
+    """Checkpoints in the run folder, written at the end of an epoch."""
+
+    model_config = _STRICT
+    every: int = Field(1, ge=1, description="epochs between two checkpoints")
+    keep: int = Field(1, ge=1, description="newest checkpoints kept on disk")
+
+
+class ExperimentConfig(BaseModel):
+    """One training run: model, data, tiles, trainer and schedule; or, with `compare`, one run per trainer."""
+
+    model_config = _STRICT
+    name: str = Field("run", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="run name (folder-safe)")
+    seed: int = Field(0, ge=0, description="seed of model init, data order and every device draw")
+    tile: TileConfig = Field(default_factory=TileConfig, description="device and periphery of the tiles")
+    trainer: TrainerConfig | None = Field(None, description="training algorithm (default: analog_sgd; none "
+                                                             "when `compare` is given)")
+    compare: list[TrainerConfig] = Field(
+        default_factory=list, description="trainers to compare on the same model, data and tiles, one run each "
+                                          "(replaces `trainer`)")
+    model: ModelConfig = Field(default_factory=FCNConfig, description="network architecture")
+    data: DataConfig = Field(default_factory=DataConfig, description="data set")
+    epochs: int = Field(10, ge=1, description="passes over the training set")
+    batch_size: int = Field(10, ge=1, description="training mini-batch (samples)")
+    eval_batch_size: int = Field(1000, ge=1, description="test-set mini-batch (samples); no effect on results")
+    max_loss: float = Field(1e3, gt=0, description="divergence guard: stop when a mini-batch loss is not "
+                                                   "finite or above this (nats)")
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig, description="checkpoint schedule")
+    threads: int = Field(1, ge=1, description="torch intra-op threads; 1 is fastest for small batches and "
+                                              "keeps parallel sweep workers from competing")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_trainer(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("compare") and data.get("trainer") is None:
+            data = {**data, "trainer": AnalogSGDConfig().model_dump()}
+        return data
+
+    @model_validator(mode="after")
+    def _check(self) -> "ExperimentConfig":
+        if self.compare and self.trainer is not None:
+            raise ValueError("trainer: give either `trainer` or `compare`, not both")
+        if isinstance(self.tile.device, str):
+            try:
+                load_device(self.tile.device)
+            except ConfigError as err:
+                raise ValueError(f"tile.device: {err}") from None
+        return self
+
+    def runs(self) -> list[tuple[str, "ExperimentConfig"]]:
+        """(label, single-trainer config) of every run: one per `compare` entry, or this config itself.
+        Labels are the algorithm names, with `-2`, `-3`... on repeats."""
+        if not self.compare:
+            return [(self.trainer.algorithm, self)]
+        out, seen = [], {}
+        for t in self.compare:
+            seen[t.algorithm] = seen.get(t.algorithm, 0) + 1
+            label = t.algorithm if seen[t.algorithm] == 1 else f"{t.algorithm}-{seen[t.algorithm]}"
+            out.append((label, self.model_copy(update={"trainer": t, "compare": []})))
+        return out
+
+    def hash(self) -> str:
+        """First 16 hex digits of the SHA-256 of the canonical JSON of the config."""
+        return hashlib.sha256(canonical_json(self).encode()).hexdigest()[:16]
+
+
+def canonical_json(cfg: BaseModel) -> str:
+    """The config as JSON with sorted keys and no whitespace (what `hash` digests)."""
+    return json.dumps(cfg.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+# -- validation with dotted-path errors ------------------------------------------------------------------
+_TAGS = set(ALGORITHMS) | set(MODEL_NAMES) | set(DEVICE_KINDS)
+
+
+def _dotted(loc: tuple) -> str:
+    """Dotted path of a pydantic error location, without the tags pydantic inserts for tagged unions."""
+    parts = [str(p) for i, p in enumerate(loc)
+             if not (i > 0 and isinstance(p, str) and (p in _TAGS or p == "str" or "[" in p))]
+    return ".".join(parts)
+
+
+def format_errors(err: ValidationError) -> str:
+    """One line per problem: `dotted.path: message (got value)`."""
+    lines = []
+    for e in err.errors():
+        if e["type"] == "value_error" and "error" in e.get("ctx", {}):
+            msg, loc = str(e["ctx"]["error"]), _dotted(e["loc"])
+            lines.append(msg if msg.startswith(loc) else f"{loc}: {msg}")  # ours name the full path
+            continue
+        if e["type"] in ("string_type",) and e["loc"][-1:] == ("str",):
+            continue  # the `str` branch of a `str | table` union, when a table was given
+        got = e.get("input")
+        shown = "" if isinstance(got, (dict, list)) or e["type"] == "missing" else f" (got {got!r})"
+        lines.append(f"{_dotted(e['loc']) or '<root>'}: {e['msg']}{shown}")
+    return "\n".join(dict.fromkeys(lines))
+
+
+def validate_config(data: dict[str, Any], where: str = "config") -> ExperimentConfig:
+    """An `ExperimentConfig` from a plain dict; raises `ConfigError` naming every bad field."""
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(f"invalid {where}:\n{format_errors(err)}") from None
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """The table of a TOML file; raises `ConfigError` for a missing or malformed file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} does not exist")
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"config file {str(path)!r} is not valid TOML: {err}") from None
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
+    """Read a TOML experiment config, apply dotted-path overrides, validate."""
+    data = apply_overrides(read_toml(path), overrides or {})
+    return validate_config(data, where=str(path))
+
+
+def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of `data` with each `dotted.path: value` of `overrides` set, e.g.
+    `{"tile.device.gamma": 2, "compare.1.lr": 0.1}`. Missing tables are created; an integer part indexes a
+    list. A device given as a preset name is expanded into its table before one of its fields is set, so
+    `tile.device.gamma` works on `tile.device = "r1_power_1"`. Validation happens afterwards."""
+    out = copy.deepcopy(data)
+    for path, value in overrides.items():
+        parts = path.split(".")
+        if not all(parts):
+            raise ConfigError(f"override {path!r}: empty part in the dotted path")
+        node: Any = out
+        for i, key in enumerate(parts[:-1]):
+            node = _child(node, key, path, ".".join(parts[:i + 1]))
+        _set(node, parts[-1], copy.deepcopy(value), path)
+    return out
+
+
+def _child(node: Any, key: str, path: str, here: str) -> Any:
+    if isinstance(node, list):
+        idx = _index(node, key, path)
+        return node[idx]
+    if not isinstance(node, dict):
+        raise ConfigError(f"override {path!r}: {here.rsplit('.', 1)[0]} is {node!r}, not a table")
+    if key not in node:
+        node[key] = {}
+    elif isinstance(node[key], str) and here == "tile.device":
+        node[key] = load_device(node[key]).model_dump(mode="json")
+    return node[key]
+
+
+def _set(node: Any, key: str, value: Any, path: str) -> None:
+    if isinstance(node, list):
+        node[_index(node, key, path)] = value
+    elif isinstance(node, dict):
+        node[key] = value
+    else:
+        raise ConfigError(f"override {path!r}: the parent is {node!r}, not a table")
+
+
+def _index(node: list, key: str, path: str) -> int:
+    if not key.lstrip("-").isdigit() or not -len(node) <= int(key) < len(node):
+        raise ConfigError(f"override {path!r}: {key!r} is not an index of a list of {len(node)}")
+    return int(key)
+
+
+def config_schema() -> dict:
+    """JSON schema of `ExperimentConfig`."""
+    return ExperimentConfig.model_json_schema()
+
+
+def default_job() -> ExperimentConfig:
+    """What `aimc train` runs without a config: R1's FCN on the shipped MNIST subset, digital SGD against
+    Analog SGD and residual learning on the strongly asymmetric exponential device (R1 Table 8, g = 2)."""
+    return validate_config({
+        "name": "default",
+        "tile": {"device": "r1_exp_2", "update": {"mode": "expected"}},
+        "compare": [{"algorithm": "sgd", "lr": 0.1},
+                    {"algorithm": "analog_sgd", "lr": 0.05},
+                    {"algorithm": "residual", "lr": 0.05, "transfer_lr": 0.01, "gamma": 0.5}],
+        "data": {"name": "mnist_small"},
+        "epochs": 3,
+        "batch_size": 10,
+    }, where="the default job")

@@ -1,0 +1,224 @@
+"""The run folder: resolved config, manifest, metrics, checkpoints; every write atomic (temp file + rename).
+
+Layout of one run (docs/usage.md):
+
+    config.toml, config.json   the resolved config (every field, defaults filled in)
+    manifest.json              name, config hash, versions, seed, status, error, timestamps, timings, final metrics
+    metrics.jsonl              one JSON record per epoch (epoch 0: before training)
+    checkpoints/epoch-NNNN.pt  model, optimizer, RNG states and metrics history at the end of an epoch
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import re
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+
+import aimc
+from aimc.config import ExperimentConfig
+from devices import ConfigError
+
+STATUSES = ("running", "finished", "failed", "diverged", "interrupted")
+
+
+@contextmanager
+def _atomic(path: Path, mode: str = "w") -> Iterator:
+    """Open a temp file beside `path`; on success fsync and rename it over `path`, else remove it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write a text file atomically."""
+    with _atomic(Path(path)) as f:
+        f.write(text)
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """Write JSON (indented, non-finite floats as null) atomically."""
+    write_text(path, json.dumps(_finite(data), indent=2) + "\n")
+
+
+def write_jsonl(path: str | Path, records: list[dict]) -> None:
+    """Write JSON lines, one record per line, atomically."""
+    write_text(path, "".join(json.dumps(_finite(r)) + "\n" for r in records))
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def _finite(v: Any) -> Any:
+    """JSON-safe copy: NaN and infinities become None (JSON has no such numbers)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
+
+
+# -- TOML ------------------------------------------------------------------------------------------------
+_BARE = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _key(k: str) -> str:
+    return k if _BARE.match(k) else json.dumps(k)
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) else repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {type(v).__name__} to TOML")
+
+
+def _is_tables(v: Any) -> bool:
+    return isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(x, dict) for x in v)
+
+
+def to_toml(data: dict, _prefix: str = "") -> str:
+    """TOML text of a nested dict. TOML has no null: a None value is written as a comment."""
+    lines, tables = [], []
+    for k, v in data.items():
+        if isinstance(v, dict) or _is_tables(v):
+            tables.append((k, v))
+        elif v is None:
+            lines.append(f"# {_key(k)}: none (TOML has no null; see config.json)")
+        else:
+            lines.append(f"{_key(k)} = {_value(v)}")
+    for k, v in tables:
+        name = f"{_prefix}{_key(k)}"
+        for item in (v if isinstance(v, (list, tuple)) else [v]):
+            header = f"[[{name}]]" if isinstance(v, (list, tuple)) else f"[{name}]"
+            lines += ["", header, *to_toml(item, name + ".").splitlines()]
+    return "\n".join(lines).lstrip("\n") + ("\n" if not _prefix else "")
+
+
+# -- the run folder --------------------------------------------------------------------------------------
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+class RunFolder:
+    """One run's folder. `start(cfg)` creates or reopens it; the manifest tracks status and timings."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self.manifest: dict[str, Any] = {}
+
+    # paths
+    @property
+    def manifest_path(self) -> Path:
+        return self.root / "manifest.json"
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.root / "metrics.jsonl"
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.root / "checkpoints"
+
+    def read_manifest(self) -> dict[str, Any] | None:
+        """The manifest on disk, or None for a folder without one."""
+        if not self.manifest_path.is_file():
+            return None
+        return json.loads(self.manifest_path.read_text())
+
+    def start(self, cfg: ExperimentConfig) -> str:
+        """Create the folder for `cfg` or reopen one holding the same config (same hash) and mark it running,
+        unless it is finished. Returns the previous status ('new' for a fresh folder). Raises ConfigError where
+        the folder holds another config."""
+        old = self.read_manifest()
+        digest = cfg.hash()
+        if old is not None and old.get("config_hash") != digest:
+            raise ConfigError(f"run folder {str(self.root)!r} holds a run of another config (hash "
+                              f"{old.get('config_hash')}, this one {digest}); choose another output folder")
+        if old is not None and old["status"] == "finished":
+            self.manifest = old
+            return "finished"
+        if old is None:
+            self.root.mkdir(parents=True, exist_ok=True)
+            data = cfg.model_dump(mode="json")
+            write_json(self.root / "config.json", data)
+            write_text(self.root / "config.toml", to_toml(data))
+            self.manifest = {
+                "name": cfg.name, "config_hash": digest, "seed": cfg.seed, "aimc_version": aimc.__version__,
+                "torch_version": torch.__version__, "numpy_version": np.__version__,
+                "python_version": platform.python_version(), "status": "running", "error": None,
+                "created": _now(), "attempts": 0, "timings": {}, "final": None,
+            }
+        else:
+            self.manifest = old
+        previous = "new" if old is None else old["status"]
+        self.manifest.update(status="running", error=None, started=_now(),
+                             attempts=self.manifest.get("attempts", 0) + 1)
+        self.save_manifest()
+        return previous
+
+    def save_manifest(self) -> None:
+        write_json(self.manifest_path, self.manifest)
+
+    def finish(self, status: str, error: str | None = None, **fields: Any) -> None:
+        """Record the outcome (one of STATUSES) with an optional error message and more manifest fields."""
+        if status not in STATUSES:
+            raise ValueError(f"unknown run status {status!r}")
+        self.manifest.update(status=status, error=error, ended=_now(), **fields)
+        self.save_manifest()
+
+    def write_metrics(self, records: list[dict]) -> None:
+        write_jsonl(self.metrics_path, records)
+
+    def read_metrics(self) -> list[dict]:
+        return read_jsonl(self.metrics_path) if self.metrics_path.is_file() else []
+
+    # checkpoints
+    def checkpoints(self) -> list[Path]:
+        """Checkpoint files, oldest first."""
+        return sorted(self.checkpoint_dir.glob("epoch-*.pt"))
+
+    def save_checkpoint(self, epoch: int, state: dict, keep: int) -> Path:
+        """Write `state` as checkpoints/epoch-NNNN.pt atomically; delete all but the newest `keep`."""
+        path = self.checkpoint_dir / f"epoch-{epoch:04d}.pt"
+        with _atomic(path, "wb") as f:
+            torch.save(state, f)
+        for old in self.checkpoints()[:-keep]:
+            old.unlink()
+        return path
+
+    def load_checkpoint(self, path: Path | None = None) -> dict | None:
+        """The newest checkpoint (or `path`), or None where there is none."""
+        if path is None:
+            found = self.checkpoints()
+            if not found:
+                return None
+            path = found[-1]
+        return torch.load(path, map_location="cpu", weights_only=False)

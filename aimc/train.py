@@ -1,0 +1,326 @@
+"""The training loop: one run per config, checkpoints every epoch, resume, divergence guard, comparisons.
+
+`run_experiment(cfg, out_dir)` is the entry point of `aimc train` and of the sweep workers. A run is a pure
+function of its config: the model init comes from `seed`, the data order of epoch e from (seed, e), and
+every device draw from RNGs that live in the model and optimizer state. Resuming from the checkpoint of
+epoch e therefore continues bit-exactly as the uninterrupted run would have.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+import trainers
+from aimc.config import ExperimentConfig
+from aimc.datasets import load_dataset
+from aimc.models import build_model
+from aimc.results import RunFolder, write_json, write_text
+
+_LAST_GOOD = ("epoch", "train_loss", "test_loss", "test_accuracy", "saturated_fraction", "pulses_per_weight")
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became non-finite or exceeded `max_loss`; the message names the epoch and step."""
+
+
+# -- model and optimizer -----------------------------------------------------------------------------------
+def build(cfg: ExperimentConfig) -> tuple[nn.Module, Any]:
+    """The model (analog unless the trainer is digital SGD) and its optimizer, initialised from cfg.seed."""
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg.model)
+    if cfg.trainer.algorithm != "sgd":
+        model = trainers.convert(model, cfg.tile, seed=cfg.seed)
+    return model, trainers.build_optimizer(model, cfg.trainer)
+
+
+def analog_tiles(model: nn.Module) -> list:
+    """Every tile of every analog layer of the model."""
+    return [t for m in model.modules() if getattr(m, "is_analog", False) for t in m.tiles]
+
+
+def saturated_fraction(tiles: list) -> float | None:
+    """Fraction of analog elements (all arrays) within dw_min / 2 of their own bounds; None without tiles."""
+    hit = total = 0
+    for tile in tiles:
+        for a in tile.arrays:
+            lo, hi = a.bounds
+            half = 0.5 * a.params.dw_min
+            hit += int(np.count_nonzero((a.w <= lo + half) | (a.w >= hi - half)))
+            total += a.w.size
+    return hit / total if total else None
+
+
+def costs_of(opt: Any) -> dict[str, Any]:
+    """The optimizer's chip costs so far (pulses, reads, transfers, steps, pulses per weight...) and its
+    R1 Table 3 latency estimate per training step: update_ns (one layer) and step_ns (the whole model)."""
+    costs = dict(opt.costs())
+    latency = opt.latency_estimate()
+    costs.update(update_ns=latency["update_ns"], step_ns=latency["step_ns"])
+    return costs
+
+
+# -- one epoch -----------------------------------------------------------------------------------------------
+@torch.no_grad()
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch: int) -> tuple[float, float]:
+    """(mean cross-entropy loss in nats, accuracy in [0, 1]) on (x, y)."""
+    model.eval()
+    loss, correct = 0.0, 0
+    for i in range(0, len(y), batch):
+        out = model(x[i:i + batch])
+        loss += float(F.cross_entropy(out, y[i:i + batch], reduction="sum"))
+        correct += int((out.argmax(1) == y[i:i + batch]).sum())
+    return loss / len(y), correct / len(y)
+
+
+def epoch_order(seed: int, epoch: int, n: int) -> torch.Tensor:
+    """The sample order of an epoch: a permutation drawn from (seed, epoch) alone."""
+    return torch.from_numpy(np.random.default_rng([seed, epoch]).permutation(n))
+
+
+def _rng_state() -> dict:
+    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state()}
+
+
+def _set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    np.random.set_state(state["numpy"])
+
+
+def _finite_params(model: nn.Module) -> bool:
+    return all(bool(torch.isfinite(p).all()) for p in model.parameters()) and all(
+        bool(np.isfinite(t.weight()).all()) for t in analog_tiles(model))
+
+
+# -- one run ------------------------------------------------------------------------------------------------
+def train_run(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = False) -> dict[str, Any]:
+    """Train one config (`cfg.trainer`) into `out_dir`, resuming from its newest checkpoint if the folder
+    holds an unfinished run of the same config; a finished one is not rerun. Returns the final metrics."""
+    if cfg.compare:
+        raise ValueError("train_run takes a single-trainer config; use run_experiment for `compare`")
+    run = RunFolder(out_dir)
+    if run.start(cfg) == "finished":
+        return run.manifest["final"]
+    t0 = time.perf_counter()
+    try:
+        final = _train(cfg, run, progress)
+    except TrainingDiverged as err:
+        run.finish("diverged", str(err))
+        raise
+    except KeyboardInterrupt:
+        run.finish("interrupted", "interrupted by the user (KeyboardInterrupt)")
+        raise
+    except Exception as err:
+        run.finish("failed", f"{type(err).__name__}: {err}")
+        raise
+    finally:
+        timings = run.manifest.setdefault("timings", {})
+        timings["wall_s"] = timings.get("wall_s", 0.0) + time.perf_counter() - t0
+        run.save_manifest()
+    run.finish("finished", final=final)
+    return final
+
+
+def _train(cfg: ExperimentConfig, run: RunFolder, progress: bool) -> dict[str, Any]:
+    torch.set_num_threads(cfg.threads)
+    d = cfg.data
+    x_train, y_train, x_test, y_test = load_dataset(d.name, d.path, d.n_train, d.n_test).tensors()
+    model, opt = build(cfg)
+    tiles = analog_tiles(model)
+    label = f"{cfg.name}/{cfg.trainer.algorithm}"
+
+    def record(epoch: int, train_loss: float | None, seconds: float) -> dict[str, Any]:
+        test_loss, acc = evaluate(model, x_test, y_test, cfg.eval_batch_size)
+        rec = {"epoch": epoch, "train_loss": train_loss, "test_loss": test_loss, "test_accuracy": acc,
+               "saturated_fraction": saturated_fraction(tiles), **costs_of(opt), "time_s": seconds}
+        if progress:
+            tqdm.write(f"{label} epoch {epoch}: train loss {_f(train_loss)}, test loss {test_loss:.4f}, "
+                       f"test accuracy {100 * acc:.2f}%", file=sys.stderr)
+        return rec
+
+    def checkpoint(epoch: int, history: list[dict]) -> Path:
+        state = {"epoch": epoch, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                 "rng": _rng_state(), "history": history}
+        return run.save_checkpoint(epoch, state, cfg.checkpoint.keep)
+
+    state = run.load_checkpoint()
+    if state is None:
+        history = [record(0, None, 0.0)]
+        checkpoint(0, history)
+    else:
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        _set_rng_state(state["rng"])
+        history = state["history"]
+    run.write_metrics(history)
+
+    n = len(y_train)
+    steps = math.ceil(n / cfg.batch_size)
+    for epoch in range(history[-1]["epoch"] + 1, cfg.epochs + 1):
+        t0 = time.perf_counter()
+        model.train()
+        order = epoch_order(cfg.seed, epoch, n)
+        total = 0.0
+        bar = tqdm(range(steps), desc=f"{label} epoch {epoch}/{cfg.epochs}", leave=False, file=sys.stderr,
+                   disable=not (progress and sys.stderr.isatty()), mininterval=0.5)
+        for step in bar:
+            idx = order[step * cfg.batch_size:(step + 1) * cfg.batch_size]
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x_train[idx]), y_train[idx])
+            value = loss.item()
+            if not math.isfinite(value) or value > cfg.max_loss:
+                _diverged(run, epoch, step + 1, steps, f"mini-batch loss {value:.4g}"
+                          + (" is not finite" if not math.isfinite(value) else f" > max_loss = {cfg.max_loss:g}"))
+            loss.backward()
+            opt.step()
+            total += value * len(idx)
+            if step % 50 == 0:
+                bar.set_postfix(loss=f"{value:.3f}")
+        bar.close()
+        rec = record(epoch, total / n, time.perf_counter() - t0)
+        if not math.isfinite(rec["test_loss"]) or not _finite_params(model):
+            _diverged(run, epoch, steps, steps, "the weights or the test loss are not finite")
+        history.append(rec)
+        run.write_metrics(history)
+        if epoch % cfg.checkpoint.every == 0 or epoch == cfg.epochs:
+            checkpoint(epoch, history)
+    write_curves({cfg.trainer.algorithm: history}, run.root / "curves")
+    run.manifest["latency"] = opt.latency_estimate()
+    final = {k: v for k, v in history[-1].items() if k not in ("epoch", "time_s")}
+    final.update(epochs=cfg.epochs, train_s=sum(r["time_s"] for r in history))
+    return final
+
+
+def _diverged(run: RunFolder, epoch: int, step: int, steps: int, what: str) -> None:
+    found = run.checkpoints()
+    keep = (f"the last good checkpoint is {found[-1]}" if found else "no checkpoint was written")
+    raise TrainingDiverged(f"training diverged at epoch {epoch}, step {step} of {steps}: {what}; stopped, "
+                           f"{keep}")
+
+
+def _f(v: float | None) -> str:
+    return "-" if v is None else f"{v:.4f}"
+
+
+# -- comparisons and the entry point ------------------------------------------------------------------------
+def run_comparison(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = False) -> dict[str, dict]:
+    """One run per `compare` entry in out_dir/<label>/, then comparison.{json,csv,md} and curves.{png,csv}.
+    A diverged run is reported with its status and error; it does not stop the others."""
+    run = RunFolder(out_dir)
+    if run.start(cfg) == "finished":
+        return run.manifest["final"]
+    results: dict[str, dict] = {}
+    histories: dict[str, list[dict]] = {}
+    try:
+        for label, sub in cfg.runs():
+            try:
+                results[label] = {"status": "finished", **train_run(sub, run.root / label, progress)}
+            except TrainingDiverged as err:
+                if progress:
+                    print(f"{label}: {err}", file=sys.stderr)
+                last = RunFolder(run.root / label).read_metrics()[-1]
+                results[label] = {"status": "diverged", "error": str(err),
+                                  **{k: v for k, v in last.items() if k in _LAST_GOOD}}
+            histories[label] = RunFolder(run.root / label).read_metrics()
+    except KeyboardInterrupt:
+        run.finish("interrupted", "interrupted by the user (KeyboardInterrupt)")
+        raise
+    write_json(run.root / "comparison.json", results)
+    write_text(run.root / "comparison.csv", _csv(results))
+    write_text(run.root / "comparison.md", comparison_table(results) + "\n")
+    write_curves(histories, run.root / "curves")
+    run.finish("finished", final=results)
+    return results
+
+
+def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = False) -> dict[str, Any]:
+    """Run `cfg` into `out_dir` (resuming an unfinished run there) and return its final metrics: those of
+    the single run, or for a `compare` config `{"<label>.<metric>": value}` over all its runs. Raises
+    TrainingDiverged for a diverged single run (the folder keeps the last good checkpoint)."""
+    if not cfg.compare:
+        return train_run(cfg, out_dir, progress)
+    results = run_comparison(cfg, out_dir, progress)
+    return {f"{label}.{k}": v for label, res in results.items() for k, v in res.items()}
+
+
+# -- reports -----------------------------------------------------------------------------------------------
+_COLUMNS = [("algorithm", None), ("status", "status"), ("test acc %", "test_accuracy"),
+            ("test loss", "test_loss"), ("train loss", "train_loss"), ("pulses/weight", "pulses_per_weight"),
+            ("saturated", "saturated_fraction"), ("step ns", "step_ns"), ("train s", "train_s")]
+
+
+def _cell(key: str, res: dict) -> str:
+    v = res.get(key)
+    if key == "test_accuracy" and v is not None:
+        return f"{100 * v:.2f}"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "-" if v is None else str(v)
+
+
+def comparison_table(results: dict[str, dict]) -> str:
+    """A Markdown table: one row per run with accuracy, losses, pulses per weight, saturation, latency."""
+    rows = [[h for h, _ in _COLUMNS]]
+    for label, res in results.items():
+        rows.append([label] + [_cell(k, res) for _, k in _COLUMNS[1:]])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def _csv(results: dict[str, dict]) -> str:
+    keys = list(dict.fromkeys(k for res in results.values() for k in res))
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["algorithm", *keys])
+    for label, res in results.items():
+        w.writerow([label, *[res.get(k, "") for k in keys]])
+    return buf.getvalue()
+
+
+def write_curves(histories: dict[str, list[dict]], stem: Path) -> None:
+    """Learning curves: stem.png (test accuracy, train and test loss per epoch) and stem.csv."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_acc, ax_loss) = plt.subplots(1, 2, figsize=(10, 4))
+    for i, (label, hist) in enumerate(histories.items()):
+        color = f"C{i}"
+        ep = [r["epoch"] for r in hist]
+        ax_acc.plot(ep, [100 * r["test_accuracy"] for r in hist], "o-", color=color, label=label)
+        ax_loss.plot(ep, [r["test_loss"] for r in hist], "o-", color=color, label=f"{label} test")
+        tr = [(r["epoch"], r["train_loss"]) for r in hist if r["train_loss"] is not None]
+        if tr:
+            ax_loss.plot(*zip(*tr), "--", color=color, label=f"{label} train")
+    ax_acc.set(xlabel="epoch", ylabel="test accuracy (%)", title="test accuracy")
+    ax_loss.set(xlabel="epoch", ylabel="cross-entropy (nats)", title="loss", yscale="log")
+    for ax in (ax_acc, ax_loss):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    tmp = stem.with_name(f".{stem.name}.tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    tmp.replace(stem.with_suffix(".png"))
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["algorithm", "epoch", "train_loss", "test_loss", "test_accuracy"])
+    for label, hist in histories.items():
+        for r in hist:
+            w.writerow([label, r["epoch"], "" if r["train_loss"] is None else r["train_loss"], r["test_loss"],
+                        r["test_accuracy"]])
+    write_text(stem.with_suffix(".csv"), buf.getvalue())
