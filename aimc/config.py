@@ -109,8 +109,12 @@ class ExperimentConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _default_trainer(cls, data: Any) -> Any:
-        if isinstance(data, dict) and not data.get("compare") and data.get("trainer") is None:
+        if not isinstance(data, dict):
+            return data
+        if not data.get("compare") and data.get("trainer") is None:
             data = {**data, "trainer": AnalogSGDConfig().model_dump()}
+        if isinstance(data.get("model"), dict) and "name" not in data["model"]:
+            data = {**data, "model": {"name": "fcn", **data["model"]}}
         return data
 
     @model_validator(mode="after")
@@ -165,7 +169,10 @@ def format_errors(err: ValidationError) -> str:
             msg, loc = str(e["ctx"]["error"]), _dotted(e["loc"])
             lines.append(msg if msg.startswith(loc) else f"{loc}: {msg}")  # ours name the full path
             continue
-        if e["type"] in ("string_type",) and e["loc"][-1:] == ("str",):
+        if e["type"] == "union_tag_not_found":
+            lines.append(f"{_dotted(e['loc'])}.{e['ctx']['discriminator'].strip(chr(39))}: Field required")
+            continue
+        if e["type"] == "string_type" and e["loc"][-1:] == ("str",):
             continue  # the `str` branch of a `str | table` union, when a table was given
         got = e.get("input")
         shown = "" if isinstance(got, (dict, list)) or e["type"] == "missing" else f" (got {got!r})"

@@ -7,6 +7,7 @@ gives float32 images scaled to [0, 1] with a channel axis, (N, 1, 28, 28).
 from __future__ import annotations
 
 import gzip
+import zlib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -63,7 +64,7 @@ def read_idx(path: str | Path) -> np.ndarray:
     if raw[:2] == _GZIP_MAGIC:
         try:
             raw = gzip.decompress(raw)
-        except (OSError, EOFError) as err:
+        except (OSError, EOFError, zlib.error) as err:
             raise DataError(f"IDX file {str(path)!r}: corrupt gzip data ({err})") from None
     if len(raw) < 4:
         raise DataError(f"IDX file {str(path)!r}: {len(raw)} bytes, shorter than the 4-byte magic number")

@@ -1,0 +1,95 @@
+"""ExperimentConfig: validation errors name the dotted field, TOML loading, overrides, schema, the default job."""
+
+from pathlib import Path
+
+import pytest
+
+from aimc.config import (ExperimentConfig, apply_overrides, config_schema, default_job, load_config,
+                         validate_config)
+from aimc.results import to_toml
+from devices import ConfigError
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "configs"
+
+
+def _error(data: dict) -> str:
+    with pytest.raises(ConfigError) as info:
+        validate_config(data)
+    return str(info.value)
+
+
+def test_out_of_range_value_names_the_field():
+    assert "trainer.lr: Input should be greater than 0 (got -1)" in _error({"trainer": {"algorithm": "sgd",
+                                                                                        "lr": -1}})
+    assert "compare.1.lr: Input should be greater than 0" in _error(
+        {"compare": [{"algorithm": "sgd"}, {"algorithm": "analog_sgd", "lr": 0}]})
+    assert "model.hidden.0: Input should be greater than or equal to 1" in _error({"model": {"hidden": [0]}})
+
+
+def test_wrong_key_names_the_field():
+    msg = _error({"trainer": {"algorithm": "residual", "gama": 1}, "epoch": 3})
+    assert "trainer.gama: Extra inputs are not permitted" in msg
+    assert "epoch: Extra inputs are not permitted" in msg
+    assert "model.hidden: Extra inputs are not permitted" in _error({"model": {"name": "lenet5", "hidden": [3]}})
+
+
+def test_unknown_device_preset_and_bad_device_field():
+    msg = _error({"tile": {"device": "r1_power_7"}})
+    assert msg.splitlines()[1].startswith("tile.device: unknown device 'r1_power_7'") and "r1_power_1" in msg
+    msg = _error({"tile": {"device": {"kind": "power", "gamma": -1, "tau": 0.6, "dw_min": 1e-3}}})
+    assert "tile.device.gamma: Input should be greater than 0 (got -1)" in msg
+
+
+def test_cross_field_rules():
+    assert "trainer: give either `trainer` or `compare`" in _error({"trainer": {"algorithm": "sgd"},
+                                                                   "compare": [{"algorithm": "sgd"}]})
+    assert "data.path: mnist_small is shipped" in _error({"data": {"name": "mnist_small", "path": "/x"}})
+
+
+def test_toml_errors_name_the_file_and_field(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[trainer]\nalgorithm = 'analog_sgd'\nlr = 0\n")
+    with pytest.raises(ConfigError, match=r"(?s)bad\.toml.*trainer\.lr: Input should be greater than 0"):
+        load_config(bad)
+    bad.write_text("epochs = = 3\n")
+    with pytest.raises(ConfigError, match="is not valid TOML"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "missing.toml")
+
+
+def test_apply_overrides():
+    base = {"tile": {"device": "r1_power_1"}, "compare": [{"algorithm": "sgd"}, {"algorithm": "residual"}]}
+    out = apply_overrides(base, {"tile.device.gamma": 2, "compare.1.gamma": 0.3, "data.n_train": 100})
+    assert base["tile"]["device"] == "r1_power_1"  # the input is not modified
+    assert out["tile"]["device"]["kind"] == "power" and out["tile"]["device"]["gamma"] == 2
+    assert out["compare"][1]["gamma"] == 0.3 and out["data"] == {"n_train": 100}
+    cfg = validate_config(out)
+    assert cfg.tile.resolved_device().gamma == 2 and cfg.compare[1].gamma == 0.3
+    with pytest.raises(ConfigError, match="'5' is not an index of a list of 2"):
+        apply_overrides(base, {"compare.5.lr": 1})
+    with pytest.raises(ConfigError, match="not a table"):
+        apply_overrides({"epochs": 3}, {"epochs.x": 1})
+
+
+def test_schema_and_hash():
+    schema = config_schema()
+    assert {"tile", "trainer", "compare", "model", "data", "epochs"} <= set(schema["properties"])
+    a, b = validate_config({"seed": 1}), validate_config({"seed": 2})
+    assert a.hash() != b.hash() and a.hash() == validate_config({"seed": 1}).hash()
+
+
+def test_resolved_config_round_trips_through_toml():
+    import tomllib
+
+    cfg = default_job()
+    again = validate_config(tomllib.loads(to_toml(cfg.model_dump(mode="json"))))
+    assert again == cfg and again.hash() == cfg.hash()
+
+
+def test_default_job_matches_its_example_and_examples_validate():
+    assert load_config(EXAMPLES / "default.toml").hash() == default_job().hash()
+    labels = [label for label, _ in default_job().runs()]
+    assert labels == ["sgd", "analog_sgd", "residual"]
+    for path in sorted(EXAMPLES.glob("*.toml")):
+        assert isinstance(load_config(path), ExperimentConfig), path

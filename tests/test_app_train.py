@@ -1,0 +1,135 @@
+"""The training loop: run folder contents, bit-exact resume after an interruption, the divergence guard,
+comparisons, and the `aimc train` command."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import aimc.train
+from aimc.cli import main
+from aimc.config import validate_config
+from aimc.results import RunFolder, read_jsonl
+from aimc.train import TrainingDiverged, run_experiment, train_run
+
+TINY = {"name": "t", "epochs": 3, "batch_size": 10, "model": {"hidden": [16]},
+        "data": {"n_train": 200, "n_test": 100}, "tile": {"device": "r1_power_1"}}
+
+
+def _cfg(trainer: dict, **more) -> "aimc.config.ExperimentConfig":
+    return validate_config({**TINY, "trainer": trainer, **more})
+
+
+def _same(a, b) -> bool:
+    """Bit-exact equality of nested checkpoint states (tensors, arrays, dicts, lists, scalars)."""
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def _without_time(records):
+    return [{k: v for k, v in r.items() if k != "time_s"} for r in records]
+
+
+def test_run_folder_contents(tmp_path):
+    cfg = _cfg({"algorithm": "analog_sgd", "lr": 0.05}, epochs=2)
+    final = run_experiment(cfg, tmp_path / "run")
+    run = RunFolder(tmp_path / "run")
+    manifest = run.read_manifest()
+    assert manifest["status"] == "finished" and manifest["config_hash"] == cfg.hash()
+    assert manifest["seed"] == 0 and manifest["timings"]["wall_s"] > 0 and "aimc_version" in manifest
+    assert manifest["latency"]["algorithm"] == "analog_sgd"
+    records = read_jsonl(run.metrics_path)
+    assert [r["epoch"] for r in records] == [0, 1, 2]
+    for key in ("train_loss", "test_loss", "test_accuracy", "saturated_fraction", "pulses_per_weight",
+                "pulses", "reads", "transfers", "steps", "update_ns", "step_ns"):
+        assert key in records[-1], key
+    assert records[-1]["steps"] == 40 and records[-1]["pulses"] > 0 and 0 <= records[-1]["saturated_fraction"] <= 1
+    assert final["test_accuracy"] == records[-1]["test_accuracy"]
+    assert [p.name for p in run.checkpoints()] == ["epoch-0002.pt"]
+    assert validate_config(json.loads((run.root / "config.json").read_text())) == cfg
+    assert (run.root / "config.toml").is_file() and (run.root / "curves.png").stat().st_size > 1000
+    assert not list(run.root.rglob("*.tmp*"))
+    # a finished run is not rerun; another config in the same folder is refused
+    assert run_experiment(cfg, tmp_path / "run") == manifest["final"]
+    with pytest.raises(ValueError, match="holds a run of another config"):
+        run_experiment(_cfg({"algorithm": "analog_sgd", "lr": 0.04}), tmp_path / "run")
+
+
+@pytest.mark.parametrize("trainer", [{"algorithm": "sgd", "lr": 0.5},
+                                     {"algorithm": "residual", "lr": 0.05, "transfer_lr": 0.01}])
+def test_resume_after_interruption_is_bit_exact(tmp_path, monkeypatch, trainer):
+    cfg = _cfg(trainer, tile={"device": "r1_power_1", "update": {"mode": "pulsed"}})
+    train_run(cfg, tmp_path / "whole")
+
+    evaluate, calls = aimc.train.evaluate, []
+
+    def interrupted(*args):
+        calls.append(1)
+        if len(calls) == 3:  # after the training steps of epoch 2, before its checkpoint
+            raise KeyboardInterrupt
+        return evaluate(*args)
+
+    monkeypatch.setattr(aimc.train, "evaluate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train_run(cfg, tmp_path / "cut")
+    cut = RunFolder(tmp_path / "cut")
+    assert cut.read_manifest()["status"] == "interrupted"
+    assert [p.name for p in cut.checkpoints()] == ["epoch-0001.pt"]
+    monkeypatch.setattr(aimc.train, "evaluate", evaluate)
+    train_run(cfg, tmp_path / "cut")
+
+    whole = RunFolder(tmp_path / "whole")
+    assert cut.read_manifest()["status"] == "finished" and cut.read_manifest()["attempts"] == 2
+    a, b = cut.load_checkpoint(), whole.load_checkpoint()
+    assert _same(a["model"], b["model"]) and _same(a["optimizer"], b["optimizer"]) and _same(a["rng"], b["rng"])
+    assert _without_time(a["history"]) == _without_time(b["history"])  # only the timings differ
+    assert _without_time(cut.read_metrics()) == _without_time(whole.read_metrics())
+
+
+def test_divergence_guard_keeps_last_good_checkpoint(tmp_path):
+    cfg = _cfg({"algorithm": "sgd", "lr": 1e4})
+    with pytest.raises(TrainingDiverged, match=r"diverged at epoch 1, step \d+ of 20: mini-batch loss .*"
+                                               r"last good checkpoint is .*epoch-0000\.pt"):
+        train_run(cfg, tmp_path / "run")
+    run = RunFolder(tmp_path / "run")
+    manifest = run.read_manifest()
+    assert manifest["status"] == "diverged" and "epoch 1" in manifest["error"]
+    state = run.load_checkpoint()
+    assert state["epoch"] == 0 and all(torch.isfinite(v).all() for v in state["model"].values())
+
+
+def test_comparison_reports_every_trainer(tmp_path):
+    cfg = validate_config({**TINY, "epochs": 1, "compare": [{"algorithm": "sgd", "lr": 0.5},
+                                                           {"algorithm": "sgd", "lr": 1e4},
+                                                           {"algorithm": "analog_sgd"}]})
+    flat = run_experiment(cfg, tmp_path / "cmp")
+    assert flat["sgd.status"] == "finished" and flat["sgd-2.status"] == "diverged"
+    assert "analog_sgd.test_accuracy" in flat
+    root = tmp_path / "cmp"
+    for name in ("comparison.json", "comparison.csv", "comparison.md", "curves.png", "curves.csv",
+                 "sgd/manifest.json", "analog_sgd/metrics.jsonl"):
+        assert (root / name).is_file(), name
+    assert "| sgd-2 " in (root / "comparison.md").read_text()
+
+
+def test_cli_train_smoke(tmp_path, monkeypatch, capsys):
+    from pathlib import Path
+
+    tiny = Path(__file__).resolve().parents[1] / "examples" / "configs" / "tiny.toml"
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", str(tiny), "--quiet", "--set", "epochs=1"]) == 0
+    out = capsys.readouterr().out
+    assert "| analog_sgd " in out and "test acc %" in out
+    (run,) = (tmp_path / "runs").iterdir()
+    assert run.name.startswith("tiny-") and (run / "manifest.json").is_file()
+    assert main(["train", "--resume", str(run), "--quiet"]) == 0  # finished: reported, not rerun
+    assert main(["train", str(tiny), "--set", "trainer.lr=-1"]) == 2
+    assert "trainer.lr: Input should be greater than 0" in capsys.readouterr().err
