@@ -7,6 +7,7 @@ import sys
 
 import aimc
 from aimc import cmd_train
+from aimc import cmd_sweep
 
 
 def _fmt(v: float) -> str:
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sources", action="store_true", help="also print where each preset's numbers come from")
     p.set_defaults(func=_cmd_devices)
     cmd_train.register(sub)
+    cmd_sweep.register(sub)
     return parser
 
 

@@ -1,0 +1,248 @@
+"""Where the runs of a sweep execute: in this process, a local process pool, or a Dask cluster.
+
+A task is plain data (a JSON-able dict: the resolved config as a dict, its hash, the run folder, the runner
+as "module:function" and a thread count), and the worker function `execute_run` is imported by name, so
+any machine with the package can run it; no pickled objects of the driver travel. `execute_run` never
+raises for a failing run: it returns an outcome with status "failed", the error and its traceback.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import importlib
+import json
+import multiprocessing
+import os
+import socket
+import time
+import traceback
+from collections import deque
+from typing import Any, Callable, Iterator
+
+DEFAULT_RUNNER = "aimc.train:run_experiment"
+
+
+def make_task(config: dict[str, Any], config_hash: str, out_dir: str, runner: str = DEFAULT_RUNNER
+              ) -> dict[str, Any]:
+    """The payload of one run: a JSON-able dict (the executor adds `threads`, its thread count per run)."""
+    return {"config": config, "config_hash": config_hash, "out_dir": out_dir, "runner": runner}
+
+
+def _resolve(spec: str) -> Callable:
+    module, sep, name = spec.partition(":")
+    if not sep or not module or not name:
+        raise ValueError(f"runner {spec!r}: expected 'package.module:function'")
+    return getattr(importlib.import_module(module), name)
+
+
+def _limit_threads(n: int) -> None:
+    import torch
+
+    from devices import set_kernel_threads
+    torch.set_num_threads(n)
+    set_kernel_threads(n)
+
+
+def _jsonable(v: Any) -> Any:
+    return json.loads(json.dumps(v, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+
+
+def _stamp(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
+
+
+def execute_run(task: dict[str, Any]) -> dict[str, Any]:
+    """Validate the task's config, check its hash, call the runner into the run folder; the outcome
+    (status done/failed, final metrics or the error with its traceback, timings, host, pid, version)."""
+    import aimc
+    from aimc.config import validate_config
+
+    start, t0 = time.time(), time.perf_counter()
+    metrics = error = tb = None
+    try:
+        if task.get("threads"):
+            _limit_threads(task["threads"])
+        cfg = validate_config(task["config"], where=f"run {task['config_hash']}")
+        if cfg.hash() != task["config_hash"]:
+            raise RuntimeError(f"this worker's aimc {aimc.__version__} gives the config hash {cfg.hash()}, the "
+                               f"sweep expects {task['config_hash']}: install the driver's version on the workers")
+        metrics = _jsonable(_resolve(task["runner"])(cfg, task["out_dir"]))
+    except Exception as err:  # a failed run is an outcome, not a crash of the sweep
+        error, tb = f"{type(err).__name__}: {err}", traceback.format_exc()
+    return {"config_hash": task["config_hash"], "status": "failed" if error else "done", "metrics": metrics,
+            "error": error, "traceback": tb, "started": _stamp(start), "finished": _stamp(time.time()),
+            "duration_s": time.perf_counter() - t0, "host": socket.gethostname(), "pid": os.getpid(),
+            "aimc_version": aimc.__version__}
+
+
+def _failed(task: dict[str, Any], error: str) -> dict[str, Any]:
+    """The outcome of a task whose worker could not report one."""
+    return {"config_hash": task["config_hash"], "status": "failed", "metrics": None, "error": error,
+            "traceback": None, "started": None, "finished": _stamp(time.time()), "duration_s": 0.0,
+            "host": None, "pid": None, "aimc_version": None}
+
+
+class Executor:
+    """Runs tasks, at most `slots()` at a time, yielding (task, outcome) as they finish."""
+
+    def slots(self) -> int:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def _submit(self, task: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def _wait(self, futures: list[Any]) -> list[Any]:
+        """The futures among `futures` that finished (at least one, blocking until then)."""
+        raise NotImplementedError
+
+    def _outcome(self, future: Any, task: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def threads(self) -> int | None:
+        """Threads per run (torch and kernels), or None to leave the worker's setting."""
+        return None
+
+    def close(self) -> None:
+        """Release the workers; tasks still queued or running are cancelled."""
+
+    def run(self, tasks: list[dict[str, Any]], on_submit: Callable[[dict[str, Any]], None] = lambda t: None
+            ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+        """Submit the tasks (calling `on_submit` just before each goes out) and yield (task, outcome)."""
+        queue, inflight = deque(tasks), {}
+        while queue or inflight:
+            while queue and len(inflight) < max(1, self.slots()):
+                task = {**queue.popleft(), "threads": self.threads()}
+                on_submit(task)
+                inflight[self._submit(task)] = task
+            for fut in self._wait(list(inflight)):
+                task = inflight.pop(fut)
+                yield task, self._outcome(fut, task)
+
+    def __enter__(self) -> "Executor":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class InlineExecutor(Executor):
+    """Runs each task in this process, one after the other (`--workers 0`: for debugging)."""
+
+    def slots(self) -> int:
+        return 1
+
+    def describe(self) -> str:
+        return "this process"
+
+    def _submit(self, task: dict[str, Any]) -> cf.Future:
+        fut: cf.Future = cf.Future()
+        fut.set_result(execute_run(task))
+        return fut
+
+    def _wait(self, futures: list[cf.Future]) -> list[cf.Future]:
+        return futures
+
+    def _outcome(self, future: cf.Future, task: dict[str, Any]) -> dict[str, Any]:
+        return future.result()
+
+
+class LocalExecutor(Executor):
+    """A pool of `workers` processes on this machine (spawn context: a fresh interpreter per worker)."""
+
+    def __init__(self, workers: int | None = None):
+        self.workers = workers or os.cpu_count() or 1
+        if self.workers < 1:
+            raise ValueError(f"workers = {workers}: need at least 1")
+        self._pool: cf.ProcessPoolExecutor | None = None
+
+    def slots(self) -> int:
+        return self.workers
+
+    def threads(self) -> int:
+        return max(1, (os.cpu_count() or 1) // self.workers)
+
+    def describe(self) -> str:
+        return f"a local pool of {self.workers} worker process{'es' if self.workers > 1 else ''}"
+
+    def _submit(self, task: dict[str, Any]) -> cf.Future:
+        if self._pool is None:
+            self._pool = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        return self._pool.submit(execute_run, task)
+
+    def _wait(self, futures: list[cf.Future]) -> list[cf.Future]:
+        return list(cf.wait(futures, return_when=cf.FIRST_COMPLETED).done)
+
+    def _outcome(self, future: cf.Future, task: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return future.result()
+        except cf.process.BrokenProcessPool:
+            # a worker died (crash, out of memory, killed): every run in flight is lost; start a fresh pool
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
+            return _failed(task, "the worker process died abruptly (crash, out of memory or killed) while "
+                                 "this run or another one in flight was running")
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+class DaskExecutor(Executor):
+    """Dask distributed: a LocalCluster of `workers` single-threaded processes on 127.0.0.1, or the
+    existing cluster at `scheduler` (its workers need the package and the sweep folder's filesystem)."""
+
+    def __init__(self, workers: int | None = None, scheduler: str | None = None, timeout_s: float = 60.0):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise ValueError("the dask executor needs dask distributed: pip install 'aimc[dask]'") from None
+        self.cluster = None
+        if scheduler:
+            if workers is not None:
+                raise ValueError("workers: the cluster at --scheduler has its own workers; drop --workers")
+            self.client = Client(scheduler, timeout=timeout_s)
+            self.client.wait_for_workers(1, timeout=timeout_s)
+            self._threads = None
+        else:
+            n = workers or os.cpu_count() or 1
+            if n < 1:
+                raise ValueError(f"workers = {workers}: need at least 1")
+            self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                        dashboard_address=None)
+            self.client = Client(self.cluster, timeout=timeout_s)
+            self._threads = max(1, (os.cpu_count() or 1) // n)
+        self.address = self.client.scheduler.address
+
+    def slots(self) -> int:
+        return sum(self.client.nthreads().values())
+
+    def threads(self) -> int | None:
+        return self._threads
+
+    def describe(self) -> str:
+        where = "a local Dask cluster" if self.cluster else "the Dask cluster"
+        return f"{where} at {self.address} ({self.slots()} worker threads)"
+
+    def _submit(self, task: dict[str, Any]) -> Any:
+        return self.client.submit(execute_run, task, pure=False, key=f"aimc-run-{task['config_hash']}-"
+                                                                      f"{time.time_ns()}")
+
+    def _wait(self, futures: list[Any]) -> list[Any]:
+        from distributed import wait
+        return list(wait(futures, return_when="FIRST_COMPLETED").done)
+
+    def _outcome(self, future: Any, task: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return future.result()
+        except Exception as err:  # e.g. KilledWorker: the run took its workers down more than once
+            return _failed(task, f"{type(err).__name__} on the Dask cluster: {err}")
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
