@@ -8,6 +8,7 @@ import sys
 import aimc
 from aimc import cmd_train
 from aimc import cmd_sweep
+from aimc import cmd_fit, cmd_report
 
 
 def _fmt(v: float) -> str:
@@ -43,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_devices)
     cmd_train.register(sub)
     cmd_sweep.register(sub)
+    cmd_fit.register(sub)
+    cmd_report.register(sub)
     return parser
 
 

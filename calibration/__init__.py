@@ -1,0 +1,14 @@
+"""aimc calibration: measure simulated devices, fit response families to pulse traces, report responses."""
+
+from calibration.fit import (FAMILY_KINDS, FamilyFit, FitResult, PulseData, WeightMap, families, fit, fit_family,
+                             fit_tabulated, predict, pulse_data, weight_map_for)
+from calibration.protocols import cycle_polarity, measure, measure_cycles, measure_random
+from calibration.report import device_numbers, implicit_penalty, resolve, write_report
+from calibration.traces import TraceFormatError, TraceSet, from_arrays, read_csv, write_csv
+
+__all__ = [
+    "FAMILY_KINDS", "FamilyFit", "FitResult", "PulseData", "TraceFormatError", "TraceSet", "WeightMap",
+    "cycle_polarity", "device_numbers", "families", "fit", "fit_family", "fit_tabulated", "from_arrays",
+    "implicit_penalty", "measure", "measure_cycles", "measure_random", "predict", "pulse_data", "read_csv",
+    "resolve", "weight_map_for", "write_csv", "write_report",
+]

@@ -1,0 +1,38 @@
+"""`aimc fit TRACES.csv --out DIR`: fit every response family to pulse traces, export the device, report."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _run(args: argparse.Namespace) -> int:
+    from calibration import fit, read_csv, write_report
+
+    traces = read_csv(args.traces)
+    kinds = [k.strip() for k in args.families.split(",")] if args.families else None
+    result = fit(traces, kinds=kinds, criterion=args.criterion, g_mid=args.g_mid, g_scale=args.g_scale,
+                 n_bins=args.bins, n_nodes=args.nodes, spread=not args.no_spread, source=str(args.traces))
+    result.save(args.out)
+    page = write_report([args.out], args.out, n_elements=args.elements, seed=args.seed,
+                        title=f"aimc fit of {args.traces}")
+    for row in result.ranking_table():
+        print(f"{row['kind']:<14} k={row['k']:<3} d{args.criterion.upper()}={row['delta_' + args.criterion]:10.1f}")
+    print(f"best: {result.best.kind}; device file {args.out}/device.json; report {page}")
+    return 0
+
+
+def register(sub) -> None:
+    """Add the `fit` sub-command to the sub-parsers `sub`."""
+    p = sub.add_parser("fit", help="fit response families to pulse traces (CSV), export the device and a report")
+    p.add_argument("traces", help="trace file (CSV, docs/calibration.md)")
+    p.add_argument("--out", required=True, help="output folder: device.json, fit.json, report.html, PNGs")
+    p.add_argument("--families", default=None, help="comma-separated families to fit (default: all)")
+    p.add_argument("--criterion", choices=("bic", "aic"), default="bic", help="model selection criterion")
+    p.add_argument("--g-mid", type=float, default=None, help="conductance at w = 0 (default: file or data)")
+    p.add_argument("--g-scale", type=float, default=None, help="conductance per unit weight (default: file or data)")
+    p.add_argument("--bins", type=int, default=20, help="bins of the tabulated (non-parametric) fit")
+    p.add_argument("--nodes", type=int, default=6, help="nodes of the PiecewiseStep fit")
+    p.add_argument("--no-spread", action="store_true", help="skip the per-device fits (device-to-device spread)")
+    p.add_argument("--elements", type=int, default=64, help="elements simulated for the report's bands")
+    p.add_argument("--seed", type=int, default=0, help="seed of the report's simulated elements")
+    p.set_defaults(func=_run)
