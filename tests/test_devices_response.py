@@ -176,21 +176,30 @@ def test_zero_shift_default_cycles_reach_the_symmetric_point():
                                  dict(kind="ConstantStep", w_max=1.0, w_min=-1.0, dw_min=0.0016, dw_min_std=0.0,
                                       dw_min_dtod=0.0, w_max_dtod=0.0, w_min_dtod=0.0, up_down_dtod=0.0)])
 def test_constant_step_counts_its_states(cfg):
-    """From w_min, n_states = (w_max - w_min) / dw_min single pulses reach w_max."""
+    """From w_min, n_states = (w_max - w_min) / dw_min up pulses reach w_max, and one fewer do not."""
     lo, hi = ref_bounds(cfg)
     n_states = round((hi - lo) / cfg["dw_min"])
-    arr = ConductanceArray(1, 1, parse_device(cfg), seed=0)
-    arr.pulse(np.full((1, 1), -(n_states + 5), np.int64))
-    assert arr.w[0, 0] == np.float32(lo)
-    one = np.ones((1, 1), np.int64)
-    count = 0
-    while arr.w[0, 0] < np.float32(hi) and count < 2 * n_states:
-        arr.pulse(one)
-        count += 1
-    # float32 storage may leave the n-th pulse a rounding error short of the bound
-    assert count in (n_states, n_states + 1)
-    assert abs(arr.w[0, 0] - hi) < 1e-6
     assert parse_device(cfg).n_states == pytest.approx(n_states)
+    # element k receives k up pulses (one call, pulses applied one at a time) after being driven to w_min
+    ks = np.arange(n_states - 3, n_states + 4)
+    arr = ConductanceArray(1, len(ks), parse_device(cfg), seed=0)
+    arr.pulse(np.full(arr.shape, -(n_states + 5), np.int64))
+    assert np.all(arr.w == np.float32(lo))
+    arr.pulse(ks[None, :])
+    reached = arr.w[0] >= np.float32(hi) - 1e-6 * (hi - lo)
+    # round-off may leave the n-th pulse a hair short of the bound, hence n or n + 1
+    assert ks[reached].min() in (n_states, n_states + 1)
+    assert np.all(reached[ks >= n_states + 1]) and not np.any(reached[ks < n_states])
+    np.testing.assert_allclose(arr.w[0, ks < n_states], lo + ks[ks < n_states] * cfg["dw_min"], atol=1e-5)
+    # single pulses, one call each, from w_min: the same count in float32 storage
+    one = ConductanceArray(1, 1, parse_device(cfg), seed=0)
+    one.pulse(np.full((1, 1), -(n_states + 5), np.int64))
+    count = 0
+    step = np.ones((1, 1), np.int64)
+    while one.w[0, 0] < np.float32(hi) - 1e-6 and count < n_states + 5:
+        one.pulse(step)
+        count += 1
+    assert count in (n_states, n_states + 1)
 
 
 @pytest.mark.parametrize("kind", DEVICE_KINDS)
