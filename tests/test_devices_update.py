@@ -242,3 +242,30 @@ def test_expected_update_rounds_stochastically_to_whole_pulses():
         assert np.all((n >= np.floor(dW / dw_min) - 1e-4) & (n <= np.ceil(dW / dw_min) + 1e-4))
         total += arr.w
     assert (total / reps).mean() == pytest.approx(dW.mean(), rel=0.01)
+
+
+@pytest.mark.parametrize("mode", [PULSED, EXPECTED])
+def test_negative_lr_is_the_update_with_d_negated(mode):
+    """W -= lr d^T x is symmetric in the signs of lr and d: the same seed gives the same array."""
+    dev = parse_device(dict(FAMILY_CONFIGS["SoftBounds"], dw_min_std=0.3))
+    rng = np.random.default_rng(8)
+    x = rng.normal(0, 0.5, (4, 20)).astype(np.float32)
+    d = rng.normal(0, 0.05, (4, 16)).astype(np.float32)
+    a, b = ConductanceArray(16, 20, dev, seed=1), ConductanceArray(16, 20, dev, seed=1)
+    na, nb = a.update(x, d, -0.1, mode), b.update(x, -d, 0.1, mode)
+    assert na == nb > 0
+    assert np.array_equal(a.w, b.w)
+    c = ConductanceArray(16, 20, dev, seed=1)
+    c.update(x, d, 0.1, mode)
+    assert np.mean(np.sign(c.w) == -np.sign(a.w)) > 0.9  # opposite directions
+
+
+def test_zero_inputs_or_lr_fire_nothing():
+    arr = _ideal_array()
+    x = np.ones((2, 40), np.float32)
+    d = np.ones((2, 48), np.float32) * 1e-2
+    assert arr.update(np.zeros_like(x), d, 0.1) == 0
+    assert arr.update(x, np.zeros_like(d), 0.1) == 0
+    assert arr.update(x, d, 0.0) == 0
+    assert arr.update(x, d, 0.0, EXPECTED) == 0
+    assert np.all(arr.w == 0)
