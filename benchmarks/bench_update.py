@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 REGIMES = {"small": dict(d_std=2e-4, lr=0.01), "large": dict(d_std=3.75e-3, lr=0.1)}
 
 
-def _median_ms(fn, reset, repeats: int, warmup: int) -> tuple[float, float]:
-    """Median and min wall time of fn() in ms; reset() runs before every call, untimed."""
+def _times_ms(fn, reset, repeats: int, warmup: int) -> list[float]:
+    """Wall times of fn() in ms; reset() runs before every call, untimed."""
     for _ in range(warmup):
         reset()
         fn()
@@ -40,7 +40,7 @@ def _median_ms(fn, reset, repeats: int, warmup: int) -> tuple[float, float]:
         t0 = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t0) * 1e3)
-    return float(np.median(times)), float(np.min(times))
+    return times
 
 
 def run_aihwkit(python: str, a: argparse.Namespace) -> dict:
@@ -57,7 +57,9 @@ def run_aihwkit(python: str, a: argparse.Namespace) -> dict:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, default=2, help="Numba and torch threads")
-    p.add_argument("--repeats", type=int, default=50)
+    p.add_argument("--repeats", type=int, default=50, help="timed calls per round and configuration")
+    p.add_argument("--rounds", type=int, default=3, help="rounds alternating torch, aimc and aihwkit, so that "
+                                                         "a changing machine load hits all alike")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--size", type=int, default=512)
     p.add_argument("--batch", type=int, default=64)
@@ -82,52 +84,61 @@ def main() -> int:
         arr.w[...] = w0
 
     results: dict = {"size": a.size, "batch": a.batch, "desired_bl": 31, "threads": a.threads,
-                     "repeats": a.repeats, "cpu_count": os.cpu_count(), "machine": platform.processor() or
-                     platform.machine(), "python": platform.python_version(), "torch": torch.__version__,
-                     "load_average_before": os.getloadavg()[0]}
+                     "repeats": a.repeats, "rounds": a.rounds, "cpu_count": os.cpu_count(),
+                     "machine": platform.processor() or platform.machine(), "python": platform.python_version(),
+                     "torch": torch.__version__, "load_average_before": os.getloadavg()[0]}
+    inputs = {}
     for name, reg in REGIMES.items():
         d = (reg["d_std"] * rng.standard_normal((a.batch, a.size))).astype(np.float32)
-        lr = reg["lr"]
-        r: dict = {"d_std": reg["d_std"], "lr": lr, "x_std": a.x_std}
-        r["formula_pulses"] = float(lr * (np.abs(x).astype(float).sum(1) * np.abs(d).astype(float).sum(1)).sum()
-                                     / dev.dw_min)
-        # digital torch update on the same inputs
-        W = torch.from_numpy(w0.copy())
-        xt, dt = torch.from_numpy(x), torch.from_numpy(d)
+        inputs[name] = d
+        results[name] = {"d_std": reg["d_std"], "lr": reg["lr"], "x_std": a.x_std, "formula_pulses": float(
+            reg["lr"] * (np.abs(x).astype(float).sum(1) * np.abs(d).astype(float).sum(1)).sum() / dev.dw_min)}
+    times: dict = {(n, k): [] for n in REGIMES for k in ("torch", "pulsed", "expected", "aihwkit", "aihwkit_min")}
+    fired: dict = {(n, m): [] for n in REGIMES for m in ("pulsed", "expected")}
+    ak = None
+    for _ in range(a.rounds):
+        for name, reg in REGIMES.items():
+            d, lr = inputs[name], reg["lr"]
+            W = torch.from_numpy(w0.copy())  # digital torch update on the same inputs
+            xt, dt = torch.from_numpy(x), torch.from_numpy(d)
 
-        def torch_reset():
-            W.copy_(torch.from_numpy(w0))
+            def torch_reset():
+                W.copy_(torch.from_numpy(w0))
 
-        def torch_update():
-            nonlocal W
-            W -= lr * dt.T @ xt
+            def torch_update():
+                nonlocal W
+                W -= lr * dt.T @ xt
 
-        r["torch_ms"], r["torch_ms_min"] = _median_ms(torch_update, torch_reset, a.repeats, a.warmup)
+            times[name, "torch"] += _times_ms(torch_update, torch_reset, a.repeats, a.warmup)
+            for mode in ("pulsed", "expected"):
+                cfg = UpdateConfig(mode=mode)
+
+                def ours():
+                    fired[name, mode].append(arr.update(x, d, lr, cfg))
+
+                times[name, mode] += _times_ms(ours, reset, a.repeats, a.warmup)
+        if a.aihwkit_python:
+            ak = run_aihwkit(os.path.expanduser(a.aihwkit_python), a)
+            for name in REGIMES:
+                times[name, "aihwkit"].append(ak[f"{name}_ms_median"])
+                times[name, "aihwkit_min"].append(ak[f"{name}_ms_min"])
+    for name in REGIMES:
+        r = results[name]
+        for k in ("torch", "pulsed", "expected"):
+            r[f"{k}_ms"], r[f"{k}_ms_min"] = float(np.median(times[name, k])), float(np.min(times[name, k]))
         for mode in ("pulsed", "expected"):
-            cfg = UpdateConfig(mode=mode)
-            fired = []
-
-            def ours():
-                fired.append(arr.update(x, d, lr, cfg))
-
-            r[f"{mode}_ms"], r[f"{mode}_ms_min"] = _median_ms(ours, reset, a.repeats, a.warmup)
-            r[f"{mode}_pulses"] = float(np.mean(fired))
+            r[f"{mode}_pulses"] = float(np.mean(fired[name, mode]))
             r[f"{mode}_over_torch"] = r[f"{mode}_ms"] / r["torch_ms"]
-        results[name] = r
-
-    if a.aihwkit_python:
-        ak = run_aihwkit(os.path.expanduser(a.aihwkit_python), a)
-        results["aihwkit"] = {k: ak[k] for k in ("aihwkit_version", "torch_version", "threads", "repeats")}
-        for name in REGIMES:
-            r = results[name]
-            r["aihwkit_ms"] = ak[f"{name}_ms_median"]
-            r["aihwkit_ms_min"] = ak[f"{name}_ms_min"]
+        if ak is not None:
+            r["aihwkit_ms"] = float(np.median(times[name, "aihwkit"]))  # median of the rounds' medians
+            r["aihwkit_ms_min"] = float(np.min(times[name, "aihwkit_min"]))
             r["aihwkit_expected_pulses"] = ak[f"{name}_expected_pulses"]
             r["aihwkit_over_pulsed"] = r["aihwkit_ms"] / r["pulsed_ms"]
             r["aihwkit_over_expected"] = r["aihwkit_ms"] / r["expected_ms"]
-
+    if ak is not None:
+        results["aihwkit"] = {k: ak[k] for k in ("aihwkit_version", "torch_version", "threads", "repeats")}
     results["load_average_after"] = os.getloadavg()[0]
-    print(f"{a.size}x{a.size} SoftBounds, batch {a.batch}, BL 31, {a.threads} threads, median of {a.repeats}, "
+    print(f"{a.size}x{a.size} SoftBounds, batch {a.batch}, BL 31, {a.threads} threads, median of {a.rounds} x {a.repeats}, "
           f"load average {results['load_average_before']:.1f} -> {results['load_average_after']:.1f}")
     head = f"{'regime':7s} {'formula':>9s} {'pulses':>9s} {'torch ms':>9s} {'pulsed ms':>10s} {'expect ms':>10s} " \
            f"{'pulsed/torch':>12s} {'expect/torch':>12s}"
