@@ -124,8 +124,7 @@ class SweepConfig(BaseModel):
     name: str = Field("sweep", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="sweep name (folder-safe)")
     base: str | dict[str, Any] = Field(default_factory=dict, description="the base experiment config: an "
                                        "inline table, or the path of a TOML file relative to the sweep file")
-    seeds: list[Annotated[int, Field(ge=0)]] | Annotated[int, Field(ge=1)] = Field(
-        [0], description="seeds of every point: a list, or a count n for 0..n-1")
+    seeds: list[int] | int = Field([0], description="seeds of every point: a list, or a count n for 0..n-1")
     axes: list[AxisSpec] = Field(default_factory=list, description="the axes, crossed in this order")
     metrics: list[str] = Field(["test_accuracy"], min_length=1,
                                description="final metrics of summary.md and the figures (summary.csv has all)")
@@ -133,10 +132,13 @@ class SweepConfig(BaseModel):
     @field_validator("seeds")
     @classmethod
     def _seeds(cls, v: list[int] | int) -> list[int]:
-        seeds = list(range(v)) if isinstance(v, int) else v
-        if not seeds or len(set(seeds)) != len(seeds):
-            raise ValueError(f"give at least one seed, each once (got {seeds})")
-        return seeds
+        if isinstance(v, int):
+            if v < 1:
+                raise ValueError(f"a count of seeds must be at least 1 (got {v})")
+            return list(range(v))
+        if not v or len(set(v)) != len(v) or min(v) < 0:
+            raise ValueError(f"give at least one seed, each once, none negative (got {v})")
+        return v
 
 
 # -- expansion -------------------------------------------------------------------------------------------
@@ -218,7 +220,7 @@ def _check_fields(dims: list[Dim]) -> None:
             raise ConfigError("axis seed: give the seeds with `seeds`, not as an axis")
     for a, b in itertools.combinations(fields, 2):
         if a == b or a.startswith(b + ".") or b.startswith(a + "."):
-            raise ConfigError(f"axes {a} and {b} set the same config field" if a == b else
+            raise ConfigError(f"two axes set the config field {a}" if a == b else
                               f"axes {a} and {b} overlap (one is inside the other)")
 
 
@@ -275,7 +277,7 @@ def parse_sweep(data: dict[str, Any], where: str = "sweep", root: str | Path = "
     try:
         cfg = SweepConfig.model_validate(data)
     except ValidationError as err:
-        lines = format_errors(err).replace(".single.", ".").replace(".zipped.", ".")
+        lines = re.sub(r"\.(single|zipped)(?=[.:])", "", format_errors(err))
         raise ConfigError(f"invalid {where}:\n{lines}") from None
     try:
         base = read_toml(Path(root) / cfg.base) if isinstance(cfg.base, str) else cfg.base
