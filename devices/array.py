@@ -153,17 +153,24 @@ class ConductanceArray:
             self.pulse(n)
         return target - self.weights
 
-    def zero_shift(self, n_cycles: int | None = None, read_noise_std: float = 0.0) -> np.ndarray:
+    def zero_shift(self, n_cycles: int | None = None, read_noise_std: float = 0.0, max_rounds: int = 16) -> np.ndarray:
         """Drive every element to its symmetric point by alternating up/down pulses, then program the
         reference array to the value read there, so the effective weight is 0 where G = 0 (DOMAIN.md).
 
-        n_cycles defaults to the number of states (w_max - w_min) / dw_min. Returns the reference.
+        n_cycles: (up, down) pairs to fire. None: rounds of n_states / 2 pairs until the mean |change| over
+        a round is below dw_min / 4 (the drift toward w_sym is geometric, so a fixed count is too few when
+        w_sym is far from the start), at most max_rounds rounds. Returns the reference.
         """
         lo, hi = self.device.bounds
-        cycles = int(np.ceil((hi - lo) / self.params.dw_min)) if n_cycles is None else int(n_cycles)
-        K.alternate_kernel.run(2 * cycles * self.w.size, self.w, cycles, *self.params.response, *self.params.noise,
-                               self.seed, self._next())
-        self.pulses += 2 * cycles * self.w.size
+        fixed = n_cycles is not None
+        cycles = int(n_cycles) if fixed else max(int(np.ceil((hi - lo) / self.params.dw_min / 2)), 1)
+        for _ in range(1 if fixed else max_rounds):
+            before = self.w.copy()
+            K.alternate_kernel.run(2 * cycles * self.w.size, self.w, cycles, *self.params.response,
+                                   *self.params.noise, self.seed, self._next())
+            self.pulses += 2 * cycles * self.w.size
+            if fixed or np.abs(self.w - before).mean() < self.params.dw_min / 4:
+                break
         self.reference[...] = self.w
         if read_noise_std > 0:
             self.reference += (read_noise_std * self.read_rng.standard_normal(self.shape)).astype(np.float32)

@@ -158,9 +158,6 @@ def test_constant_step_has_no_symmetric_point_or_drifts_to_a_bound():
     np.testing.assert_allclose(arr.w, cfg["tau"] - cfg["dw_min"] * (1 - cfg["c"]), atol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="bug in devices/array.py: zero_shift's default n_cycles (= n_states) "
-                                       "is too few to reach the symmetric point within dw_min when it is far "
-                                       "from 0 (linear: residual ~ e^-4 of the distance)")
 def test_zero_shift_default_cycles_reach_the_symmetric_point():
     cfg = dict(kind="linear", tau=0.6, c=0.2, dw_min=1e-3)  # w_sym = 0.12 = 120 dw_min from the start
     arr = ConductanceArray(2, 2, parse_device(cfg), seed=0)
