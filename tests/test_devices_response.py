@@ -244,3 +244,13 @@ def test_dead_elements_never_move():
         arr.pulse(rng.integers(-20, 21, size=arr.shape))
     assert np.array_equal(arr.w[dead], before[dead])
     assert not np.array_equal(arr.w[~dead], before[~dead])
+
+
+def test_aihwkit_up_down_shrinks_one_direction_only():
+    """SoftBounds(up_down=c) on +-tau: dw_up = dw_min, dw_down = (1 - c) dw_min, so w_sym = c tau / (2 - c),
+    unlike R1's linear family (c tau)."""
+    c, tau = 0.2, 0.6
+    sb = parse_device(dict(FAMILY_CONFIGS["SoftBounds"], up_down=c, w_max=tau, w_min=-tau))
+    assert sb.symmetric_point() == pytest.approx(c * tau / (2 - c), abs=1e-12)
+    assert sb.q_plus(0.0) == pytest.approx(1.0) and sb.q_minus(0.0) == pytest.approx(1 - c)
+    assert parse_device(dict(kind="linear", c=c, tau=tau)).symmetric_point() == pytest.approx(c * tau)
