@@ -45,24 +45,6 @@ def test_pulse_kernel_matches_a_python_loop(kind):
     np.testing.assert_allclose(w, ref.astype(np.float32), atol=1e-6)
 
 
-def test_pulse_kernel_noise_stream_is_the_documented_generator():
-    """One multiplicative-noise pulse per element of row i draws next_normal from stream (seed, counter, i)."""
-    cfg = dict(FAMILY_CONFIGS["ConstantStep"], dw_min_std=0.4)
-    p = _params(cfg, (3, 5))
-    w = np.zeros((3, 5), np.float32)
-    K.pulse_kernel(w, np.ones((3, 5), np.int64), *p.response, 0.4, False, 9, 4)
-    dw_up = cfg["dw_min"]  # up_down = 0.1 > 0 only shrinks down steps
-    for i in range(3):
-        state = new_state(9, 4, i)
-        xi = np.array([_normal(state) for _ in range(5)])
-        np.testing.assert_allclose(w[i], (dw_up * (1 + 0.4 * xi)).astype(np.float32), rtol=1e-6)
-
-
-@njit
-def _normal(state):
-    return next_normal(state)
-
-
 @njit
 def _normals(state, n):
     out = np.empty(n)
