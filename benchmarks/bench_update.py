@@ -138,8 +138,8 @@ def main() -> int:
     if ak is not None:
         results["aihwkit"] = {k: ak[k] for k in ("aihwkit_version", "torch_version", "threads", "repeats")}
     results["load_average_after"] = os.getloadavg()[0]
-    print(f"{a.size}x{a.size} SoftBounds, batch {a.batch}, BL 31, {a.threads} threads, median of {a.rounds} x {a.repeats}, "
-          f"load average {results['load_average_before']:.1f} -> {results['load_average_after']:.1f}")
+    print(f"{a.size}x{a.size} SoftBounds, batch {a.batch}, BL 31, {a.threads} threads, "
+          f"median of {a.rounds} x {a.repeats}, load average {results['load_average_before']:.1f} -> {results['load_average_after']:.1f}")
     head = f"{'regime':7s} {'formula':>9s} {'pulses':>9s} {'torch ms':>9s} {'pulsed ms':>10s} {'expect ms':>10s} " \
            f"{'pulsed/torch':>12s} {'expect/torch':>12s}"
     if a.aihwkit_python:
@@ -147,8 +147,8 @@ def main() -> int:
     print(head)
     for name in REGIMES:
         r = results[name]
-        line = f"{name:7s} {r['formula_pulses']:9.3g} {r['pulsed_pulses']:9.3g} {r['torch_ms']:9.3f} {r['pulsed_ms']:10.3f} " \
-               f"{r['expected_ms']:10.3f} {r['pulsed_over_torch']:12.2f} {r['expected_over_torch']:12.2f}"
+        line = f"{name:7s} {r['formula_pulses']:9.3g} {r['pulsed_pulses']:9.3g} {r['torch_ms']:9.3f} " \
+               f"{r['pulsed_ms']:10.3f} {r['expected_ms']:10.3f} {r['pulsed_over_torch']:12.2f} {r['expected_over_torch']:12.2f}"
         if a.aihwkit_python:
             line += f" {r['aihwkit_ms']:10.3f} {r['aihwkit_over_pulsed']:14.2f}"
         print(line)

@@ -14,7 +14,8 @@ CONST = dict(kind="ConstantStep", dw_min=2e-3, dw_min_std=0.0, dw_min_dtod=0.0, 
 
 @pytest.mark.parametrize("cfg,tol", [(CONST, None),
                                      (dict(CONST, dw_min_std=0.2, dw_min_dtod=0.2, up_down_dtod=0.05), None),
-                                     (dict(kind="SoftBounds", dw_min=2e-3, dw_min_std=0.1, w_max_dtod=0.1, w_min_dtod=0.1), 3e-3)])
+                                     (dict(kind="SoftBounds", dw_min=2e-3, dw_min_std=0.1, w_max_dtod=0.1,
+                                           w_min_dtod=0.1), 3e-3)])
 def test_program_reaches_the_target(cfg, tol):
     dev = parse_device(cfg)
     a = ConductanceArray(20, 30, dev, seed=1)
