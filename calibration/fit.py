@@ -275,7 +275,7 @@ def _aihw_start(d: PulseData, dw: float | None = None) -> list[float]:
     return [d.dw0 if dw is None else dw, 0.0, d.hi, d.lo]
 
 
-def _piecewise(n_nodes: int) -> Family:
+def _piecewise(n_nodes: int, dw0: float) -> Family:
     def fields(theta):
         return {"piecewise_up": [float(v) for v in theta[:n_nodes]],
                 "piecewise_down": [float(v) for v in theta[n_nodes:2 * n_nodes]],
@@ -287,11 +287,13 @@ def _piecewise(n_nodes: int) -> Family:
 
     names = tuple(f"up_{k}" for k in range(n_nodes)) + tuple(f"down_{k}" for k in range(n_nodes))
     return Family("PiecewiseStep", PiecewiseStep, names + ("w_max", "w_min"), box,
-                  lambda d: [[1.0] * (2 * n_nodes) + [d.hi, d.lo]], dict(_AIHW_FIXED), {}, fields)
+                  lambda d: [[1.0] * (2 * n_nodes) + [d.hi, d.lo]], {**_AIHW_FIXED, "dw_min": dw0, "up_down": 0.0},
+                  {"w_max_dtod": (_by("w_max"), "rel"), "w_min_dtod": (_by("w_min"), "rel")}, fields)
 
 
-def families(n_nodes: int = 6) -> dict[str, Family]:
-    """Fit specifications of every parametric family of the device layer; PiecewiseStep with n_nodes nodes."""
+def families(n_nodes: int = 6, dw0: float = 1e-3) -> dict[str, Family]:
+    """Fit specifications of every parametric family of the device layer; PiecewiseStep with n_nodes nodes
+    and its dw_min fixed to dw0 (the nodes carry the step size)."""
     gp = (0.05, 10.0)
     fams = [
         Family("ideal", Ideal, ("dw_min", "c", "tau"), _paper_box, lambda d: [_paper_start(d)], _PAPER_FIXED,
@@ -326,7 +328,7 @@ def families(n_nodes: int = 6) -> dict[str, Family]:
                 "pow_up_down_dtod": (_by("pow_up_down"), "abs")}),
     ]
     out = {f.kind: f for f in fams}
-    pw = _piecewise(n_nodes)
+    pw = _piecewise(n_nodes, dw0)
     out[pw.kind] = pw
     return out
 
@@ -478,7 +480,10 @@ def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
         if ok.sum() < 2:
             raise ValueError(f"too few {name} increments for a table of {n_bins} bins")
         used |= ok
-        mag[name] = np.interp(centers, centers[ok], mean[ok])
+        # a step seen at midpoint m started at m -+ step/2: move each bin's mean there before tabulating
+        start = centers[ok] - sign * 0.5 * mean[ok]
+        order = np.argsort(start)
+        mag[name] = np.interp(centers, start[order], mean[ok][order])
         se[name] = np.interp(centers, centers[ok], np.sqrt(np.maximum(var, 0) / np.maximum(cnt - 1, 1))[ok])
     grid = centers[used]
     up, dn = np.maximum(mag["up"][used], 0.0), np.maximum(mag["down"][used], 0.0)
@@ -770,7 +775,7 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
         raise ValueError(f"unknown families {unknown}; known: {', '.join(FAMILY_KINDS)}")
     wmap = weight_map_for(traces, g_mid, g_scale)
     data = pulse_data(traces, wmap)
-    specs = families(n_nodes)
+    specs = families(n_nodes, data.dw0)
     with single_kernel_thread():
         fits = {k: fit_tabulated(data, n_bins) if k == "tabulated" else fit_family(specs[k], data) for k in kinds}
         best = min(fits.values(), key=lambda f: getattr(f, criterion))

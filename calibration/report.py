@@ -109,8 +109,7 @@ def device_numbers(device: DeviceConfig, n_elements: int = 64, seed: int = 0, n_
     w_sym = float(w_sym_raw) if math.isfinite(w_sym_raw) else 0.5 * (lo + hi)
     gf0 = np.nan_to_num(gf)
     rc = implicit_penalty(w, gf0, w_sym)
-    j = int(np.clip(np.searchsorted(w, w_sym), 1, n_grid - 2))
-    stiffness = float((gf0[j + 1] - gf0[j - 1]) / (w[j + 1] - w[j - 1]))
+    stiffness = float(np.interp(w_sym, w, np.gradient(gf0, w)))
 
     arr = ConductanceArray(n_elements, 1, device, seed=seed)
     el_qp = np.stack([arr.mean_step(True, np.full(arr.shape, v))[:, 0] for v in w], axis=1) / device.dw_min
