@@ -396,7 +396,7 @@ def write_report(specs: list, out_dir: str | os.PathLike, n_elements: int = 64, 
         raise ValueError("no device to report")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    subjects = [resolve(s) for s in specs]
+    subjects = [resolve(os.fspath(s) if isinstance(s, os.PathLike) else s) for s in specs]
     names = [s.name for s in subjects]
     if len(set(names)) < len(names):
         subjects = [Subject(f"{k + 1}. {s.name}", s.device, s.weight_map, s.fit) for k, s in enumerate(subjects)]
