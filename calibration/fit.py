@@ -224,7 +224,8 @@ class Family:
 
     params: the fitted parameters; fixed: the other fields of the config during the fit; box: (lower, upper)
     limits from the data; starts: starting points (the best of them wins); spread: field of a
-    device-to-device spread -> (per-device quantity, scaling) (see _PAPER_SPREAD); fields: parameter vector -> config fields (default: by name).
+    device-to-device spread -> (per-device quantity, scaling) (see _PAPER_SPREAD); fields: parameter vector
+    -> config fields (default: by name).
     """
 
     kind: str
@@ -715,7 +716,8 @@ class FitResult:
                 "ranking": self.ranking_table(), "families": {k: f.summary() for k, f in self.fits.items()},
                 "noise": self.noise, "spread": self.spread, "device_file": self.device_file(),
                 "model_curves": {"w": grid.tolist(), **curves},
-                "data": {"n_increments": d.n, "n_devices": d.n_devices, "bounds_plateau": [d.lo, d.hi], "binned": binned,
+                "data": {"n_increments": d.n, "n_devices": d.n_devices, "bounds_plateau": [d.lo, d.hi],
+                         "binned": binned,
                          "typical_step": d.dw0, "sample": {"m": d.m[keep].tolist(), "dw": d.dw[keep].tolist(),
                                                            "up": d.up[keep].astype(int).tolist(),
                                                            "residual": self.best.residuals[keep].tolist()}},

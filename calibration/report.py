@@ -121,7 +121,8 @@ def device_numbers(device: DeviceConfig, n_elements: int = 64, seed: int = 0, n_
     for key, val in el.items():
         v = np.where(inside, val, np.nan)
         with np.errstate(all="ignore"):
-            bands[key] = {"p5": np.nanpercentile(v, 5, axis=0).tolist(), "p95": np.nanpercentile(v, 95, axis=0).tolist()}
+            bands[key] = {"p5": np.nanpercentile(v, 5, axis=0).tolist(),
+                          "p95": np.nanpercentile(v, 95, axis=0).tolist()}
     sym = arr.symmetric_points()[:, 0]
     mid = 0.5 * (b_lo + b_hi)
     step_mid = 0.5 * (arr.mean_step(True, mid[:, None]) + arr.mean_step(False, mid[:, None]))[:, 0]
