@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -25,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Exit status 0 when every run finished, 1 when some failed."""
+    """Exit status 0 when every run finished, 1 when some failed, 130 when interrupted."""
     from aimc.executors import DaskExecutor, InlineExecutor, LocalExecutor
     from aimc.sweep import load_sweep, run_sweep
 
@@ -41,5 +42,9 @@ def run(args: argparse.Namespace) -> int:
         executor = DaskExecutor(workers=args.workers, scheduler=args.scheduler)
     else:
         executor = InlineExecutor() if args.workers == 0 else LocalExecutor(args.workers)
-    counts = run_sweep(sweep, out, executor)
+    try:
+        counts = run_sweep(sweep, out, executor)
+    except KeyboardInterrupt:
+        print(f"aimc sweep: interrupted; rerun the same command to resume into {out}", file=sys.stderr)
+        return 130
     return 1 if counts["failed"] else 0

@@ -15,6 +15,7 @@ Folder layout: `manifest.json`, `sweep.json` (the sweep as resolved), `summary.c
 from __future__ import annotations
 
 import csv
+import fcntl
 import io
 import itertools
 import json
@@ -224,14 +225,27 @@ def _check_fields(dims: list[Dim]) -> None:
                               f"axes {a} and {b} overlap (one is inside the other)")
 
 
-def _blame(line: str, dims: list[Dim], pos: tuple[int, ...]) -> str:
-    """Prefix an error line of a point with the axis (and value) whose field it names, else 'base config'."""
+def _has(data: dict[str, Any], path: str) -> bool:
+    for key in path.split("."):
+        if not isinstance(data, dict) or key not in data:
+            return False
+        data = data[key]
+    return True
+
+
+def _blame(line: str, dims: list[Dim], pos: tuple[int, ...], base: dict[str, Any]) -> str:
+    """Prefix an error line of a point with the axis (and value) whose field it names, else 'base config'.
+    An axis that sets a field in a table the base lacks is blamed for that table's missing fields."""
     path = line.split(":", 1)[0].strip()
+    parent = path.rpartition(".")[0]
     for dim, p in zip(dims, pos):
         for f, lab in zip(dim.fields, dim.field_labels[p]):
+            where = f"axis {dim.name} = {dim.labels[p]!r}" if len(dim.fields) > 1 else f"axis {f} = {lab!r}"
             if path == f or path.startswith(f + ".") or f.startswith(path + "."):
-                return f"axis {dim.name} = {dim.labels[p]!r}: {line}" if len(dim.fields) > 1 else \
-                    f"axis {f} = {lab!r}: {line}"
+                return f"{where}: {line}"
+            if parent and f.startswith(parent + ".") and not _has(base, parent):
+                return f"{where}: {line} (the base config has no table `{parent}` for the axis to set a " \
+                       f"field in; give it there)"
     return f"base config: {line}"
 
 
@@ -255,11 +269,11 @@ def expand(cfg: SweepConfig, base: dict[str, Any]) -> Sweep:
                 data = apply_overrides(base, {**overrides, "seed": seed})
                 run_cfg = ExperimentConfig.model_validate(data)
             except ConfigError as err:
-                problems.setdefault(_blame(str(err).removeprefix("override "), dims, pos), None)
+                problems.setdefault(_blame(str(err).removeprefix("override "), dims, pos, base), None)
                 break
             except ValidationError as err:
                 for line in format_errors(err).splitlines():
-                    problems.setdefault(_blame(line, dims, pos), None)
+                    problems.setdefault(_blame(line, dims, pos, base), None)
                 break
             digest = run_cfg.hash()
             if digest in seen:
@@ -340,9 +354,19 @@ class SweepRunner:
             "runs": list(self.entries.values())})
 
     def run(self, executor: Executor) -> dict[str, int]:
-        """Run every unfinished run on `executor`; returns the counts per status."""
-        where = executor.describe()
+        """Run every unfinished run on `executor`; returns the counts per status. One driver at a time per
+        sweep folder (a lock file); a second one fails at once."""
         self.out.mkdir(parents=True, exist_ok=True)
+        with open(self.out / ".lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ValueError(f"another aimc sweep is running into {self.out}; wait for it to finish or "
+                                 f"choose another output folder") from None
+            return self._run(executor)
+
+    def _run(self, executor: Executor) -> dict[str, int]:
+        where = executor.describe()
         old_path = self.out / "manifest.json"
         old = json.loads(old_path.read_text()) if old_path.is_file() else {}
         self.created = old.get("created", self.created)

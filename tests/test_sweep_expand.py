@@ -93,6 +93,11 @@ def test_every_point_is_validated_and_errors_name_axis_and_field():
     msg = errors(axes=[{"field": "epochs", "linspace": {"start": 1, "stop": 2, "num": 3}}])
     assert "axis epochs = '1.5': epochs:" in msg
     assert "base config: epochs:" in parse_error({**BASE, "epochs": 0})
+    no_device = {k: v for k, v in BASE.items() if k != "tile"}
+    msg = str(pytest.raises(ConfigError, parse_sweep, {"base": no_device, "axes": [
+        {"field": "tile.device.gamma", "values": [0.5]}]}).value)
+    assert "axis tile.device.gamma = '0.5': tile.device.kind: Field required (the base config has no table " \
+           "`tile.device`" in msg
 
 
 def parse_error(base: dict) -> str:

@@ -7,6 +7,7 @@ import csv
 import json
 import math
 import os
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -185,15 +186,16 @@ def test_small_sweep_on_a_dask_local_cluster(small_local, tmp_path):
     pytest.importorskip("distributed")
     from aimc.executors import DaskExecutor
 
-    s, local_out = small_local
+    _, local_out = small_local
+    s = parse_sweep({**tomllib.loads(SMALL.read_text()), "seeds": [0]})  # seed 0 of each point: 4 runs
     with DaskExecutor(workers=2) as ex:
         assert ex.address.startswith("tcp://127.0.0.1:") and ex.slots() == 2
         counts = SweepRunner(s, tmp_path / "dask", log=None).run(ex)
-        assert counts["done"] == 8
+        assert counts["done"] == 4
         # the same configs give the same results, whichever executor ran them
         local, dask = results(local_out), results(tmp_path / "dask")
-        assert local.keys() == dask.keys()
-        for h in local:
+        assert dask.keys() < local.keys()
+        for h in dask:
             for m in ("test_accuracy", "test_loss", "train_loss", "pulses"):
                 assert dask[h]["metrics"][m] == pytest.approx(local[h]["metrics"][m], rel=1e-9), (h, m)
         check_summary(s, tmp_path / "dask")
@@ -216,3 +218,14 @@ def test_cli_argument_errors(capsys):
     assert "--workers 0" in capsys.readouterr().err
     assert main(["sweep", str(ROOT / "missing.toml")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_one_driver_per_sweep_folder(tmp_path):
+    import fcntl
+
+    tmp_path.mkdir(exist_ok=True)
+    with open(tmp_path / ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(ValueError, match="another aimc sweep is running"):
+            run_sweep(tiny(), tmp_path, InlineExecutor(), log=None)
+    assert not (tmp_path / "manifest.json").exists()
