@@ -1,13 +1,14 @@
 """Where the runs of a sweep execute: in this process, a local process pool, or a Dask cluster.
 
-A task is plain data (a JSON-able dict: the resolved config as a dict, its hash, the run folder, the runner
-as "module:function" and a thread count), and the worker function `execute_run` is imported by name, so
+A task is plain data (a JSON-able dict: the resolved config as a dict, its hash, the run folder and the
+runner as "module:function"), and the worker function `execute_run` is imported by name, so
 any machine with the package can run it; no pickled objects of the driver travel. `execute_run` never
 raises for a failing run: it returns an outcome with status "failed", the error and its traceback.
 """
 
 from __future__ import annotations
 
+import abc
 import concurrent.futures as cf
 import importlib
 import json
@@ -24,7 +25,7 @@ DEFAULT_RUNNER = "aimc.train:run_experiment"
 
 def make_task(config: dict[str, Any], config_hash: str, out_dir: str, runner: str = DEFAULT_RUNNER
               ) -> dict[str, Any]:
-    """The payload of one run: a JSON-able dict (the executor adds `threads`, its thread count per run)."""
+    """The payload of one run: a JSON-able dict."""
     return {"config": config, "config_hash": config_hash, "out_dir": out_dir, "runner": runner}
 
 
@@ -33,14 +34,6 @@ def _resolve(spec: str) -> Callable:
     if not sep or not module or not name:
         raise ValueError(f"runner {spec!r}: expected 'package.module:function'")
     return getattr(importlib.import_module(module), name)
-
-
-def _limit_threads(n: int) -> None:
-    import torch
-
-    from devices import set_kernel_threads
-    torch.set_num_threads(n)
-    set_kernel_threads(n)
 
 
 def _jsonable(v: Any) -> Any:
@@ -60,8 +53,6 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     start, t0 = time.time(), time.perf_counter()
     metrics = error = tb = None
     try:
-        if task.get("threads"):
-            _limit_threads(task["threads"])
         cfg = validate_config(task["config"], where=f"run {task['config_hash']}")
         if cfg.hash() != task["config_hash"]:
             raise RuntimeError(f"this worker's aimc {aimc.__version__} gives the config hash {cfg.hash()}, the "
@@ -82,28 +73,28 @@ def _failed(task: dict[str, Any], error: str) -> dict[str, Any]:
             "host": None, "pid": None, "aimc_version": None}
 
 
-class Executor:
+class Executor(abc.ABC):
     """Runs tasks, at most `slots()` at a time, yielding (task, outcome) as they finish."""
 
+    @abc.abstractmethod
     def slots(self) -> int:
-        raise NotImplementedError
+        """How many tasks may be in flight now."""
 
+    @abc.abstractmethod
     def describe(self) -> str:
-        raise NotImplementedError
+        """Where the tasks run, in words (for the log and the manifest)."""
 
+    @abc.abstractmethod
     def _submit(self, task: dict[str, Any]) -> Any:
-        raise NotImplementedError
+        """Start a task; a future of its outcome."""
 
+    @abc.abstractmethod
     def _wait(self, futures: list[Any]) -> list[Any]:
         """The futures among `futures` that finished (at least one, blocking until then)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _outcome(self, future: Any, task: dict[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def threads(self) -> int | None:
-        """Threads per run (torch and kernels), or None to leave the worker's setting."""
-        return None
+        """The outcome of a finished future; a failed outcome where the worker could not report one."""
 
     def close(self) -> None:
         """Release the workers; tasks still queued or running are cancelled."""
@@ -114,7 +105,7 @@ class Executor:
         queue, inflight = deque(tasks), {}
         while queue or inflight:
             while queue and len(inflight) < max(1, self.slots()):
-                task = {**queue.popleft(), "threads": self.threads()}
+                task = queue.popleft()
                 on_submit(task)
                 inflight[self._submit(task)] = task
             for fut in self._wait(list(inflight)):
@@ -161,9 +152,6 @@ class LocalExecutor(Executor):
     def slots(self) -> int:
         return self.workers
 
-    def threads(self) -> int:
-        return max(1, (os.cpu_count() or 1) // self.workers)
-
     def describe(self) -> str:
         return f"a local pool of {self.workers} worker process{'es' if self.workers > 1 else ''}"
 
@@ -207,7 +195,6 @@ class DaskExecutor(Executor):
                 raise ValueError("workers: the cluster at --scheduler has its own workers; drop --workers")
             self.client = Client(scheduler, timeout=timeout_s)
             self.client.wait_for_workers(1, timeout=timeout_s)
-            self._threads = None
         else:
             n = workers or os.cpu_count() or 1
             if n < 1:
@@ -215,14 +202,10 @@ class DaskExecutor(Executor):
             self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                                         dashboard_address=None)
             self.client = Client(self.cluster, timeout=timeout_s)
-            self._threads = max(1, (os.cpu_count() or 1) // n)
         self.address = self.client.scheduler.address
 
     def slots(self) -> int:
         return sum(self.client.nthreads().values())
-
-    def threads(self) -> int | None:
-        return self._threads
 
     def describe(self) -> str:
         where = "a local Dask cluster" if self.cluster else "the Dask cluster"

@@ -236,7 +236,7 @@ def _has(data: dict[str, Any], path: str) -> bool:
 def _blame(line: str, dims: list[Dim], pos: tuple[int, ...], base: dict[str, Any]) -> str:
     """Prefix an error line of a point with the axis (and value) whose field it names, else 'base config'.
     An axis that sets a field in a table the base lacks is blamed for that table's missing fields."""
-    path = line.split(":", 1)[0].strip()
+    path = line.split(":", 1)[0].strip().strip("'")
     parent = path.rpartition(".")[0]
     for dim, p in zip(dims, pos):
         for f, lab in zip(dim.fields, dim.field_labels[p]):
@@ -334,7 +334,7 @@ class SweepRunner:
     def _entry(self, run: Run, old: dict[str, Any] | None) -> dict[str, Any]:
         entry = {"config_hash": run.config_hash, "folder": run.folder, "point": run.point, "seed": run.seed,
                  "labels": run.labels, "status": "pending", "error": None, "attempts": 0,
-                 "package_version": aimc.__version__, "submitted": None, "started": None, "finished": None,
+                 "package_version": None, "submitted": None, "started": None, "finished": None,
                  "duration_s": None, "host": None, "pid": None}
         if old:
             entry.update({k: old[k] for k in ("attempts", "package_version", "submitted", "started",
@@ -412,8 +412,9 @@ class SweepRunner:
         entry = self.entries[run.config_hash]
         entry.update(status=outcome["status"], error=outcome["error"], attempts=entry["attempts"] + 1,
                      **{k: outcome[k] for k in ("started", "finished", "duration_s", "host", "pid")},
-                     package_version=outcome["aimc_version"])
+                     package_version=outcome["aimc_version"] or entry["package_version"])
         if outcome["status"] == "done":
+            (folder / "error.txt").unlink(missing_ok=True)
             write_json(folder / RESULT_FILE, {"config_hash": run.config_hash, "point": run.point,
                                               "seed": run.seed, "labels": run.labels,
                                               "metrics": outcome["metrics"],
