@@ -18,38 +18,24 @@ increments. Families are ranked by AIC and BIC of the Gaussian least-squares lik
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numba
 import numpy as np
 from scipy import optimize, stats
 
 import aimc
 from calibration.traces import TraceSet, atomic_write_text
-from devices import DEVICE_KINDS, DeviceConfig, parse_device, set_kernel_threads
+from devices import DEVICE_KINDS, DeviceConfig, parse_device
 from devices.kernels import DW_DOWN, DW_UP
 from devices.response import (ConstantStep, Exponential, ExpStep, Ideal, Linear, LinearStep, PiecewiseStep, Power,
                               PowStep, SoftBounds, Tabulated)
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 MAX_NFEV = 60  # least-squares iterations per starting point
-
-
-@contextlib.contextmanager
-def single_kernel_thread():
-    """Run the device kernels on one thread inside the block: the fits evaluate responses of one nominal
-    element (a single row), where threads only add synchronisation (10x slower on a busy 2-core machine)."""
-    prev = numba.get_num_threads()
-    set_kernel_threads(1)
-    try:
-        yield
-    finally:
-        set_kernel_threads(prev)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -698,11 +684,10 @@ class FitResult:
         keep = np.sort(rng.choice(d.n, size=min(d.n, 3000), replace=False))
         grid = np.linspace(d.lo, d.hi, 101)
         curves = {}
-        with single_kernel_thread():
-            for k in self.ranking:
-                dev = self.fits[k].device
-                curves[k] = {"up": predict(dev, grid, np.ones(len(grid), bool)).tolist(),
-                             "down": predict(dev, grid, np.zeros(len(grid), bool)).tolist()}
+        for k in self.ranking:
+            dev = self.fits[k].device
+            curves[k] = {"up": predict(dev, grid, np.ones(len(grid), bool)).tolist(),
+                         "down": predict(dev, grid, np.zeros(len(grid), bool)).tolist()}
         edges = np.linspace(d.lo, d.hi, 31)
         binned = {}
         for name, sel in (("up", d.up), ("down", ~d.up)):
@@ -778,15 +763,14 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
     wmap = weight_map_for(traces, g_mid, g_scale)
     data = pulse_data(traces, wmap)
     specs = families(n_nodes, data.dw0)
-    with single_kernel_thread():
-        fits = {k: fit_tabulated(data, n_bins) if k == "tabulated" else fit_family(specs[k], data) for k in kinds}
-        best = min(fits.values(), key=lambda f: getattr(f, criterion))
-        noise = estimate_noise(best, data, wmap.g_scale)
-        if not spread or data.n_devices < 3:
-            spread_info = {"family": best.kind, "dtod": {}, "message": "not estimated"}
-        elif best.kind == "tabulated":
-            spread_info = spread_tabulated(best, data)
-        else:
-            spread_info = estimate_spread(specs[best.kind], best, data)
-        device = _export_device(best, noise, spread_info)
+    fits = {k: fit_tabulated(data, n_bins) if k == "tabulated" else fit_family(specs[k], data) for k in kinds}
+    best = min(fits.values(), key=lambda f: getattr(f, criterion))
+    noise = estimate_noise(best, data, wmap.g_scale)
+    if not spread or data.n_devices < 3:
+        spread_info = {"family": best.kind, "dtod": {}, "message": "not estimated"}
+    elif best.kind == "tabulated":
+        spread_info = spread_tabulated(best, data)
+    else:
+        spread_info = estimate_spread(specs[best.kind], best, data)
+    device = _export_device(best, noise, spread_info)
     return FitResult(wmap, fits, criterion, noise, spread_info, device, data, source)

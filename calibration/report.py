@@ -27,7 +27,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from calibration.fit import FitResult, WeightMap, _finite, single_kernel_thread  # noqa: E402
+from calibration.fit import FitResult, WeightMap, _finite  # noqa: E402
 from calibration.protocols import measure_cycles  # noqa: E402
 from calibration.traces import atomic_write_bytes, atomic_write_text  # noqa: E402
 from devices import PRESETS, ConductanceArray, DeviceConfig, load_device  # noqa: E402
@@ -101,8 +101,7 @@ def device_numbers(device: DeviceConfig, n_elements: int = 64, seed: int = 0, n_
     """
     lo, hi = device.bounds
     w = np.linspace(lo, hi, n_grid)
-    with single_kernel_thread():
-        qp, qm = device.q_plus(w), device.q_minus(w)
+    qp, qm = device.q_plus(w), device.q_minus(w)
     F, G = 0.5 * (qm + qp), 0.5 * (qm - qp)
     gf = np.divide(G, F, out=np.full_like(G, np.nan), where=F > 0)
     w_sym_raw = device.symmetric_point()
