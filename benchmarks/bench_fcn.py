@@ -1,0 +1,147 @@
+#!/usr/bin/env python
+"""Per-step training time of R1's MNIST FCN (784-256-128-10, sigmoid, batch 10): aimc vs digital torch SGD.
+
+A step = zero_grad + forward + loss + backward + optimizer step (as benchmarks/aihwkit/bench_fcn_aihwkit.py).
+Inputs uniform in [0, 1], random labels, CrossEntropy on the logits. Variants: digital (torch SGD, lr 0.1),
+analog_sgd, tiki_taka, residual, residual_v2, mixed_precision (lr 0.05, transfer_lr 0.01) on R1's periphery
+(DAC 7 bit, ADC 9 bit, output noise 0.06, noise and bound management) and the `--device` preset, tiles of at
+most 512 x 512 (aihwkit's default mapping). The variants are timed in interleaved rounds (median over all
+steps), so a load change on the machine hits all of them alike; ratios are against digital in the same run.
+
+    PYTHONPATH=. python benchmarks/bench_fcn.py [--aihwkit-python ~/aihwkit-venv/bin/python] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import trainers as T  # noqa: E402
+from devices import UpdateConfig  # noqa: E402
+
+SIZES = (784, 256, 128, 10)
+VARIANTS = ("digital", "analog_sgd", "tiki_taka", "residual", "residual_v2", "mixed_precision")
+
+
+def make_net():
+    layers = []
+    for i in range(len(SIZES) - 1):
+        layers.append(nn.Linear(SIZES[i], SIZES[i + 1]))
+        if i < len(SIZES) - 2:
+            layers.append(nn.Sigmoid())
+    return nn.Sequential(*layers)
+
+
+def build(variant, base, a):
+    model = copy.deepcopy(base)
+    if variant == "digital":
+        return model, T.build_optimizer(model, T.DigitalSGDConfig(lr=0.1))
+    tile = T.TileConfig(device=a.device, update=UpdateConfig(mode=a.mode))
+    T.convert(model, tile, seed=a.seed)
+    lr, tlr = a.lr_analog, a.transfer_lr
+    cfg = {"analog_sgd": T.AnalogSGDConfig(lr=lr),
+           "tiki_taka": T.TikiTakaConfig(lr=lr, transfer_lr=tlr),
+           "residual": T.ResidualConfig(lr=lr, transfer_lr=tlr, zero_shift_cycles=a.zero_shift_cycles),
+           "residual_v2": T.ResidualV2Config(lr=lr, zero_shift_cycles=a.zero_shift_cycles),
+           "mixed_precision": T.MixedPrecisionConfig(lr=lr)}[variant]
+    return model, T.build_optimizer(model, cfg)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=60, help="timed steps per round and variant")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--batch", type=int, default=10)
+    p.add_argument("--device", default="r1_power_1", help="device preset")
+    p.add_argument("--mode", default="pulsed", choices=["pulsed", "expected"])
+    p.add_argument("--lr-analog", type=float, default=0.05)
+    p.add_argument("--transfer-lr", type=float, default=0.01)
+    p.add_argument("--zero-shift-cycles", type=int, default=200, help="setup only; not timed")
+    p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--aihwkit-python", default=None, help="also run benchmarks/aihwkit/bench_fcn_aihwkit.py")
+    p.add_argument("--json", default=None, help="write the results here")
+    a = p.parse_args()
+    if a.threads is not None:
+        torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    data = [(torch.rand(a.batch, SIZES[0]), torch.randint(0, SIZES[-1], (a.batch,))) for _ in range(100)]
+    base = make_net()
+    loss_fn = nn.CrossEntropyLoss()
+    variants = a.variants.split(",")
+    runs = {}
+    for v in variants:
+        t0 = time.perf_counter()
+        runs[v] = build(v, base, a)
+        runs[v] = (*runs[v], time.perf_counter() - t0)
+    times = {v: [] for v in variants}
+    counter = {v: 0 for v in variants}
+
+    def one_step(v):
+        model, opt, _ = runs[v]
+        x, y = data[counter[v] % len(data)]
+        counter[v] += 1
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+
+    for v in variants:
+        for _ in range(a.warmup):
+            one_step(v)
+    for _ in range(a.rounds):
+        for v in variants:
+            for _ in range(a.steps):
+                t0 = time.perf_counter()
+                one_step(v)
+                times[v].append((time.perf_counter() - t0) * 1e3)
+    res = {"config": {"sizes": SIZES, "batch": a.batch, "device": a.device, "mode": a.mode,
+                      "lr_analog": a.lr_analog, "transfer_lr": a.transfer_lr, "steps": a.steps * a.rounds,
+                      "torch_threads": torch.get_num_threads(), "torch": torch.__version__},
+           "ms": {}, "ratio": {}, "setup_s": {}, "pulses_per_step": {}}
+    dig = float(np.median(times["digital"])) if "digital" in times else None
+    for v in variants:
+        med = float(np.median(times[v]))
+        res["ms"][v] = med
+        res["setup_s"][v] = runs[v][2]
+        c = runs[v][1].costs()
+        res["pulses_per_step"][v] = c["pulses"] - c.get("setup_pulses", 0)
+        res["pulses_per_step"][v] /= max(c["steps"], 1)
+        if dig:
+            res["ratio"][v] = med / dig
+    if a.aihwkit_python:
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "aihwkit", "bench_fcn_aihwkit.py")
+        out = subprocess.run([os.path.expanduser(a.aihwkit_python), script], capture_output=True, text=True)
+        if out.returncode == 0:
+            res["aihwkit"] = json.loads(out.stdout.strip().splitlines()[-1])
+        else:
+            res["aihwkit_error"] = out.stderr[-2000:]
+    print(f"{'variant':16s} {'ms/step':>9s} {'x digital':>10s} {'pulses/step':>12s} {'setup s':>8s}")
+    for v in variants:
+        print(f"{v:16s} {res['ms'][v]:9.3f} {res['ratio'].get(v, float('nan')):10.2f} "
+              f"{res['pulses_per_step'][v]:12.0f} {res['setup_s'][v]:8.2f}")
+    if "aihwkit" in res:
+        ak = res["aihwkit"]
+        print(f"aihwkit {ak['aihwkit_version']}: digital {ak['digital_ms']:.3f} ms, analog_sgd "
+              f"{ak['analog_sgd_ms']:.3f} ms ({ak['ratio_analog_sgd']:.2f}x), ttv1 {ak['ttv1_ms']:.3f} ms "
+              f"({ak['ratio_ttv1']:.2f}x)")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
