@@ -247,19 +247,24 @@ def _run_all(seed: int) -> list[np.ndarray]:
     return out
 
 
-def test_same_seed_same_result_on_1_and_2_threads():
+def test_same_seed_same_result_on_1_and_2_threads(monkeypatch):
+    """Parallel builds on 1 and 2 threads and the serial builds (small work) give the same arrays."""
     before = numba.get_num_threads()
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("Numba was started with a single thread")
+    default = _run_all(seed=17)  # small work: the serial builds where the kernels have them
+    runs = []
     try:
-        numba.set_num_threads(1)
-        one = _run_all(seed=17)
-        numba.set_num_threads(2)
-        two = _run_all(seed=17)
+        if hasattr(K, "SERIAL_BELOW"):
+            monkeypatch.setattr(K, "SERIAL_BELOW", 0)  # force the parallel builds
+        for n in (1, 2):
+            numba.set_num_threads(n)
+            runs.append(_run_all(seed=17))
     finally:
         numba.set_num_threads(before)
-    for a, b in zip(one, two):
-        assert np.array_equal(a, b)
+    for one, two, ser in zip(*runs, default):
+        assert np.array_equal(one, two)
+        assert np.array_equal(one, ser)
 
 
 def test_different_seeds_differ():
