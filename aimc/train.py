@@ -27,6 +27,7 @@ from aimc.config import ExperimentConfig
 from aimc.datasets import load_dataset
 from aimc.models import build_model
 from aimc.results import RunFolder, write_json, write_text
+from devices import set_kernel_threads
 
 _LAST_GOOD = ("epoch", "train_loss", "test_loss", "test_accuracy", "saturated_fraction", "pulses_per_weight")
 
@@ -134,6 +135,7 @@ def train_run(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = False
 
 def _train(cfg: ExperimentConfig, run: RunFolder, progress: bool) -> dict[str, Any]:
     torch.set_num_threads(cfg.threads)
+    set_kernel_threads(cfg.threads)
     d = cfg.data
     x_train, y_train, x_test, y_test = load_dataset(d.name, d.path, d.n_train, d.n_test).tensors()
     model, opt = build(cfg)
