@@ -148,6 +148,7 @@ class LocalExecutor(Executor):
         if self.workers < 1:
             raise ValueError(f"workers = {workers}: need at least 1")
         self._pool: cf.ProcessPoolExecutor | None = None
+        self._owner: dict[cf.Future, cf.ProcessPoolExecutor] = {}  # the pool each future was submitted to
 
     def slots(self) -> int:
         return self.workers
@@ -158,18 +159,22 @@ class LocalExecutor(Executor):
     def _submit(self, task: dict[str, Any]) -> cf.Future:
         if self._pool is None:
             self._pool = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
-        return self._pool.submit(execute_run, task)
+        fut = self._pool.submit(execute_run, task)
+        self._owner[fut] = self._pool
+        return fut
 
     def _wait(self, futures: list[cf.Future]) -> list[cf.Future]:
         return list(cf.wait(futures, return_when=cf.FIRST_COMPLETED).done)
 
     def _outcome(self, future: cf.Future, task: dict[str, Any]) -> dict[str, Any]:
+        pool = self._owner.pop(future)
         try:
             return future.result()
         except cf.process.BrokenProcessPool:
-            # a worker died (crash, out of memory, killed): every run in flight is lost; start a fresh pool
-            if self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
+            # a worker died (crash, out of memory, killed): every run in flight is lost; the next submission
+            # starts a fresh pool
+            if pool is self._pool:
+                pool.shutdown(wait=False, cancel_futures=True)
                 self._pool = None
             return _failed(task, "the worker process died abruptly (crash, out of memory or killed) while "
                                  "this run or another one in flight was running")

@@ -136,16 +136,9 @@ def test_a_failing_run_is_recorded_and_a_rerun_resumes(tmp_path):
         assert m3[h]["attempts"] == 2
 
 
-def crash_runner(cfg, out_dir):
-    """Kills its worker process for lr > 0.15 (a segfault or the OOM killer, as the pool sees it)."""
-    if cfg.trainer.lr > 0.15:
-        os._exit(3)
-    return {"test_accuracy": cfg.trainer.lr}
-
-
 def test_a_dying_worker_fails_its_run_and_the_pool_goes_on(tmp_path):
     s = tiny(axes=[{"field": "trainer.lr", "values": [0.1, 0.2, 0.05]}])
-    counts = run_sweep(s, tmp_path, LocalExecutor(1), runner=f"{__name__}:crash_runner", log=None)
+    counts = run_sweep(s, tmp_path, LocalExecutor(1), runner="sweep_helpers:crash_runner", log=None)
     assert counts["done"] == 2 and counts["failed"] == 1
     status = {e["labels"]["trainer.lr"]: e for e in manifest(tmp_path)["runs"]}
     assert status["0.2"]["status"] == "failed" and "worker process died" in status["0.2"]["error"]
