@@ -77,7 +77,7 @@ def _to_numpy(v):
 class _Block:
     """One tile of a layer's grid: rows [r0, r1) of the outputs, columns [c0, c1) of the (extended) inputs."""
 
-    __slots__ = ("tile", "r0", "r1", "c0", "c1", "_w", "_wt", "_wf", "dirty")
+    __slots__ = ("tile", "r0", "r1", "c0", "c1", "_w", "_wt", "_wf", "dirty", "direct")
 
     def __init__(self, tile: AnalogTile, r0: int, r1: int, c0: int, c1: int):
         self.tile, self.r0, self.r1, self.c0, self.c1 = tile, r0, r1, c0, c1
@@ -85,6 +85,23 @@ class _Block:
         self._wf = torch.from_numpy(self._w)  # zero-copy (out, in): backward reads
         self._wt = self._wf.T  # zero-copy (in, out) view: forward reads
         self.dirty = True
+        self.direct = None  # None: layout to be decided; True: W_eff is array 0's w itself (no copy)
+
+    def relayout(self) -> None:
+        """Decide whether W_eff can be array 0's raw weights directly (one array of gain 1 with a zero
+        reference, or all other gains 0): then reads use zero-copy views of it and nothing is recomputed
+        after an update. Call after any change of the gains or of a reference."""
+        t = self.tile
+        live = [n for n, g in enumerate(t.gains) if g != 0]
+        direct = live == [0] and t.gains[0] == 1 and not t.arrays[0].reference.any()
+        if direct:
+            self._w = t.arrays[0].w
+        elif self.direct is not False:
+            self._w = np.zeros((t.out_size, t.in_size), np.float32)
+        self._wf = torch.from_numpy(self._w)
+        self._wt = self._wf.T
+        self.direct = direct
+        self.dirty = not direct
 
     def __deepcopy__(self, memo):
         import copy
@@ -92,7 +109,9 @@ class _Block:
 
     def weight(self) -> np.ndarray:
         """Cached effective weight sum_n gains[n] (w_n - reference_n) (float32, out x in)."""
-        if self.dirty:
+        if self.direct is None:
+            self.relayout()
+        if self.dirty and not self.direct:
             w = self._w
             first = True
             for g, a in zip(self.tile.gains, self.tile.arrays):
@@ -196,12 +215,15 @@ class _AnalogBase(nn.Module):
         """Set the array stack of every tile of the layer (see `set_tile_stack`)."""
         for b in self.blocks:
             set_tile_stack(b.tile, gains)
-        self.invalidate()
+        self.invalidate(layout=True)
 
-    def invalidate(self) -> None:
-        """Mark the cached effective weights stale (after any change of the arrays)."""
+    def invalidate(self, layout: bool = False) -> None:
+        """Mark the cached effective weights stale (after any change of the arrays); layout=True after a
+        change of gains or references (zero shift), which may change how W_eff is formed."""
         for b in self.blocks:
             b.dirty = True
+            if layout:
+                b.direct = None
 
     def _extend(self, x: np.ndarray) -> np.ndarray:
         if not self.analog_bias:
@@ -301,7 +323,7 @@ class _AnalogBase(nn.Module):
                 target = w[b.r0:b.r1, b.c0:b.c1] if n == 0 else np.zeros_like(a.w)
                 lo, hi = a.bounds
                 a.w[...] = np.clip(target + a.reference, lo, hi)
-        self.invalidate()
+        self.invalidate(layout=True)
 
     # -- output -----------------------------------------------------------------------------------------
     def _finish(self, y: torch.Tensor, channel_dim: int) -> torch.Tensor:
@@ -334,7 +356,7 @@ class _AnalogBase(nn.Module):
             set_tile_stack(b.tile, [float(g) for g in np.asarray(s["gains"]).ravel()])
             b.tile.load_state_dict(s)
         self.algorithm = state.get("algorithm")
-        self.invalidate()
+        self.invalidate(layout=True)
         self.clear_saved()
 
     def extra_repr(self) -> str:

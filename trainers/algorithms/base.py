@@ -70,7 +70,7 @@ class AnalogOptimizer(torch.optim.Optimizer):
             for bi, b in enumerate(layer.blocks):
                 self.init_block(li, bi, b, fresh)
             layer.algorithm = self.algorithm
-            layer.invalidate()
+            layer.invalidate(layout=True)
 
     # -- hooks ------------------------------------------------------------------------------------------
     def gains(self) -> list[float]:
