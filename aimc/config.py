@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from devices import DEVICE_KINDS, ConfigError, load_device
 from trainers.config import ALGORITHMS, AnalogSGDConfig, TileConfig, TrainerConfig
@@ -117,15 +117,20 @@ class ExperimentConfig(BaseModel):
             data = {**data, "model": {"name": "fcn", **data["model"]}}
         return data
 
+    @field_validator("tile")
+    @classmethod
+    def _known_device(cls, tile: TileConfig) -> TileConfig:
+        if isinstance(tile.device, str):
+            try:
+                load_device(tile.device)
+            except ConfigError as err:
+                raise ValueError(f"tile.device: {err}") from None
+        return tile
+
     @model_validator(mode="after")
     def _check(self) -> "ExperimentConfig":
         if self.compare and self.trainer is not None:
             raise ValueError("trainer: give either `trainer` or `compare`, not both")
-        if isinstance(self.tile.device, str):
-            try:
-                load_device(self.tile.device)
-            except ConfigError as err:
-                raise ValueError(f"tile.device: {err}") from None
         return self
 
     def runs(self) -> list[tuple[str, "ExperimentConfig"]]:

@@ -153,18 +153,22 @@ class RunFolder:
             return None
         return json.loads(self.manifest_path.read_text())
 
+    def finished(self, cfg: ExperimentConfig) -> dict[str, Any] | None:
+        """The final metrics of a finished run of `cfg` in this folder, or None."""
+        old = self.read_manifest()
+        if old is not None and old["status"] == "finished" and old.get("config_hash") == cfg.hash():
+            return old["final"]
+        return None
+
     def start(self, cfg: ExperimentConfig) -> str:
-        """Create the folder for `cfg` or reopen one holding the same config (same hash) and mark it running,
-        unless it is finished. Returns the previous status ('new' for a fresh folder). Raises ConfigError where
-        the folder holds another config."""
+        """Create the folder for `cfg` or reopen one holding the same config (same hash), and mark it
+        running. Returns the previous status ('new' for a fresh folder). Raises ConfigError where the folder
+        holds another config."""
         old = self.read_manifest()
         digest = cfg.hash()
         if old is not None and old.get("config_hash") != digest:
             raise ConfigError(f"run folder {str(self.root)!r} holds a run of another config (hash "
                               f"{old.get('config_hash')}, this one {digest}); choose another output folder")
-        if old is not None and old["status"] == "finished":
-            self.manifest = old
-            return "finished"
         if old is None:
             self.root.mkdir(parents=True, exist_ok=True)
             data = cfg.model_dump(mode="json")

@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 import trainers
 from aimc.config import ExperimentConfig
-from aimc.datasets import load_dataset
+from aimc.datasets import Dataset, load_dataset
 from aimc.models import build_model
 from aimc.results import RunFolder, write_json, write_text
 from devices import set_kernel_threads
@@ -99,23 +99,27 @@ def _set_rng_state(state: dict) -> None:
     np.random.set_state(state["numpy"])
 
 
-def _finite_params(model: nn.Module) -> bool:
+def _finite_params(model: nn.Module, tiles: list) -> bool:
     return all(bool(torch.isfinite(p).all()) for p in model.parameters()) and all(
-        bool(np.isfinite(t.weight()).all()) for t in analog_tiles(model))
+        bool(np.isfinite(t.weight()).all()) for t in tiles)
 
 
 # -- one run ------------------------------------------------------------------------------------------------
-def train_run(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = False) -> dict[str, Any]:
+def train_run(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = False,
+              data: Dataset | None = None) -> dict[str, Any]:
     """Train one config (`cfg.trainer`) into `out_dir`, resuming from its newest checkpoint if the folder
-    holds an unfinished run of the same config; a finished one is not rerun. Returns the final metrics."""
+    holds an unfinished run of the same config; a finished one is not rerun. `data`: the data set of
+    `cfg.data` if already loaded. Returns the final metrics."""
     if cfg.compare:
         raise ValueError("train_run takes a single-trainer config; use run_experiment for `compare`")
     run = RunFolder(out_dir)
-    if run.start(cfg) == "finished":
-        return run.manifest["final"]
+    if (done := run.finished(cfg)) is not None:
+        return done
+    data = data or _load(cfg)  # a bad data set fails before the folder exists
+    run.start(cfg)
     t0 = time.perf_counter()
     try:
-        final = _train(cfg, run, progress)
+        final = _train(cfg, data, run, progress)
     except TrainingDiverged as err:
         run.finish("diverged", str(err))
         raise
@@ -133,11 +137,15 @@ def train_run(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = False
     return final
 
 
-def _train(cfg: ExperimentConfig, run: RunFolder, progress: bool) -> dict[str, Any]:
+def _load(cfg: ExperimentConfig) -> Dataset:
+    d = cfg.data
+    return load_dataset(d.name, d.path, d.n_train, d.n_test)
+
+
+def _train(cfg: ExperimentConfig, data: Dataset, run: RunFolder, progress: bool) -> dict[str, Any]:
     torch.set_num_threads(cfg.threads)
     set_kernel_threads(cfg.threads)
-    d = cfg.data
-    x_train, y_train, x_test, y_test = load_dataset(d.name, d.path, d.n_train, d.n_test).tensors()
+    x_train, y_train, x_test, y_test = data.tensors()
     model, opt = build(cfg)
     tiles = analog_tiles(model)
     label = f"{cfg.name}/{cfg.trainer.algorithm}"
@@ -191,7 +199,7 @@ def _train(cfg: ExperimentConfig, run: RunFolder, progress: bool) -> dict[str, A
                 bar.set_postfix(loss=f"{value:.3f}")
         bar.close()
         rec = record(epoch, total / n, time.perf_counter() - t0)
-        if not math.isfinite(rec["test_loss"]) or not _finite_params(model):
+        if not math.isfinite(rec["test_loss"]) or not _finite_params(model, tiles):
             _diverged(run, epoch, steps, steps, "the weights or the test loss are not finite")
         history.append(rec)
         run.write_metrics(history)
@@ -220,14 +228,16 @@ def run_comparison(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = 
     """One run per `compare` entry in out_dir/<label>/, then comparison.{json,csv,md} and curves.{png,csv}.
     A diverged run is reported with its status and error; it does not stop the others."""
     run = RunFolder(out_dir)
-    if run.start(cfg) == "finished":
-        return run.manifest["final"]
+    if (done := run.finished(cfg)) is not None:
+        return done
+    data = _load(cfg)
+    run.start(cfg)
     results: dict[str, dict] = {}
     histories: dict[str, list[dict]] = {}
     try:
         for label, sub in cfg.runs():
             try:
-                results[label] = {"status": "finished", **train_run(sub, run.root / label, progress)}
+                results[label] = {"status": "finished", **train_run(sub, run.root / label, progress, data)}
             except TrainingDiverged as err:
                 if progress:
                     print(f"{label}: {err}", file=sys.stderr)
@@ -237,6 +247,9 @@ def run_comparison(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = 
             histories[label] = RunFolder(run.root / label).read_metrics()
     except KeyboardInterrupt:
         run.finish("interrupted", "interrupted by the user (KeyboardInterrupt)")
+        raise
+    except Exception as err:
+        run.finish("failed", f"{label}: {type(err).__name__}: {err}")
         raise
     write_json(run.root / "comparison.json", results)
     write_text(run.root / "comparison.csv", _csv(results))

@@ -133,3 +133,12 @@ def test_cli_train_smoke(tmp_path, monkeypatch, capsys):
     assert main(["train", "--resume", str(run), "--quiet"]) == 0  # finished: reported, not rerun
     assert main(["train", str(tiny), "--set", "trainer.lr=-1"]) == 2
     assert "trainer.lr: Input should be greater than 0" in capsys.readouterr().err
+
+
+def test_bad_data_path_fails_before_the_run_folder_exists(tmp_path):
+    from aimc.datasets import DataError
+
+    cfg = validate_config({**TINY, "data": {"name": "mnist", "path": str(tmp_path / "nowhere")}})
+    with pytest.raises(DataError, match="nowhere' is not a directory"):
+        run_experiment(cfg, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
