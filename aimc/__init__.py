@@ -1,6 +1,9 @@
 """aimc: train neural networks on simulated analog in-memory computing tiles with non-ideal devices."""
 
+import os
 from importlib.metadata import PackageNotFoundError, version
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts its OpenMP pool (devices/threads.py)
 
 try:
     __version__ = version("aimc")

@@ -4,14 +4,22 @@ OpenBLAS worker threads keep spinning for a while after each call; a parallel Nu
 after a BLAS call then shares the cores with them and runs up to 10x slower (measured on 2 cores: a
 512x512 expected update took 15.7 ms instead of 1.3 ms). The device layer therefore limits BLAS to
 `AIMC_BLAS_THREADS` threads (default 1) when it is imported; the kernels use Numba's threads.
+
+torch and Numba each run an OpenMP thread pool; by default both spin after every parallel region, so on
+2 cores each starves the other (R1's FCN step: 45x the digital step with spinning pools, 5x with passive
+ones, benchmarks/bench_fcn.py under load). Importing the device layer therefore sets OMP_WAIT_POLICY to
+PASSIVE unless it is set already; a runtime reads it when it starts, so import `aimc` or `devices`
+before torch (the `aimc` command does).
 """
 
 from __future__ import annotations
 
 import os
 
-import numba
-from threadpoolctl import threadpool_limits
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numba  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
 
 _BLAS_LIMIT = None
 
