@@ -98,3 +98,24 @@ def test_array_read_and_transposed_read_use_effective_weights():
     w_eff = a.w - np.float32(0.05)
     assert np.array_equal(a.read(x, PeripheryConfig.perfect()), x @ w_eff.T)
     assert np.array_equal(a.read_transposed(d, PeripheryConfig.perfect()), d @ w_eff)
+
+
+def test_pluggable_product_gives_the_same_read_and_draws():
+    """A product supplied by the caller (the trainers pass torch.mm) sees the quantized inputs, and the
+    periphery's noise draws are the same as with the default numpy product."""
+    rng = _rng()
+    w = rng.normal(0, 1, (24, 40)).astype(np.float32)
+    x = rng.normal(0, 1, (6, 40)).astype(np.float32)
+    seen = []
+
+    def product(xq):
+        seen.append(xq.copy())
+        return np.einsum("bi,oi->bo", xq.astype(np.float64), w.astype(np.float64)).astype(np.float32)
+
+    cfg = PeripheryConfig(out_bits=None, out_bound=1e9)
+    a = analog_mvm(w, x, cfg, np.random.default_rng(5))
+    b = analog_mvm(w, x, cfg, np.random.default_rng(5), product=product)
+    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    step = 2.0 / (2**7 - 2)
+    np.testing.assert_allclose(seen[0] / step, np.rint(seen[0] / step), atol=1e-3)  # DAC levels
+    assert np.abs(seen[0]).max() <= 1.0
