@@ -153,25 +153,41 @@ class ConductanceArray:
             self.pulse(n)
         return target - self.weights
 
-    def zero_shift(self, n_cycles: int | None = None, read_noise_std: float = 0.0, max_rounds: int = 16) -> np.ndarray:
+    def zero_shift(self, n_cycles: int | None = None, read_noise_std: float = 0.0) -> np.ndarray:
         """Drive every element to its symmetric point by alternating up/down pulses, then program the
         reference array to the value read there, so the effective weight is 0 where G = 0 (DOMAIN.md).
 
-        n_cycles: (up, down) pairs to fire. None: rounds of n_states / 2 pairs until the mean |change| over
-        a round is below dw_min / 4 (the drift toward w_sym is geometric, so a fixed count is too few when
-        w_sym is far from the start), at most max_rounds rounds. Returns the reference.
+        n_cycles: (up, down) pairs for every element. None: each element gets the pairs its own drift needs,
+        `zero_shift_cycles`. Returns the reference.
         """
-        lo, hi = self.device.bounds
-        fixed = n_cycles is not None
-        cycles = int(n_cycles) if fixed else max(int(np.ceil((hi - lo) / self.params.dw_min / 2)), 1)
-        for _ in range(1 if fixed else max_rounds):
-            before = self.w.copy()
-            K.alternate_kernel.run(2 * cycles * self.w.size, self.w, cycles, *self.params.response,
-                                   *self.params.noise, self.seed, self._next())
-            self.pulses += 2 * cycles * self.w.size
-            if fixed or np.abs(self.w - before).mean() < self.params.dw_min / 4:
-                break
+        cycles = (np.full(self.shape, int(n_cycles), np.int64) if n_cycles is not None
+                  else self.zero_shift_cycles())
+        K.alternate_kernel.run(2 * cycles.sum(), self.w, cycles, *self.params.response, *self.params.noise,
+                               self.seed, self._next())
+        self.pulses += 2 * int(cycles.sum())
         self.reference[...] = self.w
         if read_noise_std > 0:
             self.reference += (read_noise_std * self.read_rng.standard_normal(self.shape)).astype(np.float32)
         return self.reference.copy()
+
+    def zero_shift_cycles(self, margin: float = 1.5) -> np.ndarray:
+        """Pulse pairs each element needs to come within half a step of its symmetric point.
+
+        Near w_sym one (up, down) pair changes w by about -r (w - w_sym), r = -d(up - down)/dw at w_sym, so
+        the distance D shrinks as (1 - r)^n: n = margin ln(2 D / step) / r + 10. Where no such point attracts
+        (constant steps, a drift to a bound: r <= 0 or no w_sym) the element gets n_states pairs; at most
+        100 n_states pairs (an element with a tenth of the typical step needs about 50 n_states).
+        """
+        w_sym = self.symmetric_points()
+        lo, hi = self.bounds
+        step = np.maximum(0.5 * (self.params.ep[..., K.DW_UP] + self.params.ep[..., K.DW_DOWN]), 1e-12)
+        h = np.maximum(step, 1e-9)
+        at = np.nan_to_num(w_sym)
+        net = lambda w: self.mean_step(True, w) - self.mean_step(False, w)  # noqa: E731
+        rate = (net(np.clip(at - h, lo, hi)) - net(np.clip(at + h, lo, hi))) / (2 * h)
+        dist = np.abs(self.w - at)
+        ok = np.isfinite(w_sym) & (rate > 1e-12) & (w_sym > lo) & (w_sym < hi)
+        n = margin * np.log(np.maximum(2 * dist / step, 1.0)) / np.where(ok, rate, 1.0) + 10
+        lo_n, hi_n = self.device.bounds
+        fallback = int(np.ceil((hi_n - lo_n) / self.params.dw_min))
+        return np.where(ok, np.minimum(np.ceil(n), 100 * fallback), fallback).astype(np.int64)

@@ -139,15 +139,15 @@ def pulse_kernel(w, counts, ep, code, consts, grid, tab_up, tab_dn, sigma, addit
 
 
 @Kernel
-def alternate_kernel(w, n_cycles, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter):
-    """Fire n_cycles (up, down) pulse pairs into every element of w (float32, in place)."""
+def alternate_kernel(w, cycles, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter):
+    """Fire cycles[i, j] (up, down) pulse pairs into element (i, j) of w (float32, in place)."""
     rows, cols = w.shape
     for i in prange(rows):
         state = np.empty(1, np.uint64)
         state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
         for j in range(cols):
             v = float(w[i, j])
-            for _ in range(n_cycles):
+            for _ in range(cycles[i, j]):
                 v = _one_pulse(v, True, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state)
                 v = _one_pulse(v, False, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state)
             w[i, j] = v

@@ -165,9 +165,6 @@ def test_zero_shift_default_cycles_reach_the_symmetric_point():
     assert np.abs(arr.reference - 0.12).max() <= cfg["dw_min"]
 
 
-@pytest.mark.xfail(strict=True, reason="bug in devices/array.py: zero_shift's default stops when the MEAN "
-                                       "|change| over a round is below dw_min/4, so elements with a small drawn "
-                                       "step (dw_min_dtod) are left far from their symmetric point")
 def test_zero_shift_default_brings_every_element_to_its_symmetric_point():
     """aihwkit's default spreads (dw_min_dtod 0.3): every element within one of its own steps of
     (dw_up - dw_down) / (dw_up/b_max - dw_down/b_min)."""
