@@ -7,17 +7,12 @@ from torch import nn
 
 from trainers.algorithms.base import AnalogOptimizer, LatencyModel
 from trainers.algorithms.sgd import AnalogSGD, DigitalSGD
+from trainers.algorithms.transfer import MixedPrecision, MultiTile, Residual, ResidualV2, TikiTaka, TTv2
 from trainers.config import TrainerConfig
 
-OPTIMIZERS: dict[str, type] = {"sgd": DigitalSGD, "analog_sgd": AnalogSGD}
-
-try:  # the transfer-based algorithms
-    from trainers.algorithms.transfer import (MixedPrecision, MultiTile, Residual, ResidualV2, TikiTaka,
-                                              TTv2)
-    OPTIMIZERS.update({"tiki_taka": TikiTaka, "ttv2": TTv2, "residual": Residual, "residual_v2": ResidualV2,
-                       "multi_tile": MultiTile, "mixed_precision": MixedPrecision})
-except ImportError:  # pragma: no cover - during development
-    pass
+OPTIMIZERS: dict[str, type] = {"sgd": DigitalSGD, "analog_sgd": AnalogSGD, "tiki_taka": TikiTaka, "ttv2": TTv2,
+                               "residual": Residual, "residual_v2": ResidualV2, "multi_tile": MultiTile,
+                               "mixed_precision": MixedPrecision}
 
 _ADAPTER = TypeAdapter(TrainerConfig)
 

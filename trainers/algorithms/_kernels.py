@@ -6,6 +6,18 @@ import numpy as np
 from numba import njit, prange
 
 
+@njit(cache=True, inline="always")
+def _pulses_for(v, lim, dw_min, max_pulses, single) -> int:
+    """Signed pulses for buffer value v: 0 below lim; else sign(v) (single) or sign(v) floor(|v| / dw_min),
+    at least 1 and at most max_pulses."""
+    if abs(v) < lim:
+        return 0
+    if single:
+        return 1 if v > 0 else -1
+    m = min(max(int(abs(v) / dw_min), 1), max_pulses)
+    return m if v > 0 else -m
+
+
 @njit(cache=True, parallel=True)
 def threshold_counts(h, counts, dw_min, threshold, max_pulses, single):
     """Where |h| >= threshold * dw_min: n = sign(h) floor(|h| / dw_min) pulses (single: n = sign(h)),
@@ -16,17 +28,8 @@ def threshold_counts(h, counts, dw_min, threshold, max_pulses, single):
     for i in prange(rows):
         for j in range(cols):
             v = h[i, j]
-            n = 0
-            if abs(v) >= lim:
-                if single:
-                    n = 1 if v > 0 else -1
-                else:
-                    m = int(abs(v) / dw_min)
-                    if m < 1:
-                        m = 1
-                    if m > max_pulses:
-                        m = max_pulses
-                    n = m if v > 0 else -m
+            n = _pulses_for(v, lim, dw_min, max_pulses, single)
+            if n != 0:
                 h[i, j] = v - n * dw_min
                 fired[i] += abs(n)
             counts[i, j] = n
@@ -44,17 +47,8 @@ def threshold_counts_cols(h, cols, counts, dw_min, threshold, max_pulses, single
         j = cols[c]
         for i in range(rows):
             v = h[i, j]
-            n = 0
-            if abs(v) >= lim:
-                if single:
-                    n = 1 if v > 0 else -1
-                else:
-                    m = int(abs(v) / dw_min)
-                    if m < 1:
-                        m = 1
-                    if m > max_pulses:
-                        m = max_pulses
-                    n = m if v > 0 else -m
+            n = _pulses_for(v, lim, dw_min, max_pulses, single)
+            if n != 0:
                 h[i, j] = v - n * dw_min
                 total += abs(n)
             counts[i, j] = n
