@@ -61,9 +61,7 @@ class ConductanceArray:
         counts = np.ascontiguousarray(counts, dtype=np.int64)
         if counts.shape != self.shape:
             raise ValueError(f"counts has shape {counts.shape}, array is {self.shape}")
-        work = np.abs(counts).sum() + counts.size
-        n = K.pulse_kernel.run(work, self.w, counts, *self.params.response, *self.params.noise, self.seed,
-                               self._next())
+        n = K.pulse_kernel(self.w, counts, *self.params.response, *self.params.noise, self.seed, self._next())
         self.pulses += int(n)
         return int(n)
 
@@ -82,24 +80,19 @@ class ConductanceArray:
         return int(n)
 
     def _update_pulsed(self, x, d, lr, cfg) -> int:
-        bl, x_scale, d_scale, d_clip = train_plan(x, d, lr, self.params.dw_min, cfg)
+        bl, x_scale, d_scale, _ = train_plan(x, d, lr, self.params.dw_min, cfg)
         counter = self._next()
-        trains = x.size + d.size
-        x_masks = K.pulse_trains_kernel.run(trains, x, x_scale, bl, self.seed, counter, 0)
-        d_masks = K.pulse_trains_kernel.run(trains, d, d_scale, bl, self.seed, counter, len(x))
-        x_lists, x_counts = K.slot_lists_kernel.run(trains, x_masks, int(bl.max(initial=0)))
-        expected = abs(lr) / self.params.dw_min * float(np.abs(x).sum(1) @ (np.abs(d).sum(1) * d_clip))
-        work = expected + d.size if self.shape[0] >= 8 else 0.0
-        return K.coincidence_update_kernel.run(work, self.w, x_lists, x_counts, x, d, float(np.sign(lr)),
-                                               d_masks, *self.params.response, *self.params.noise, self.seed,
-                                               counter)
+        x_masks = K.pulse_trains_kernel(x, x_scale, bl, self.seed, counter, 0)
+        d_masks = K.pulse_trains_kernel(d, d_scale, bl, self.seed, counter, len(x))
+        x_lists, x_counts = K.slot_lists_kernel(x_masks, int(bl.max(initial=0)))
+        return K.coincidence_update_kernel(self.w, x_lists, x_counts, x, d, float(np.sign(lr)), d_masks,
+                                           *self.params.response, *self.params.noise, self.seed, counter)
 
     def _update_expected(self, x, d, lr, cfg) -> int:
         _, _, _, d_clip = train_plan(x, d, lr, self.params.dw_min, cfg)
         dw = (-float(lr)) * ((d * d_clip[:, None].astype(np.float32)).T @ x)
-        return K.expected_update_kernel.run(4 * dw.size, self.w, np.ascontiguousarray(dw, np.float64),
-                                            self.params.dw_min, *self.params.response, *self.params.noise,
-                                            self.seed, self._next())
+        return K.expected_update_kernel(self.w, np.ascontiguousarray(dw, np.float64), self.params.dw_min,
+                                        *self.params.response, *self.params.noise, self.seed, self._next())
 
     # -- reads ------------------------------------------------------------------------------------------
     def read(self, x: np.ndarray, periphery: PeripheryConfig | None = None) -> np.ndarray:
@@ -121,11 +114,11 @@ class ConductanceArray:
     def mean_step(self, up: bool, w: np.ndarray | None = None) -> np.ndarray:
         """Mean pulse step magnitude of every element at raw weights w (default: the current ones)."""
         w = self.w if w is None else np.ascontiguousarray(w, dtype=np.float64)
-        return K.mean_step_kernel.run(w.size, w, up, *self.params.response)
+        return K.mean_step_kernel(w, up, *self.params.response)
 
     def symmetric_points(self) -> np.ndarray:
         """Per-element raw weight where mean up and down steps are equal (NaN where they always are)."""
-        return K.symmetric_point_kernel.run(100 * self.w.size, *self.params.response)
+        return K.symmetric_point_kernel(*self.params.response)
 
     @property
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
@@ -162,8 +155,7 @@ class ConductanceArray:
         """
         cycles = (np.full(self.shape, int(n_cycles), np.int64) if n_cycles is not None
                   else self.zero_shift_cycles())
-        K.alternate_kernel.run(2 * cycles.sum(), self.w, cycles, *self.params.response, *self.params.noise,
-                               self.seed, self._next())
+        K.alternate_kernel(self.w, cycles, *self.params.response, *self.params.noise, self.seed, self._next())
         self.pulses += 2 * int(cycles.sum())
         self.reference[...] = self.w
         if read_noise_std > 0:

@@ -8,8 +8,6 @@ keys one stream per row (or per pulse train), so results do not depend on the th
 
 from __future__ import annotations
 
-import types
-
 import numpy as np
 from numba import njit, prange, uint32, uint64
 
@@ -20,30 +18,6 @@ CONST, LINEAR, POWER, EXP_R1, EXP_STEP, TABLE = 0, 1, 2, 3, 4, 5
 # columns of the element parameter array `ep`
 DW_UP, DW_DOWN, W_MAX, W_MIN, GAMMA_UP, GAMMA_DOWN = 0, 1, 2, 3, 4, 5
 N_ELEMENT_PARAMS = 6
-SERIAL_BELOW = 200_000  # below this many element operations a kernel runs on one thread
-
-
-class Kernel:
-    """A Numba kernel compiled twice, parallel over rows and serial; both give the same result (the random
-    streams are keyed by row, not by thread). Calling it runs the parallel build; `run(work, ...)` picks
-    the serial one for small work, where waking threads costs more than it saves (a 1 x 50 array's update
-    took 52 ms in parallel on a loaded 2-core machine and 0.3 ms serially)."""
-
-    def __init__(self, fn):
-        self.parallel = njit(cache=True, parallel=True)(fn)
-        twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial", fn.__defaults__,
-                                  fn.__closure__)
-        twin.__qualname__ = fn.__qualname__ + "_serial"
-        self.serial = njit(cache=True)(twin)
-        self.__doc__ = fn.__doc__
-        self.__name__ = fn.__name__
-
-    def __call__(self, *args):
-        return self.parallel(*args)
-
-    def run(self, work: float, *args):
-        """Run on all threads when `work` (element operations) is at least SERIAL_BELOW, else on one."""
-        return (self.parallel if work >= SERIAL_BELOW else self.serial)(*args)
 
 
 @njit(cache=True, inline="always")
@@ -121,7 +95,7 @@ def _pulses(w, n, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive,
     return w
 
 
-@Kernel
+@njit(cache=True, parallel=True)
 def pulse_kernel(w, counts, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
     """Apply counts[i, j] signed pulses to every element of w (float32, in place); returns pulses fired."""
     rows, cols = w.shape
@@ -138,7 +112,7 @@ def pulse_kernel(w, counts, ep, code, consts, grid, tab_up, tab_dn, sigma, addit
     return fired.sum()
 
 
-@Kernel
+@njit(cache=True, parallel=True)
 def alternate_kernel(w, cycles, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter):
     """Fire cycles[i, j] (up, down) pulse pairs into element (i, j) of w (float32, in place)."""
     rows, cols = w.shape
@@ -174,7 +148,7 @@ def _power_int(q: float, n: int) -> float:
     return out
 
 
-@Kernel
+@njit(cache=True, parallel=True)
 def pulse_trains_kernel(values, prob_scale, bl, seed, counter, offset):
     """Stochastic pulse trains: bit t of masks[b, k] is set with probability p = min(prob_scale[b] |values[b, k]|, 1),
     independently for each slot t < bl[b]; sample b draws from stream offset + b. Returns masks uint32 (B, n).
@@ -228,7 +202,7 @@ def lowest_bit(v) -> int:
     return popcount32((v & (~v + uint32(1))) - uint32(1))
 
 
-@Kernel
+@njit(cache=True, parallel=True)
 def slot_lists_kernel(masks, max_bl):
     """For each sample b and time slot t, the indices k whose train has a pulse in slot t.
 
@@ -248,7 +222,7 @@ def slot_lists_kernel(masks, max_bl):
     return lists, counts
 
 
-@Kernel
+@njit(cache=True, parallel=True)
 def coincidence_update_kernel(w, x_lists, x_counts, x, d, lr_sign, d_masks,
                               ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
     """Apply the coincidences of x and d pulse trains to w (float32, in place), sample after sample and
@@ -281,7 +255,7 @@ def coincidence_update_kernel(w, x_lists, x_counts, x, d, lr_sign, d_masks,
     return fired.sum()
 
 
-@Kernel
+@njit(cache=True, parallel=True)
 def expected_update_kernel(w, dw, dw_min, ep, code, consts, grid, tab_up, tab_dn, sigma, additive,
                            seed, counter) -> int:
     """Analog Update with granularity: |dw|/dw_min stochastically rounded to n whole pulses, applied as
@@ -315,7 +289,7 @@ def expected_update_kernel(w, dw, dw_min, ep, code, consts, grid, tab_up, tab_dn
     return fired.sum()
 
 
-@Kernel
+@njit(cache=True, parallel=True)
 def mean_step_kernel(w, up, ep, code, consts, grid, tab_up, tab_dn):
     """Mean pulse step magnitude of every element at the weights w (any float array of ep's shape)."""
     rows, cols = w.shape
@@ -326,7 +300,7 @@ def mean_step_kernel(w, up, ep, code, consts, grid, tab_up, tab_dn):
     return out
 
 
-@Kernel
+@njit(cache=True, parallel=True)
 def symmetric_point_kernel(ep, code, consts, grid, tab_up, tab_dn):
     """Per-element weight where the mean up and down steps are equal (bisection, 60 halvings).
 

@@ -148,7 +148,7 @@ class _Device(BaseModel):
         p = self.nominal()
         flat = w.reshape(1, -1)
         ep = np.ascontiguousarray(np.broadcast_to(p.ep, (1, flat.shape[1], K.N_ELEMENT_PARAMS)))
-        step = K.mean_step_kernel.run(flat.size, flat, up, ep, p.code, p.consts, p.grid, p.tab_up, p.tab_dn)
+        step = K.mean_step_kernel(flat, up, ep, p.code, p.consts, p.grid, p.tab_up, p.tab_dn)
         return (step / self.dw_min).reshape(w.shape)
 
     def q_plus(self, w) -> np.ndarray:
@@ -174,7 +174,7 @@ class _Device(BaseModel):
         direction dominates everywhere (alternating pulses drift to that bound).
         """
         p = self.nominal()
-        return float(K.symmetric_point_kernel.serial(*p.response)[0, 0])
+        return float(K.symmetric_point_kernel(*p.response)[0, 0])
 
 
 # ---------------------------------------------------------------------------------------------------------
