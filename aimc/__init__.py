@@ -3,7 +3,8 @@
 import os
 from importlib.metadata import PackageNotFoundError, version
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts its OpenMP pool (devices/threads.py)
+if "OMP_WAIT_POLICY" not in os.environ:  # before torch starts its OpenMP pool (devices/threads.py)
+    os.environ.setdefault("GOMP_SPINCOUNT", "30000")
 
 try:
     __version__ = version("aimc")

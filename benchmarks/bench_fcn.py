@@ -21,11 +21,11 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-import torch
-from torch import nn
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import devices  # noqa: E402,F401  first: it sets the OpenMP spin policy before torch starts (devices/threads.py)
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
 
 import trainers as T  # noqa: E402
 from devices import UpdateConfig  # noqa: E402

@@ -68,7 +68,7 @@ def main() -> int:
     p.add_argument("--aihwkit-python", default=None, help="interpreter of a venv with aihwkit 1.1.0")
     a = p.parse_args()
 
-    # devices first: it sets OMP_WAIT_POLICY=PASSIVE (unless set) before torch starts its OpenMP pool, as the
+    # devices first: it sets GOMP_SPINCOUNT (unless set) before torch starts its OpenMP pool, as the
     # aimc command does (devices/threads.py)
     from devices import ConductanceArray, SoftBounds, UpdateConfig, set_kernel_threads
 
@@ -88,7 +88,7 @@ def main() -> int:
     results: dict = {"size": a.size, "batch": a.batch, "desired_bl": 31, "threads": a.threads,
                      "repeats": a.repeats, "rounds": a.rounds, "cpu_count": os.cpu_count(),
                      "machine": platform.processor() or platform.machine(), "python": platform.python_version(),
-                     "torch": torch.__version__, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+                     "torch": torch.__version__, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "gomp_spincount": os.environ.get("GOMP_SPINCOUNT"),
                      "load_average_before": os.getloadavg()[0]}
     inputs = {}
     for name, reg in REGIMES.items():

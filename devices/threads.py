@@ -5,18 +5,22 @@ after a BLAS call then shares the cores with them and runs up to 10x slower (mea
 512x512 expected update took 15.7 ms instead of 1.3 ms). The device layer therefore limits BLAS to
 `AIMC_BLAS_THREADS` threads (default 1) when it is imported; the kernels use Numba's threads.
 
-torch and Numba each run an OpenMP thread pool; by default both spin after every parallel region, so on
-2 cores each starves the other (R1's FCN step: 45x the digital step with spinning pools, 5x with passive
-ones, benchmarks/bench_fcn.py under load). Importing the device layer therefore sets OMP_WAIT_POLICY to
-PASSIVE unless it is set already; a runtime reads it when it starts, so import `aimc` or `devices`
-before torch (the `aimc` command does).
+torch and Numba each run an OpenMP thread pool (GNU libgomp); by default an idle thread spins for
+300,000 rounds before it sleeps, so on 2 cores each pool starves the other (R1's FCN step took 45x the
+digital step under load). Passive pools (no spinning) cure that but pay a wake-up at every kernel start;
+a short spin keeps back-to-back kernels fast (FCN step, Analog SGD / digital in one run on 2 cores: 4.3x
+passive, 3.7x with 100,000 rounds, 3.3x with 30,000; benchmarks/bench_fcn.py). Importing the device layer
+therefore sets GOMP_SPINCOUNT=30000 unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set already; a runtime
+reads it when it starts, so import `aimc` or `devices` before torch (the `aimc` command does).
 """
 
 from __future__ import annotations
 
 import os
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+SPIN_ROUNDS = "30000"
+if "OMP_WAIT_POLICY" not in os.environ:
+    os.environ.setdefault("GOMP_SPINCOUNT", SPIN_ROUNDS)
 
 import numba  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
