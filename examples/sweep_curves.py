@@ -1,0 +1,55 @@
+"""Learning curves of every run of one or more sweep folders in one figure (test accuracy per epoch).
+
+    python examples/sweep_curves.py runs/sweeps/A [runs/sweeps/B ...] --out curves.png [--title TEXT]
+
+Each line is labelled with its sweep's name and the run's axis labels, read from the sweep manifest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def curves(sweep_dir: Path) -> list[tuple[str, list[float]]]:
+    """(label, test accuracy per epoch in %) for every run of the sweep that has metrics."""
+    manifest = json.loads((sweep_dir / "manifest.json").read_text())
+    out = []
+    for run in manifest["runs"]:
+        metrics = sweep_dir / run["folder"] / "metrics.jsonl"
+        if not metrics.is_file():
+            continue
+        acc = [100 * json.loads(line)["test_accuracy"] for line in metrics.read_text().splitlines() if line]
+        label = ", ".join(f"{v}" for v in run["labels"].values())
+        out.append((f"{manifest['name']}: {label} (seed {run['seed']})", acc))
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("sweeps", nargs="+", type=Path)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--title", default="")
+    a = p.parse_args()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for sweep in a.sweeps:
+        for label, acc in curves(sweep):
+            ax.plot(range(len(acc)), acc, label=label)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("test accuracy %")
+    ax.set_ylim(0, 100)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(a.title)
+    fig.tight_layout()
+    fig.savefig(a.out, dpi=120)
+
+
+if __name__ == "__main__":
+    main()
