@@ -57,12 +57,13 @@ class AnalogTile:
 
     def read_columns(self, index: int, cols: np.ndarray) -> np.ndarray:
         """Read columns `cols` of array `index` through the forward periphery, one one-hot input each:
-        returns (len(cols), out) noisy values W_index[:, j] (as R1's transfer reads P)."""
+        returns (len(cols), out) noisy values W_index[:, j] (as R1's transfer reads P). Only the read
+        columns enter the product (a one-hot input sees nothing else)."""
         cols = np.atleast_1d(cols)
-        onehot = np.zeros((len(cols), self.in_size), np.float32)
-        onehot[np.arange(len(cols)), cols] = 1.0
+        a = self.arrays[index]
+        sub = a.w[:, cols] - a.reference[:, cols]  # (out, n)
         self.reads += len(cols)
-        return analog_mvm(self.arrays[index].weights, onehot, self.forward_cfg, self.rng)
+        return analog_mvm(sub, np.eye(len(cols), dtype=np.float32), self.forward_cfg, self.rng)
 
     @property
     def pulses(self) -> int:

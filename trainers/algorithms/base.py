@@ -23,7 +23,6 @@ import torch
 from torch import nn
 
 from trainers.layers import _AnalogBase, _Block, _to_numpy, _to_torch, analog_layers
-from trainers.periphery import read
 
 
 @dataclass(frozen=True)
@@ -129,14 +128,9 @@ class AnalogOptimizer(torch.optim.Optimizer):
         return n
 
     def read_columns(self, block: _Block, index: int, cols: np.ndarray) -> np.ndarray:
-        """Noisy read of columns `cols` of array `index` through the forward periphery: the same read as
-        AnalogTile.read_columns (one-hot inputs), restricted to the needed columns. Returns (n, out)."""
-        a = block.tile.arrays[index]
-        sub = a.w[:, cols] - a.reference[:, cols]  # (out, n)
-        eye = np.eye(len(cols), dtype=np.float32)
-        block.tile.reads += len(cols)
+        """Noisy read of columns `cols` of array `index` (AnalogTile.read_columns); counts the reads."""
         self.counts["transfer_reads"] += len(cols)
-        return read(torch.from_numpy(np.ascontiguousarray(sub.T)), eye, block.tile.forward_cfg, block.tile.rng)
+        return block.tile.read_columns(index, cols)
 
     def transfer_update(self, block: _Block, index: int, cols: np.ndarray, values: np.ndarray,
                         lr: float) -> int:
