@@ -11,6 +11,7 @@ from devices.response import (  # noqa: E402
     DEVICE_KINDS, ConfigError, ConstantStep, DeviceConfig, ElementParams, Exponential, ExpStep, Ideal, Linear,
     LinearStep, PiecewiseStep, Power, PowStep, SoftBounds, Tabulated, device_schema, parse_device,
 )
+from devices.rng import Stream  # noqa: E402
 from devices.tile import AnalogTile  # noqa: E402
 from devices.update import UpdateConfig  # noqa: E402
 
@@ -18,5 +19,5 @@ __all__ = [
     "AnalogTile", "ConductanceArray", "ConfigError", "ConstantStep", "DEVICE_KINDS", "DeviceConfig",
     "ElementParams", "ExpStep", "Exponential", "Ideal", "Linear", "LinearStep", "PRESETS", "PeripheryConfig",
     "PiecewiseStep", "PowStep", "Power", "SoftBounds", "Tabulated", "UpdateConfig", "analog_mvm",
-    "Preset", "device_schema", "get_preset", "limit_blas_threads", "load_device", "parse_device", "set_kernel_threads",
+    "Preset", "Stream", "device_schema", "get_preset", "limit_blas_threads", "load_device", "parse_device", "set_kernel_threads",
 ]

@@ -7,6 +7,7 @@ import numpy as np
 from devices import kernels as K
 from devices.periphery import PeripheryConfig, analog_mvm
 from devices.response import DeviceConfig, ElementParams
+from devices.rng import Stream
 from devices.update import UpdateConfig, train_plan
 
 
@@ -29,7 +30,7 @@ class ConductanceArray:
         self.reference = np.zeros(self.shape, np.float32)
         self.counter = 0
         self.pulses = 0
-        self.read_rng = np.random.default_rng([self.seed, 0xEAD])
+        self.read_stream = Stream((self.seed << 12) ^ 0xEAD)  # reads and read noise
 
     # -- state ------------------------------------------------------------------------------------------
     @property
@@ -44,7 +45,7 @@ class ConductanceArray:
     def state_dict(self) -> dict:
         """Everything needed to continue bit-exactly: weights, reference, counters, read RNG."""
         return {"w": self.w.copy(), "reference": self.reference.copy(), "counter": self.counter,
-                "pulses": self.pulses, "read_rng": self.read_rng.bit_generator.state}
+                "pulses": self.pulses, "read_counter": self.read_stream.counter}
 
     def load_state_dict(self, state: dict) -> None:
         if tuple(state["w"].shape) != self.shape:
@@ -53,7 +54,7 @@ class ConductanceArray:
         self.reference[...] = state["reference"]
         self.counter = int(state["counter"])
         self.pulses = int(state["pulses"])
-        self.read_rng.bit_generator.state = state["read_rng"]
+        self.read_stream.counter = int(state["read_counter"])
 
     # -- pulses -----------------------------------------------------------------------------------------
     def pulse(self, counts: np.ndarray) -> int:
@@ -80,13 +81,9 @@ class ConductanceArray:
         return int(n)
 
     def _update_pulsed(self, x, d, lr, cfg) -> int:
-        bl, x_scale, d_scale, _ = train_plan(x, d, lr, self.params.dw_min, cfg)
-        counter = self._next()
-        x_masks = K.pulse_trains_kernel(x, x_scale, bl, self.seed, counter, 0)
-        d_masks = K.pulse_trains_kernel(d, d_scale, bl, self.seed, counter, len(x))
-        x_lists, x_counts = K.slot_lists_kernel(x_masks, int(bl.max(initial=0)))
-        return K.coincidence_update_kernel(self.w, x_lists, x_counts, x, d, float(np.sign(lr)), d_masks,
-                                           *self.params.response, *self.params.noise, self.seed, counter)
+        return K.pulsed_update_kernel(self.w, x, d, float(lr), self.params.dw_min, cfg.desired_bl,
+                                      cfg.update_management, cfg.update_bl_management, *self.params.response,
+                                      *self.params.noise, self.seed, self._next())
 
     def _update_expected(self, x, d, lr, cfg) -> int:
         _, _, _, d_clip = train_plan(x, d, lr, self.params.dw_min, cfg)
@@ -97,17 +94,17 @@ class ConductanceArray:
     # -- reads ------------------------------------------------------------------------------------------
     def read(self, x: np.ndarray, periphery: PeripheryConfig | None = None) -> np.ndarray:
         """y = W x for x (batch, in) through the periphery (default: R1's settings)."""
-        return analog_mvm(self.weights, x, periphery or PeripheryConfig(), self.read_rng)
+        return analog_mvm(self.weights, x, periphery or PeripheryConfig(), self.read_stream)
 
     def read_transposed(self, d: np.ndarray, periphery: PeripheryConfig | None = None) -> np.ndarray:
         """z = W^T d for d (batch, out) through the periphery."""
-        return analog_mvm(self.weights.T, d, periphery or PeripheryConfig(), self.read_rng)
+        return analog_mvm(self.weights.T, d, periphery or PeripheryConfig(), self.read_stream)
 
     def read_weights(self, noise_std: float = 0.0) -> np.ndarray:
         """Element-wise read of the effective weights with Gaussian read noise (weight units)."""
         w = self.weights
         if noise_std > 0:
-            w = w + (noise_std * self.read_rng.standard_normal(self.shape)).astype(np.float32)
+            w = w + (noise_std * self.read_stream.normal(self.shape)).astype(np.float32)
         return w
 
     # -- device characteristics -------------------------------------------------------------------------
@@ -159,7 +156,7 @@ class ConductanceArray:
         self.pulses += 2 * int(cycles.sum())
         self.reference[...] = self.w
         if read_noise_std > 0:
-            self.reference += (read_noise_std * self.read_rng.standard_normal(self.shape)).astype(np.float32)
+            self.reference += (read_noise_std * self.read_stream.normal(self.shape)).astype(np.float32)
         return self.reference.copy()
 
     def zero_shift_cycles(self, margin: float = 1.5) -> np.ndarray:

@@ -60,7 +60,13 @@ def mean_step(code, up, w, ep, i, j, consts, grid, tab_up, tab_dn) -> float:
     v = max(v, 0.0) * consts[0] / span
     g = ep[i, j, GAMMA_UP] if up else ep[i, j, GAMMA_DOWN]
     if code == POWER:
-        return dw * v**g
+        if g == 1.0:
+            return dw * v
+        if g == 2.0:
+            return dw * v * v
+        if g == 0.5:
+            return dw * np.sqrt(v)
+        return dw * v**g  # pow is the slow path: the exponents of R1's devices above skip it
     if g < 1e-9:
         return dw * v
     return dw * np.expm1(g * v) / np.expm1(g)
@@ -148,51 +154,113 @@ def _power_int(q: float, n: int) -> float:
     return out
 
 
+@njit(cache=True, inline="always")
+def abs_max(row) -> float:
+    """max |row[k]| of a 1-D array (0 if empty), with four running maxima to break the dependency chain."""
+    n = row.shape[0]
+    m0 = m1 = m2 = m3 = 0.0
+    j = 0
+    while j + 4 <= n:
+        m0 = max(m0, abs(row[j]))
+        m1 = max(m1, abs(row[j + 1]))
+        m2 = max(m2, abs(row[j + 2]))
+        m3 = max(m3, abs(row[j + 3]))
+        j += 4
+    m = max(max(m0, m1), max(m2, m3))
+    for k in range(j, n):
+        m = max(m, abs(row[k]))
+    return m
+
+
+@njit(cache=True)
+def plan_kernel(x, d, lr, dw_min, desired_bl, update_management, bl_management):
+    """Pulse-train lengths and probability scales per sample (devices.update.train_plan documents them);
+    lr >= 0. Returns (bl int32 (B,), x_scale (B,), d_scale (B,), d_clip (B,))."""
+    batch = x.shape[0]
+    bl = np.zeros(batch, np.int32)
+    x_scale = np.zeros(batch)
+    d_scale = np.zeros(batch)
+    d_clip = np.ones(batch)
+    for b in range(batch):
+        xm = float(abs_max(x[b]))
+        dm = float(abs_max(d[b]))
+        if xm <= 0.0 or dm <= 0.0 or lr <= 0.0:
+            continue
+        k = lr * xm * dm / dw_min
+        if k > desired_bl:
+            d_clip[b] = desired_bl / k
+            k = float(desired_bl)
+        n = min(max(np.ceil(k), 1.0), desired_bl) if bl_management else desired_bl
+        base = np.sqrt(lr / (dw_min * n))
+        ratio = np.sqrt(xm / (dm * d_clip[b])) if update_management else 1.0
+        bl[b] = n
+        x_scale[b] = base / ratio
+        d_scale[b] = base * ratio * d_clip[b]
+    return bl, x_scale, d_scale, d_clip
+
+
+TRAIN_STREAMS = uint64(1) << uint64(48)
+"""Stream index offset of the pulse trains: train k draws from stream TRAIN_STREAMS + k, apart from the
+per-row streams (index = row) of the coincidence noise in the same call."""
+
+
+@njit(cache=True, inline="always")
+def _fill_train(values, b, scale, length, state, masks) -> None:
+    """Pulse trains of sample b (masks[b, k], see pulse_trains_kernel) from the stream `state`."""
+    n = values.shape[1]
+    full = uint32((1 << length) - 1)
+    for k in range(n):
+        p = scale * abs(values[b, k])
+        if p <= 0.0:
+            continue
+        if p >= 1.0:
+            masks[b, k] = full
+            continue
+        u = next_uniform(state)
+        q = 1.0 - p
+        none = _power_int(q, length)
+        if u < none:
+            continue
+        if length == 1:  # a non-empty train of one slot
+            masks[b, k] = uint32(1)
+            continue
+        m = uint32(0)
+        if p < 0.25:
+            log_q = np.log1p(-p)
+            # first pulse: P(T = t | T < BL) = q^t p / (1 - q^BL); (u - none) / (1 - none) is uniform
+            t = min(int(np.log1p(-(u - none)) / log_q), length - 1)
+            while True:
+                m |= uint32(1) << uint32(t)
+                if t + 1 >= length:
+                    break
+                t += 1 + int(np.log(next_uniform(state)) / log_q)
+                if t >= length:
+                    break
+        else:
+            while m == 0:  # condition on a non-empty train by rejection (acceptance >= 1 - q)
+                for t in range(length):
+                    if next_uniform(state) < p:
+                        m |= uint32(1) << uint32(t)
+        masks[b, k] = m
+
+
 @njit(cache=True, parallel=True)
 def pulse_trains_kernel(values, prob_scale, bl, seed, counter, offset):
     """Stochastic pulse trains: bit t of masks[b, k] is set with probability p = min(prob_scale[b] |values[b, k]|, 1),
-    independently for each slot t < bl[b]; sample b draws from stream offset + b. Returns masks uint32 (B, n).
+    independently for each slot t < bl[b]; sample b draws from stream TRAIN_STREAMS + offset + b.
+    Returns masks uint32 (B, n).
 
     One uniform decides whether a train is empty (probability (1 - p)^BL); the first pulse of a non-empty
     train reuses it through the inverse CDF of the truncated geometric law, later ones are placed by
     geometric skipping (p < 0.25) or slot by slot. The cost follows the number of pulses, not n * BL.
     """
-    batch, n = values.shape
-    masks = np.zeros((batch, n), np.uint32)
+    batch = values.shape[0]
+    masks = np.zeros(values.shape, np.uint32)
     for b in prange(batch):
-        length = bl[b]
-        if length <= 0:
-            continue
-        state = np.empty(1, np.uint64)
-        state[0] = stream_seed(uint64(seed), uint64(counter), uint64(offset + b))
-        full = uint32((1 << length) - 1)
-        for k in range(n):
-            p = prob_scale[b] * abs(values[b, k])
-            if p <= 0.0:
-                continue
-            if p >= 1.0:
-                masks[b, k] = full
-                continue
-            u = next_uniform(state)
-            q = 1.0 - p
-            none = _power_int(q, length)
-            if u < none:
-                continue
-            m = uint32(0)
-            if p < 0.25:
-                log_q = np.log1p(-p)
-                # first pulse: P(T = t | T < BL) = q^t p / (1 - q^BL); (u - none) / (1 - none) is uniform
-                t = int(np.log1p(-(u - none)) / log_q)
-                t = min(t, length - 1)
-                while t < length:
-                    m |= uint32(1) << uint32(t)
-                    t += 1 + int(np.log(next_uniform(state)) / log_q)
-            else:
-                while m == 0:  # condition on a non-empty train by rejection (acceptance >= 1 - q)
-                    for t in range(length):
-                        if next_uniform(state) < p:
-                            m |= uint32(1) << uint32(t)
-            masks[b, k] = m
+        if bl[b] > 0:
+            state = np.empty(1, np.uint64)
+            state[0] = stream_seed(uint64(seed), uint64(counter), TRAIN_STREAMS + uint64(offset + b))
+            _fill_train(values, b, prob_scale[b], bl[b], state, masks)
     return masks
 
 
@@ -202,16 +270,17 @@ def lowest_bit(v) -> int:
     return popcount32((v & (~v + uint32(1))) - uint32(1))
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def slot_lists_kernel(masks, max_bl):
     """For each sample b and time slot t, the indices k whose train has a pulse in slot t.
 
     Returns (lists int32 (B, max_bl, n), counts int32 (B, max_bl)): lists[b, t, :counts[b, t]].
+    Serial: it touches each pulse once, less work than a parallel launch.
     """
     batch, n = masks.shape
     lists = np.empty((batch, max(max_bl, 1), n), np.int32)
     counts = np.zeros((batch, max(max_bl, 1)), np.int32)
-    for b in prange(batch):
+    for b in range(batch):
         for k in range(n):
             m = masks[b, k]
             while m != 0:
@@ -222,6 +291,28 @@ def slot_lists_kernel(masks, max_bl):
     return lists, counts
 
 
+@njit(cache=True, inline="always")
+def _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
+                  ep, code, consts, grid, tab_up, tab_dn, sigma, additive, state) -> int:
+    """The coincidences of row i (see coincidence_update_kernel); returns the pulses fired into it."""
+    fired = 0
+    for b in range(d_masks.shape[0]):
+        md = d_masks[b, i]
+        if md == 0:
+            continue
+        d_up = lr_sign * d[b, i] < 0.0
+        while md != 0:
+            t = lowest_bit(md)
+            md &= md - uint32(1)
+            for a in range(x_counts[b, t]):
+                j = x_lists[b, t, a]
+                up = d_up == (x[b, j] > 0.0)
+                w[i, j] = _one_pulse(float(w[i, j]), up, ep, i, j, code, consts, grid, tab_up, tab_dn,
+                                     sigma, additive, state)
+            fired += x_counts[b, t]
+    return fired
+
+
 @njit(cache=True, parallel=True)
 def coincidence_update_kernel(w, x_lists, x_counts, x, d, lr_sign, d_masks,
                               ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
@@ -230,29 +321,63 @@ def coincidence_update_kernel(w, x_lists, x_counts, x, d, lr_sign, d_masks,
 
     In slot t of sample b, element (i, j) gets one pulse where d's train i and x's train j both fire
     (bit t of d_masks[b, i]; j in x_lists[b, t, :x_counts[b, t]]), down when lr_sign * d[b, i] * x[b, j] > 0
-    (the SGD sign: W -= lr d x^T). The cost follows the number of pulses. Returns pulses fired.
+    (the SGD sign: W -= lr d x^T). Row i draws its noise from stream i. The cost follows the number of
+    pulses. Returns pulses fired.
     """
     rows = w.shape[0]
-    batch = d_masks.shape[0]
     fired = np.zeros(rows, np.int64)
     for i in prange(rows):
         state = np.empty(1, np.uint64)
         state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
-        for b in range(batch):
-            md = d_masks[b, i]
-            if md == 0:
-                continue
-            d_up = lr_sign * d[b, i] < 0.0
-            while md != 0:
-                t = lowest_bit(md)
-                md &= md - uint32(1)
-                for a in range(x_counts[b, t]):
-                    j = x_lists[b, t, a]
-                    up = d_up == (x[b, j] > 0.0)
-                    w[i, j] = _one_pulse(float(w[i, j]), up, ep, i, j, code, consts, grid, tab_up, tab_dn,
-                                         sigma, additive, state)
-                fired[i] += x_counts[b, t]
+        fired[i] = _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
+                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, state)
     return fired.sum()
+
+
+@njit(cache=True, parallel=True)
+def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_management,
+                         ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
+    """The whole pulsed update W -= lr d^T x in one call: train plan (devices.update.plan_kernel), the x
+    and d pulse trains (pulse_trains_kernel with offsets 0 and B), slot lists, coincidences
+    (coincidence_update_kernel). Bit-identical to running those stages one by one; one call instead of
+    five saves their fixed costs, which dominate small updates. x (B, in), d (B, out) float32."""
+    batch = x.shape[0]
+    bl, x_scale, d_scale, _ = plan_kernel(x, d, abs(lr), dw_min, desired_bl, update_management, bl_management)
+    x_masks = np.zeros(x.shape, np.uint32)
+    d_masks = np.zeros(d.shape, np.uint32)
+    for k in prange(2 * batch):
+        b = k % batch
+        if bl[b] > 0:
+            state = np.empty(1, np.uint64)
+            state[0] = stream_seed(uint64(seed), uint64(counter), TRAIN_STREAMS + uint64(k))
+            if k < batch:
+                _fill_train(x, b, x_scale[b], bl[b], state, x_masks)
+            else:
+                _fill_train(d, b, d_scale[b], bl[b], state, d_masks)
+    x_lists, x_counts = slot_lists_kernel(x_masks, bl.max() if batch > 0 else 0)
+    lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
+    rows = w.shape[0]
+    fired = np.zeros(rows, np.int64)
+    for i in prange(rows):
+        state = np.empty(1, np.uint64)
+        state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
+        fired[i] = _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
+                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, state)
+    return fired.sum()
+
+
+@njit(cache=True, parallel=True)
+def effective_weight_kernel(out, ws, refs, gains) -> None:
+    """out = sum_n gains[n] (ws[n] - refs[n]) in float32, arrays of gain 0 skipped (a tile's forward
+    weight); ws, refs: tuples of (out, in) float32 arrays, gains float32."""
+    rows, cols = out.shape
+    for i in prange(rows):
+        for j in range(cols):
+            acc = np.float32(0.0)
+            for n in range(len(ws)):
+                if gains[n] != 0:
+                    acc += gains[n] * (ws[n][i, j] - refs[n][i, j])
+            out[i, j] = acc
 
 
 @njit(cache=True, parallel=True)

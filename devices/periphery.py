@@ -5,7 +5,8 @@ each input vector is divided by its absolute maximum (noise management), clipped
 quantized to 2^inp_bits - 1 levels; the analog MVM adds N(0, out_noise^2) to every output; outputs are
 clipped to +-out_bound and quantized to 2^out_bits - 1 levels; where an output saturates and bound
 management is on, that sample is read again with its input halved, up to `max_bm_reads` times. The result
-is scaled back to the units of x.
+is scaled back to the units of x. The output noise of sample b comes from stream (seed, counter, b) of
+the caller's `devices.rng.Stream`, one counter per read (and per bound-management re-read).
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-from numba import njit
+from numba import njit, prange, uint64
 from pydantic import BaseModel, ConfigDict, Field
+
+from devices.kernels import abs_max
+from devices.rng import Stream, next_normal, stream_seed
 
 
 class PeripheryConfig(BaseModel):
@@ -41,86 +45,92 @@ class PeripheryConfig(BaseModel):
 @njit(cache=True)
 def _prepare_input(x, bound, bits, noise_management):
     """Noise management (divide each row by its max |x|, 1 where 0), clip to +-bound, quantize to
-    2^bits - 1 levels (bits 0: none). Returns (xq float32, scale float32 (batch, 1))."""
+    2^bits - 1 levels (bits 0: none). Returns (xq float32, scale float32 (batch,))."""
     batch, n = x.shape
     xq = np.empty((batch, n), np.float32)
-    scale = np.ones((batch, 1), np.float32)
+    scale = np.ones(batch, np.float32)
     step = np.float32(2.0 * bound / (2.0**bits - 2.0)) if bits > 0 else np.float32(1.0)
     b32 = np.float32(bound)
     for i in range(batch):
         s = np.float32(1.0)
         if noise_management:
-            m = np.float32(0.0)
-            for j in range(n):
-                m = max(m, abs(x[i, j]))
+            m = np.float32(abs_max(x[i]))
             if m > 0:
                 s = m
-        scale[i, 0] = s
-        for j in range(n):
-            v = min(max(x[i, j] / s, -b32), b32)
-            if bits > 0:
-                v = np.float32(np.rint(v / step)) * step
-            xq[i, j] = v
+        scale[i] = s
+        row = x[i]
+        out = xq[i]
+        if bits > 0:
+            for j in range(n):
+                out[j] = np.float32(np.rint(min(max(row[j] / s, -b32), b32) / step)) * step
+        else:
+            for j in range(n):
+                out[j] = min(max(row[j] / s, -b32), b32)
     return xq, scale
 
 
-@njit(cache=True)
-def _finish_rows(y, rows, noise, out_noise, bound, bits, check):
-    """Add out_noise * noise to y[rows]; unless `check` finds a saturated output (|y| >= bound) in a row,
-    clip and quantize that row in place. Returns a bool per row: finished (True) or saturated."""
+@njit(cache=True, parallel=True)
+def _finish_rows(y, rows, row_scale, out_noise, bound, bits, check, seed, counter):
+    """Add out_noise * N(0, 1) to y[rows] (row i from stream (seed, counter, i)); unless `check` finds a
+    saturated output (|y| >= bound) in a row, clip, quantize and multiply that row by row_scale[k] in
+    place. Returns a bool per row: finished (True) or saturated (left for a re-read). A parallel build: in a
+    serial one Numba rebuilds the ziggurat's global tables at each draw (4x slower on one thread)."""
     n = y.shape[1]
     b32 = np.float32(bound)
     step = np.float32(2.0 * bound / (2.0**bits - 2.0)) if bits > 0 else np.float32(1.0)
     done = np.ones(len(rows), np.bool_)
-    for k in range(len(rows)):
+    for k in prange(len(rows)):
         i = rows[k]
+        out = y[i]
         if out_noise > 0:
+            state = np.empty(1, np.uint64)
+            state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
             for j in range(n):
-                y[i, j] += np.float32(out_noise * noise[k, j])
+                out[j] += np.float32(out_noise * next_normal(state))
         if check:
             for j in range(n):
-                if abs(y[i, j]) >= b32:
+                if abs(out[j]) >= b32:
                     done[k] = False
                     break
         if done[k]:
-            for j in range(n):
-                v = min(max(y[i, j], -b32), b32)
-                if bits > 0:
-                    v = np.float32(np.rint(v / step)) * step
-                y[i, j] = v
+            s = row_scale[k]
+            if bits > 0:
+                for j in range(n):
+                    out[j] = np.float32(np.rint(min(max(out[j], -b32), b32) / step)) * step * s
+            else:
+                for j in range(n):
+                    out[j] = min(max(out[j], -b32), b32) * s
     return done
 
 
-def analog_mvm(weight: np.ndarray, x: np.ndarray, cfg: PeripheryConfig, rng: np.random.Generator,
+def analog_mvm(weight: np.ndarray, x: np.ndarray, cfg: PeripheryConfig, stream: Stream,
                product: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """y[b] = weight @ x[b] read through the periphery; weight (out, in), x (batch, in) -> (batch, out).
 
-    product(xq) computes xq @ weight.T for a float32 (rows, in) block (default numpy); the trainer layer
-    passes a torch product, so both share this one model and its random draws.
+    stream: the source of the output noise (one counter per read). product(xq) computes xq @ weight.T for
+    a float32 (rows, in) block (default numpy); the trainer layer passes a torch product, so both share
+    this one model and its random draws.
     """
     x = np.ascontiguousarray(x, dtype=np.float32)
     prod = product if product is not None else (lambda a: a @ weight.T)
     if cfg.ideal:
         return np.ascontiguousarray(prod(x), dtype=np.float32)
-    xq, scale = _prepare_input(x, cfg.inp_bound, cfg.inp_bits or 0, cfg.noise_management)
+    inp_bits, out_bits = cfg.inp_bits or 0, cfg.out_bits or 0
+    xq, scale = _prepare_input(x, cfg.inp_bound, inp_bits, cfg.noise_management)
     y = np.ascontiguousarray(prod(xq), dtype=np.float32)
-    todo = np.arange(len(x))
+    rows = np.arange(len(x))
+    check = cfg.bound_management and cfg.max_bm_reads > 1
+    done = _finish_rows(y, rows, scale, cfg.out_noise, cfg.out_bound, out_bits, check, stream.seed, stream.take())
+    todo = rows[~done]
     factor = np.float32(1.0)
-    for attempt in range(cfg.max_bm_reads):
-        if attempt > 0:  # re-read the saturated rows with their input halved once more
-            factor *= np.float32(0.5)
-            xs, _ = _prepare_input(x[todo] * (factor / scale[todo]), cfg.inp_bound, cfg.inp_bits or 0, False)
-            y[todo] = prod(xs)
-        noise = rng.standard_normal((len(todo), y.shape[1])) if cfg.out_noise > 0 else _NO_NOISE
-        check = cfg.bound_management and attempt < cfg.max_bm_reads - 1
-        done = _finish_rows(y, todo, noise, cfg.out_noise, cfg.out_bound, cfg.out_bits or 0, check)
-        if factor != 1.0:
-            y[todo[done]] /= factor
-        todo = todo[~done]
+    for attempt in range(1, cfg.max_bm_reads):  # re-read the saturated rows with their input halved once more
         if len(todo) == 0:
             break
-    y *= scale
+        factor *= np.float32(0.5)
+        xs, _ = _prepare_input(x[todo] * (factor / scale[todo])[:, None], cfg.inp_bound, inp_bits, False)
+        y[todo] = prod(xs)
+        check = attempt < cfg.max_bm_reads - 1
+        done = _finish_rows(y, todo, scale[todo] / factor, cfg.out_noise, cfg.out_bound, out_bits, check,
+                            stream.seed, stream.take())
+        todo = todo[~done]
     return y
-
-
-_NO_NOISE = np.zeros((1, 1))

@@ -9,7 +9,7 @@ advanced by a Weyl constant and a mixing function; normals come from the ziggura
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, uint64
+from numba import njit, prange, uint64
 
 GOLDEN = uint64(0x9E3779B97F4A7C15)
 MIX1 = uint64(0xBF58476D1CE4E5B9)
@@ -112,3 +112,37 @@ def new_state(seed: int, counter: int, index: int) -> np.ndarray:
 @njit(cache=True)
 def _stream_seed_py(seed, counter, index):
     return stream_seed(uint64(seed), uint64(counter), uint64(index))
+
+
+@njit(cache=True, parallel=True)
+def normal_kernel(rows: int, cols: int, seed: int, counter: int) -> np.ndarray:
+    """Standard normals (rows, cols); row i from stream (seed, counter, i)."""
+    out = np.empty((rows, cols))
+    for i in prange(rows):
+        state = np.empty(1, np.uint64)
+        state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
+        for j in range(cols):
+            out[i, j] = next_normal(state)
+    return out
+
+
+class Stream:
+    """Counter-based draws for code outside the kernels: each `take()` returns the next call counter, and
+    a kernel keys its streams by (seed, counter, index). The counter is the whole state: saving it and
+    restoring it continues the same draws."""
+
+    def __init__(self, seed: int):
+        self.seed = int(seed) & 0x7FFFFFFFFFFFFFFF
+        self.counter = 0
+
+    def take(self) -> int:
+        """The counter of the next call."""
+        self.counter += 1
+        return self.counter
+
+    def normal(self, shape: tuple[int, ...]) -> np.ndarray:
+        """Standard normals of `shape` (float64), from one kernel call."""
+        shape = tuple(int(s) for s in shape)
+        rows = shape[0] if len(shape) > 0 else 1
+        cols = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+        return normal_kernel(rows, cols, self.seed, self.take()).reshape(shape)

@@ -11,9 +11,11 @@ from typing import Sequence
 
 import numpy as np
 
+from devices import kernels as K
 from devices.array import ConductanceArray
 from devices.periphery import PeripheryConfig, analog_mvm
 from devices.response import DeviceConfig
+from devices.rng import Stream
 from devices.update import UpdateConfig
 
 
@@ -30,26 +32,26 @@ class AnalogTile:
         self.forward_cfg = forward or PeripheryConfig()
         self.backward_cfg = backward or PeripheryConfig()
         self.update_cfg = update or UpdateConfig()
-        self.rng = np.random.default_rng([int(seed) & 0x7FFFFFFF, 0x71E])
+        self.stream = Stream((int(seed) << 12) ^ 0x71E)  # read noise of the tile's periphery
         self.reads = 0
 
-    def weight(self) -> np.ndarray:
-        """Effective weight sum_n gains[n] W_n (float32, out x in)."""
-        w = np.zeros((self.out_size, self.in_size), np.float32)
-        for g, a in zip(self.gains, self.arrays):
-            if g != 0:
-                w += g * a.weights
-        return w
+    def weight(self, out: np.ndarray | None = None) -> np.ndarray:
+        """Effective weight sum_n gains[n] W_n (float32, out x in), into `out` when given."""
+        if out is None:
+            out = np.empty((self.out_size, self.in_size), np.float32)
+        K.effective_weight_kernel(out, tuple(a.w for a in self.arrays), tuple(a.reference for a in self.arrays),
+                                  self.gains)
+        return out
 
     def forward(self, x: np.ndarray) -> np.ndarray:
         """y = W x for x (batch, in) through the forward periphery."""
         self.reads += len(x)
-        return analog_mvm(self.weight(), x, self.forward_cfg, self.rng)
+        return analog_mvm(self.weight(), x, self.forward_cfg, self.stream)
 
     def backward(self, d: np.ndarray) -> np.ndarray:
         """z = W^T d for d (batch, out) through the backward periphery."""
         self.reads += len(d)
-        return analog_mvm(self.weight().T, d, self.backward_cfg, self.rng)
+        return analog_mvm(self.weight().T, d, self.backward_cfg, self.stream)
 
     def update(self, x: np.ndarray, d: np.ndarray, lr: float, index: int = 0) -> int:
         """Pulsed (or expected) update W_index -= lr d^T x; returns pulses fired."""
@@ -63,7 +65,7 @@ class AnalogTile:
         a = self.arrays[index]
         sub = a.w[:, cols] - a.reference[:, cols]  # (out, n)
         self.reads += len(cols)
-        return analog_mvm(sub, np.eye(len(cols), dtype=np.float32), self.forward_cfg, self.rng)
+        return analog_mvm(sub, np.eye(len(cols), dtype=np.float32), self.forward_cfg, self.stream)
 
     @property
     def pulses(self) -> int:
@@ -72,7 +74,7 @@ class AnalogTile:
 
     def state_dict(self) -> dict:
         return {"arrays": [a.state_dict() for a in self.arrays], "gains": self.gains.copy(),
-                "rng": self.rng.bit_generator.state, "reads": self.reads}
+                "read_counter": self.stream.counter, "reads": self.reads}
 
     def load_state_dict(self, state: dict) -> None:
         if len(state["arrays"]) != len(self.arrays):
@@ -80,5 +82,5 @@ class AnalogTile:
         for a, s in zip(self.arrays, state["arrays"]):
             a.load_state_dict(s)
         self.gains = np.asarray(state["gains"], np.float32)
-        self.rng.bit_generator.state = state["rng"]
+        self.stream.counter = int(state["read_counter"])
         self.reads = int(state["reads"])

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from numba import njit
 from pydantic import BaseModel, ConfigDict, Field
+
+from devices import kernels as K
 
 
 class UpdateConfig(BaseModel):
@@ -32,34 +33,5 @@ def train_plan(x: np.ndarray, d: np.ndarray, lr: float, dw_min: float, cfg: Upda
     Returns (bl int32 (B,), x_scale (B,), d_scale (B,), d_clip (B,)): p_x = x_scale |x|, p_d = d_scale |d|,
     and d_clip the saturation factor applied. A sample with x = 0 or d = 0 gets BL = 0 (no pulses).
     """
-    return _plan(np.ascontiguousarray(x, np.float32), np.ascontiguousarray(d, np.float32), abs(float(lr)),
-                 float(dw_min), cfg.desired_bl, cfg.update_management, cfg.update_bl_management)
-
-
-@njit(cache=True)
-def _plan(x, d, lr, dw_min, desired_bl, update_management, bl_management):
-    batch = x.shape[0]
-    bl = np.zeros(batch, np.int32)
-    x_scale = np.zeros(batch)
-    d_scale = np.zeros(batch)
-    d_clip = np.ones(batch)
-    for b in range(batch):
-        xm = 0.0
-        for v in x[b]:
-            xm = max(xm, abs(v))
-        dm = 0.0
-        for v in d[b]:
-            dm = max(dm, abs(v))
-        if xm <= 0.0 or dm <= 0.0 or lr <= 0.0:
-            continue
-        k = lr * xm * dm / dw_min
-        if k > desired_bl:
-            d_clip[b] = desired_bl / k
-            k = float(desired_bl)
-        n = min(max(np.ceil(k), 1.0), desired_bl) if bl_management else desired_bl
-        base = np.sqrt(lr / (dw_min * n))
-        ratio = np.sqrt(xm / (dm * d_clip[b])) if update_management else 1.0
-        bl[b] = n
-        x_scale[b] = base / ratio
-        d_scale[b] = base * ratio * d_clip[b]
-    return bl, x_scale, d_scale, d_clip
+    return K.plan_kernel(np.ascontiguousarray(x, np.float32), np.ascontiguousarray(d, np.float32), abs(float(lr)),
+                         float(dw_min), cfg.desired_bl, cfg.update_management, cfg.update_bl_management)

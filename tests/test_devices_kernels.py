@@ -186,6 +186,46 @@ def test_coincidence_update_matches_numpy_popcount():
         np.testing.assert_array_equal(w, (net * dw).astype(np.float32))
 
 
+@pytest.mark.parametrize("gamma", [0.5, 1.0, 2.0, 1.3])
+def test_power_mean_step_exponents(gamma):
+    """The power family's exact exponents (sqrt, identity, square) and the general pow agree with the formula."""
+    cfg = dict(FAMILY_CONFIGS["power"], gamma=gamma)
+    lo, hi = ref_bounds(cfg)
+    w = np.linspace(lo, hi, 24).reshape(4, 6)
+    p = _params(cfg, w.shape)
+    for up in (True, False):
+        np.testing.assert_allclose(K.mean_step_kernel(w, up, *p.response), cfg["dw_min"] * ref_q(cfg, w, up),
+                                   rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("kind", ["power", "LinearStep", "ExpStep"])
+def test_fused_pulsed_update_equals_the_stages(kind):
+    """pulsed_update_kernel = train plan, pulse trains (x at offset 0, d at offset B), slot lists and
+    coincidences run one by one: the same weights bit for bit and the same pulse count, noise included."""
+    cfg = SPREAD_CONFIGS[kind]
+    rng = np.random.default_rng(7)
+    rows, cols, batch = 20, 30, 6
+    x = rng.normal(0, 0.5, (batch, cols)).astype(np.float32)
+    d = rng.normal(0, 0.05, (batch, rows)).astype(np.float32)
+    x[2] = 0.0  # a sample without pulses
+    arr = ConductanceArray(rows, cols, parse_device(cfg), seed=3)
+    p = arr.params
+    for lr, ucfg in [(0.5, UpdateConfig()), (-0.2, UpdateConfig(update_bl_management=False, desired_bl=9))]:
+        w_staged = arr.w.copy()
+        bl, xs, ds, _ = K.plan_kernel(x, d, abs(lr), p.dw_min, ucfg.desired_bl, ucfg.update_management,
+                                      ucfg.update_bl_management)
+        x_masks = K.pulse_trains_kernel(x, xs, bl, arr.seed, 5, 0)
+        d_masks = K.pulse_trains_kernel(d, ds, bl, arr.seed, 5, batch)
+        lists, counts = K.slot_lists_kernel(x_masks, int(bl.max()))
+        n_staged = K.coincidence_update_kernel(w_staged, lists, counts, x, d, float(np.sign(lr)), d_masks,
+                                               *p.response, *p.noise, arr.seed, 5)
+        w_fused = arr.w.copy()
+        n_fused = K.pulsed_update_kernel(w_fused, x, d, lr, p.dw_min, ucfg.desired_bl, ucfg.update_management,
+                                         ucfg.update_bl_management, *p.response, *p.noise, arr.seed, 5)
+        assert n_staged > 0 and n_fused == n_staged
+        assert np.array_equal(w_fused, w_staged)
+
+
 # -- expected_update_kernel ------------------------------------------------------------------------------
 
 

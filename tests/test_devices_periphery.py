@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from devices import ConductanceArray, PeripheryConfig, analog_mvm, parse_device
+from devices.rng import Stream
 
 CLEAN = dict(out_noise=0.0, inp_bits=None, out_bits=None, out_bound=1e9, bound_management=False)
 
@@ -18,7 +19,7 @@ def test_ideal_read_is_exactly_w_x():
     rng = _rng()
     w = rng.normal(0, 1, (20, 30)).astype(np.float32)
     x = rng.normal(0, 1, (7, 30)).astype(np.float32)
-    y = analog_mvm(w, x, PeripheryConfig.perfect(), rng)
+    y = analog_mvm(w, x, PeripheryConfig.perfect(), Stream(0))
     assert np.array_equal(y, x @ w.T)
 
 
@@ -27,7 +28,7 @@ def test_noise_free_unquantized_read_is_w_x(nm):
     rng = _rng()
     w = rng.normal(0, 0.3, (20, 30)).astype(np.float32)
     x = rng.uniform(-1, 1, (7, 30)).astype(np.float32)  # inside the input bound without noise management
-    y = analog_mvm(w, x, PeripheryConfig(noise_management=nm, **CLEAN), rng)
+    y = analog_mvm(w, x, PeripheryConfig(noise_management=nm, **CLEAN), Stream(0))
     np.testing.assert_allclose(y, x.astype(float) @ w.T.astype(float), rtol=1e-5, atol=1e-6)
 
 
@@ -40,7 +41,7 @@ def test_dac_step_is_two_bound_over_levels(bits):
     w = np.eye(x.shape[1], dtype=np.float32)
     cfg = PeripheryConfig(inp_bits=bits, inp_bound=bound, out_bits=None, out_noise=0.0, out_bound=1e9,
                           noise_management=False, bound_management=False)
-    y = analog_mvm(w, x, cfg, _rng())[0]
+    y = analog_mvm(w, x, cfg, Stream(0))[0]
     want = np.round(np.clip(x[0], -bound, bound) / step) * step
     np.testing.assert_allclose(y, want, atol=1e-6)
     assert len(np.unique(np.round(y / step))) == 2**bits - 1
@@ -54,7 +55,7 @@ def test_adc_step_and_output_bound(bits):
     w = np.eye(x.shape[1], dtype=np.float32)
     cfg = PeripheryConfig(inp_bits=None, inp_bound=10.0, out_bits=bits, out_bound=bound, out_noise=0.0,
                           noise_management=False, bound_management=False)
-    y = analog_mvm(w, x, cfg, _rng())[0]
+    y = analog_mvm(w, x, cfg, Stream(0))[0]
     np.testing.assert_allclose(y, np.round(np.clip(x[0], -bound, bound) / step) * step, atol=1e-6)
     assert np.abs(y).max() == pytest.approx(bound)
 
@@ -67,7 +68,7 @@ def test_output_noise_std(nm):
     x[:, 0] = amp
     cfg = PeripheryConfig(out_noise=0.1, inp_bits=None, out_bits=None, out_bound=1e9, noise_management=nm,
                           bound_management=False)
-    y = analog_mvm(np.zeros((8, 16), np.float32), x, cfg, _rng())
+    y = analog_mvm(np.zeros((8, 16), np.float32), x, cfg, Stream(0))
     assert y.mean() == pytest.approx(0.0, abs=5 * 0.1 * amp / np.sqrt(y.size))
     assert y.std() == pytest.approx(0.1 * amp, rel=0.03)
 
@@ -76,15 +77,15 @@ def test_bound_management_rescues_a_saturating_read():
     w = np.full((8, 16), 3.0, np.float32)
     x = np.ones((4, 16), np.float32)  # W x = 48, four times the output bound 12
     base = dict(out_noise=0.0, out_bits=None, inp_bits=None, out_bound=12.0)
-    clipped = analog_mvm(w, x, PeripheryConfig(bound_management=False, **base), _rng())
+    clipped = analog_mvm(w, x, PeripheryConfig(bound_management=False, **base), Stream(0))
     np.testing.assert_allclose(clipped, 12.0)
-    rescued = analog_mvm(w, x, PeripheryConfig(bound_management=True, **base), _rng())
+    rescued = analog_mvm(w, x, PeripheryConfig(bound_management=True, **base), Stream(0))
     np.testing.assert_allclose(rescued, 48.0, rtol=1e-6)
     # with R1's default periphery the rescued read is W x up to quantization and noise
-    y = analog_mvm(w, x, PeripheryConfig(), _rng())
+    y = analog_mvm(w, x, PeripheryConfig(), Stream(0))
     np.testing.assert_allclose(y, 48.0, rtol=0.05)
     # too few halvings: still saturated, reported at the (scaled) bound
-    few = analog_mvm(w, x, PeripheryConfig(bound_management=True, max_bm_reads=2, **base), _rng())
+    few = analog_mvm(w, x, PeripheryConfig(bound_management=True, max_bm_reads=2, **base), Stream(0))
     np.testing.assert_allclose(few, 24.0, rtol=1e-6)
 
 
@@ -113,8 +114,8 @@ def test_pluggable_product_gives_the_same_read_and_draws():
         return np.einsum("bi,oi->bo", xq.astype(np.float64), w.astype(np.float64)).astype(np.float32)
 
     cfg = PeripheryConfig(out_bits=None, out_bound=1e9)
-    a = analog_mvm(w, x, cfg, np.random.default_rng(5))
-    b = analog_mvm(w, x, cfg, np.random.default_rng(5), product=product)
+    a = analog_mvm(w, x, cfg, Stream(5))
+    b = analog_mvm(w, x, cfg, Stream(5), product=product)
     np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
     step = 2.0 / (2**7 - 2)
     np.testing.assert_allclose(seen[0] / step, np.rint(seen[0] / step), atol=1e-3)  # DAC levels

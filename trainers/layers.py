@@ -112,20 +112,7 @@ class _Block:
         if self.direct is None:
             self.relayout()
         if self.dirty and not self.direct:
-            w = self._w
-            first = True
-            for g, a in zip(self.tile.gains, self.tile.arrays):
-                if g == 0:
-                    continue
-                if first:
-                    np.subtract(a.w, a.reference, out=w)
-                    if g != 1:
-                        w *= g
-                    first = False
-                else:
-                    w += g * (a.w - a.reference)
-            if first:
-                w.fill(0.0)
+            self.tile.weight(out=self._w)
             self.dirty = False
         return self._w
 
@@ -238,24 +225,24 @@ class _AnalogBase(nn.Module):
         if len(self.blocks) == 1:
             b = self.blocks[0]
             b.tile.reads += len(xe)
-            return read(b.weight_t(), xe, b.tile.forward_cfg, b.tile.rng), xe
+            return read(b.weight_t(), xe, b.tile.forward_cfg, b.tile.stream), xe
         y = np.zeros((len(xe), self.out_features), np.float32)
         for b in self.blocks:
             b.tile.reads += len(xe)
-            y[:, b.r0:b.r1] += read(b.weight_t(), xe[:, b.c0:b.c1], b.tile.forward_cfg, b.tile.rng)
+            y[:, b.r0:b.r1] += read(b.weight_t(), xe[:, b.c0:b.c1], b.tile.forward_cfg, b.tile.stream)
         return y, xe
 
     def _read_backward(self, d: np.ndarray) -> np.ndarray:
         if len(self.blocks) == 1:
             b = self.blocks[0]
             b.tile.reads += len(d)
-            z = read(b.weight_f(), d, b.tile.backward_cfg, b.tile.rng)
+            z = read(b.weight_f(), d, b.tile.backward_cfg, b.tile.stream)
             return z[:, : self.in_features] if self.analog_bias else z
         z = np.zeros((len(d), self.in_ext), np.float32)
         for b in self.blocks:
             b.tile.reads += len(d)
             z[:, b.c0:b.c1] += read(b.weight_f(), d[:, b.r0:b.r1], b.tile.backward_cfg,
-                                    b.tile.rng)
+                                    b.tile.stream)
         return np.ascontiguousarray(z[:, : self.in_features]) if self.analog_bias else z
 
     # -- saved x and d ----------------------------------------------------------------------------------

@@ -10,8 +10,9 @@ import numpy as np
 import torch
 
 from devices import PeripheryConfig, analog_mvm
+from devices.rng import Stream
 
 
-def read(wt: torch.Tensor, x: np.ndarray, cfg: PeripheryConfig, rng: np.random.Generator) -> np.ndarray:
+def read(wt: torch.Tensor, x: np.ndarray, cfg: PeripheryConfig, stream: Stream) -> np.ndarray:
     """y[b] = W x[b] through the periphery; wt is W^T (in, out) as a torch tensor, x (batch, in) float32."""
-    return analog_mvm(wt, x, cfg, rng, product=lambda a: torch.mm(torch.from_numpy(a), wt).numpy())
+    return analog_mvm(wt, x, cfg, stream, product=lambda a: torch.mm(torch.from_numpy(a), wt).numpy())
