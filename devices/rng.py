@@ -102,6 +102,20 @@ def next_normal(state: np.ndarray) -> float:
     return _normal_tail(state, hz, iz)
 
 
+@njit(cache=True)
+def fill_normals(out: np.ndarray, state: np.ndarray) -> None:
+    """out[:] = the next len(out) draws of next_normal, for serial kernels: in a serial build a call of
+    next_normal per draw ran 5x slower than this loop with the ziggurat step written out (measured 24 ns
+    against 4.7 ns per normal; parallel builds are not affected)."""
+    for j in range(out.shape[0]):
+        hz = _next_int32(state)
+        iz = hz & 127
+        if abs(hz) < ZIG_K[iz]:
+            out[j] = hz * ZIG_W[iz]
+        else:
+            out[j] = _normal_tail(state, hz, iz)
+
+
 def new_state(seed: int, counter: int, index: int) -> np.ndarray:
     """A generator state for use from Python (tests, small loops)."""
     s = np.empty(1, np.uint64)

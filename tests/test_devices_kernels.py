@@ -12,7 +12,7 @@ from scipy.optimize import brentq
 
 from devices import DEVICE_KINDS, ConductanceArray, UpdateConfig, parse_device
 from devices import kernels as K
-from devices.rng import new_state, next_normal, next_uniform
+from devices.rng import Stream, fill_normals, new_state, next_normal, next_uniform
 
 
 def _params(cfg, shape):
@@ -73,6 +73,22 @@ def test_generator_is_uniform_and_normal():
     assert (np.abs(z) > 3.5).mean() == pytest.approx(2 * stats.norm.sf(3.5), rel=0.2)  # the ziggurat's tail
     z2 = _normals(new_state(1, 2, 4), 1000)
     assert abs(np.corrcoef(z[:1000], z2)[0, 1]) < 0.15  # streams of different indices are unrelated
+
+
+def test_fill_normals_and_stream_normals_are_the_ziggurat_draws():
+    """fill_normals (serial kernels) continues a stream exactly as next_normal does; Stream.normal is
+    reproducible from its counter and standard normal."""
+    want = _normals(new_state(1, 2, 3), 5000)
+    got = np.empty(5000)
+    state = new_state(1, 2, 3)
+    fill_normals(got[:1234], state)
+    fill_normals(got[1234:], state)
+    assert np.array_equal(got, want)
+    s = Stream(9)
+    z = s.normal((400, 300))
+    assert abs(z.mean()) < 5 / np.sqrt(z.size) and z.std() == pytest.approx(1.0, abs=0.01)
+    s.counter = 0
+    assert np.array_equal(s.normal((400, 300)), z) and s.counter == 1
 
 
 # -- symmetric_point_kernel and mean_step_kernel -----------------------------------------------------------
