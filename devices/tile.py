@@ -53,9 +53,11 @@ class AnalogTile:
         self.reads += len(d)
         return analog_mvm(self.weight().T, d, self.backward_cfg, self.stream)
 
-    def update(self, x: np.ndarray, d: np.ndarray, lr: float, index: int = 0) -> int:
-        """Pulsed (or expected) update W_index -= lr d^T x; returns pulses fired."""
-        return self.arrays[index].update(x, d, lr, self.update_cfg)
+    def update(self, x: np.ndarray, d: np.ndarray, lr: float, index: int = 0,
+               cfg: UpdateConfig | None = None) -> int:
+        """Pulsed (or expected) update W_index -= lr d^T x with the tile's update settings (or `cfg`);
+        returns pulses fired."""
+        return self.arrays[index].update(x, d, lr, cfg or self.update_cfg)
 
     def read_columns(self, index: int, cols: np.ndarray) -> np.ndarray:
         """Read columns `cols` of array `index` through the forward periphery, one one-hot input each:

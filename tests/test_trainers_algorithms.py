@@ -236,3 +236,20 @@ def test_digital_sgd_refuses_analog_model_and_analog_refuses_digital():
         T.build_optimizer(nn.Sequential(nn.Linear(2, 2)), T.AnalogSGDConfig())
     opt = T.build_optimizer(nn.Sequential(nn.Linear(2, 2)), {"algorithm": "sgd", "lr": 0.1})
     assert opt.costs()["pulses"] == 0
+
+
+@pytest.mark.parametrize("transfer_bl, pulses", [(None, 4), (20, 20)])
+def test_transfer_trains_are_capped_at_the_transfer_bl(transfer_bl, pulses):
+    """A transfer that asks for 500 pulses per element (transfer_lr 1, P = 0.5, dw_min 1e-3) fires saturated
+    trains: exactly BL pulses per element, the tile's update BL (4) or transfer_bl when given."""
+    dw = 1e-3
+    tile = T.TileConfig(device=Ideal(tau=10.0, dw_min=dw), forward=P, backward=P,
+                        update=UpdateConfig(mode="pulsed", desired_bl=4))
+    model = T.convert(nn.Sequential(nn.Linear(4, 3, bias=False)), tile)
+    opt = T.build_optimizer(model, T.TikiTakaConfig(lr=0.1, transfer_lr=1.0, n_columns=4, transfer_bl=transfer_bl))
+    t = model[0].blocks[0].tile
+    t.arrays[0].w[...] = 0.0
+    t.arrays[1].w[...] = 0.5
+    opt.step()  # no saved batch: no gradient pulses, one transfer of all 4 columns
+    np.testing.assert_allclose(t.arrays[0].w, pulses * dw, rtol=1e-5)
+    assert opt.costs()["transfer_pulses"] == 12 * pulses

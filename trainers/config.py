@@ -57,6 +57,9 @@ class _Transfer(_Trainer):
     transfer_lr: float = Field(0.01, gt=0, description="transfer step beta (weight units per unit read)")
     transfer_every: int = Field(1, ge=1, description="steps between two transfers (k)")
     n_columns: int = Field(1, ge=1, description="columns of P read and transferred per transfer (n)")
+    transfer_bl: int | None = Field(None, ge=1, le=32, description="longest pulse train of a transfer (most "
+                                    "pulses per element and transfer); None: the tile's update BL. aihwkit gives "
+                                    "transfers their own update settings (BL 31 by default)")
 
 
 class TikiTakaConfig(_Transfer):

@@ -139,9 +139,20 @@ class AnalogOptimizer(torch.optim.Optimizer):
         t = block.tile
         onehot = np.zeros((len(cols), t.in_size), np.float32)
         onehot[np.arange(len(cols)), cols] = 1.0
-        n = t.update(onehot, -values, lr, index)
+        n = t.update(onehot, -values, lr, index, self.transfer_update_cfg(block))
         self.counts["transfer_pulses"] += n
         return n
+
+    def transfer_bl(self, block: _Block) -> int:
+        """Longest pulse train of a transfer: cfg.transfer_bl, else the tile's update BL."""
+        bl = getattr(self.cfg, "transfer_bl", None)
+        return int(bl) if bl is not None else int(block.tile.update_cfg.desired_bl)
+
+    def transfer_update_cfg(self, block: _Block):
+        """The tile's update settings with the transfer's BL."""
+        cfg = block.tile.update_cfg
+        bl = self.transfer_bl(block)
+        return cfg if bl == cfg.desired_bl else cfg.model_copy(update={"desired_bl": bl})
 
     def next_columns(self, state: dict, key: str, n_cols: int, in_size: int) -> np.ndarray:
         """The next n_cols column indices of a cyclic pointer stored in state[key]."""

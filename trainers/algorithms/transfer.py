@@ -100,7 +100,7 @@ class _BufferedMixin:
             counts = np.zeros(a.shape, np.int64)
             st["_counts"] = counts
         n = threshold_counts_cols(h, cols.astype(np.int64), counts, a.params.dw_min, float(self.cfg.threshold),
-                                  int(block.tile.update_cfg.desired_bl), self.single_pulse)
+                                  self.transfer_bl(block), self.single_pulse)
         if n:
             fired = a.pulse(counts)
             self.counts["transfer_pulses"] += fired
