@@ -32,11 +32,17 @@ def stream_seed(seed: uint64, counter: uint64, index: uint64) -> uint64:
 
 
 @njit(cache=True, inline="always")
+def uniform_at(s: uint64) -> float:
+    """The uniform float in (0, 1) of the state value s (draw k of a stream started at s0 is
+    uniform_at(s0 + k GOLDEN), k >= 1: any draw can be computed without the ones before it)."""
+    return ((mix64(s) >> uint64(11)) + 0.5) * INV_2_53
+
+
+@njit(cache=True, inline="always")
 def next_uniform(state: np.ndarray) -> float:
-    """Uniform float in (0, 1); `state` is a uint64 array of length 1, advanced in place."""
+    """Uniform float in (0, 1); `state` is a uint64 array of length 1, advanced in place by GOLDEN."""
     state[0] += GOLDEN
-    z = mix64(state[0])
-    return ((z >> uint64(11)) + 0.5) * INV_2_53
+    return uniform_at(state[0])
 
 
 def _ziggurat_tables(layers: int = 128) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

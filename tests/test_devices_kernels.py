@@ -133,14 +133,14 @@ def _popcount(m):
 def test_pulse_trains_bit_probabilities():
     probs = np.array([0.0, 0.003, 0.05, 0.2, 0.3, 0.7, 0.97, 1.0, 1.7])
     n_per = 4000
-    values = np.repeat(probs, n_per)[None, :].repeat(2, 0)
+    values = np.repeat(probs, n_per)[None, :].repeat(3, 0)
     values[1] *= -1  # the sign does not matter
     values = values.astype(np.float32)
-    bl = np.array([31, 7], np.int32)
-    masks = K.pulse_trains_kernel(values, np.ones(2), bl, 5, 1, 0)
+    bl = np.array([31, 7, 1], np.int32)  # BL = 1 has its own (vectorized) path
+    masks = K.pulse_trains_kernel(values, np.ones(3), bl, 5, 1, 0)
     assert masks.shape == values.shape and masks.dtype == np.uint32
-    bits = np.unpackbits(masks.view(np.uint8), bitorder="little").reshape(2, -1, 32)
-    for b in range(2):
+    bits = np.unpackbits(masks.view(np.uint8), bitorder="little").reshape(3, -1, 32)
+    for b in range(3):
         L = bl[b]
         assert not bits[b, :, L:].any()  # no pulse beyond the train length
         for g, p in enumerate(probs):
@@ -150,14 +150,16 @@ def test_pulse_trains_bit_probabilities():
             assert abs(sel.mean() - p_eff) < 5 * np.sqrt(p_eff * (1 - p_eff) / n) + 1e-12, (b, p, sel.mean())
             # slots are independent: the pulse count per train is Binomial(L, p)
             cnt = sel.sum(1)
-            rel = max(0.1, 4 / np.sqrt(n_per * L * p_eff + 1e-300))
-            assert cnt.var() == pytest.approx(L * p_eff * (1 - p_eff), rel=rel, abs=1e-9), (b, p)
+            pq = p_eff * (1 - p_eff)
+            mu4 = L * pq * (1 + 3 * (L - 2) * pq)  # fourth central moment of Binomial(L, p)
+            se = np.sqrt(max(mu4 - (L * pq) ** 2, 0.0) / n_per)  # standard error of the sample variance
+            assert cnt.var() == pytest.approx(L * pq, abs=5 * se + 1e-9), (b, p)
             if 0 < p_eff < 1:
                 per_slot = sel.mean(0)  # each slot fires with the same probability
                 assert np.abs(per_slot - p_eff).max() < 5 * np.sqrt(p_eff * (1 - p_eff) / n_per)
     # samples draw from their own streams: the same seed and counter repeat, another counter does not
-    again = K.pulse_trains_kernel(values, np.ones(2), bl, 5, 1, 0)
-    other = K.pulse_trains_kernel(values, np.ones(2), bl, 5, 2, 0)
+    again = K.pulse_trains_kernel(values, np.ones(3), bl, 5, 1, 0)
+    other = K.pulse_trains_kernel(values, np.ones(3), bl, 5, 2, 0)
     assert np.array_equal(masks, again) and not np.array_equal(masks, other)
 
 
