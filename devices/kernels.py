@@ -300,8 +300,11 @@ def slot_lists_kernel(masks, max_bl):
 
 @njit(cache=True, inline="always")
 def _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
-                  ep, code, consts, grid, tab_up, tab_dn, sigma, additive, state) -> int:
-    """The coincidences of row i (see coincidence_update_kernel); returns the pulses fired into it."""
+                  ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
+    """The coincidences of row i (see coincidence_update_kernel), noise from stream (seed, counter, i);
+    returns the pulses fired into the row."""
+    state = np.empty(1, np.uint64)
+    state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
     fired = 0
     for b in range(d_masks.shape[0]):
         md = d_masks[b, i]
@@ -334,10 +337,8 @@ def coincidence_update_kernel(w, x_lists, x_counts, x, d, lr_sign, d_masks,
     rows = w.shape[0]
     fired = np.zeros(rows, np.int64)
     for i in prange(rows):
-        state = np.empty(1, np.uint64)
-        state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
         fired[i] = _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
-                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, state)
+                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
     return fired.sum()
 
 
@@ -366,10 +367,8 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
     rows = w.shape[0]
     fired = np.zeros(rows, np.int64)
     for i in prange(rows):
-        state = np.empty(1, np.uint64)
-        state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
         fired[i] = _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
-                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, state)
+                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
     return fired.sum()
 
 
