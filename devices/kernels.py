@@ -205,8 +205,13 @@ per-row streams (index = row) of the coincidence noise in the same call."""
 
 
 @njit(cache=True, inline="always")
-def _fill_train(values, b, scale, length, state, masks) -> None:
-    """Pulse trains of sample b (masks[b, k], see pulse_trains_kernel) from the stream `state`."""
+def _fill_train(values, b, scale, length, seed, counter, stream, masks) -> None:
+    """Pulse trains of sample b (masks[b, k], see pulse_trains_kernel) from stream (seed, counter,
+    TRAIN_STREAMS + stream); nothing where length is 0."""
+    if length <= 0:
+        return
+    state = np.empty(1, np.uint64)
+    state[0] = stream_seed(uint64(seed), uint64(counter), TRAIN_STREAMS + uint64(stream))
     n = values.shape[1]
     if length == 1:  # one slot: element k fires when draw k + 1 of the stream is >= 1 - p (vectorizes)
         s0 = state[0]
@@ -264,10 +269,7 @@ def pulse_trains_kernel(values, prob_scale, bl, seed, counter, offset):
     batch = values.shape[0]
     masks = np.zeros(values.shape, np.uint32)
     for b in prange(batch):
-        if bl[b] > 0:
-            state = np.empty(1, np.uint64)
-            state[0] = stream_seed(uint64(seed), uint64(counter), TRAIN_STREAMS + uint64(offset + b))
-            _fill_train(values, b, prob_scale[b], bl[b], state, masks)
+        _fill_train(values, b, prob_scale[b], bl[b], seed, counter, offset + b, masks)
     return masks
 
 
@@ -355,13 +357,10 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
     d_masks = np.zeros(d.shape, np.uint32)
     for k in prange(2 * batch):
         b = k % batch
-        if bl[b] > 0:
-            state = np.empty(1, np.uint64)
-            state[0] = stream_seed(uint64(seed), uint64(counter), TRAIN_STREAMS + uint64(k))
-            if k < batch:
-                _fill_train(x, b, x_scale[b], bl[b], state, x_masks)
-            else:
-                _fill_train(d, b, d_scale[b], bl[b], state, d_masks)
+        if k < batch:
+            _fill_train(x, b, x_scale[b], bl[b], seed, counter, k, x_masks)
+        else:
+            _fill_train(d, b, d_scale[b], bl[b], seed, counter, k, d_masks)
     x_lists, x_counts = slot_lists_kernel(x_masks, bl.max() if batch > 0 else 0)
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     rows = w.shape[0]

@@ -42,6 +42,18 @@ class PeripheryConfig(BaseModel):
         return cls(ideal=True)
 
 
+@njit(cache=True, inline="always")
+def _level_step(bound, bits):
+    """Step between the 2^bits - 1 levels of a converter over +-bound (float32; 1 for bits 0: none)."""
+    return np.float32(2.0 * bound / (2.0**bits - 2.0)) if bits > 0 else np.float32(1.0)
+
+
+@njit(cache=True, inline="always")
+def _quantize(v, b32, step):
+    """v clipped to +-b32 and rounded to the nearest level (a DAC or ADC conversion)."""
+    return np.float32(np.rint(min(max(v, -b32), b32) / step)) * step
+
+
 @njit(cache=True)
 def _prepare_input(x, bound, bits, noise_management):
     """Noise management (divide each row by its max |x|, 1 where 0), clip to +-bound, quantize to
@@ -49,7 +61,7 @@ def _prepare_input(x, bound, bits, noise_management):
     batch, n = x.shape
     xq = np.empty((batch, n), np.float32)
     scale = np.ones(batch, np.float32)
-    step = np.float32(2.0 * bound / (2.0**bits - 2.0)) if bits > 0 else np.float32(1.0)
+    step = _level_step(bound, bits)
     b32 = np.float32(bound)
     for i in range(batch):
         s = np.float32(1.0)
@@ -62,7 +74,7 @@ def _prepare_input(x, bound, bits, noise_management):
         out = xq[i]
         if bits > 0:
             for j in range(n):
-                out[j] = np.float32(np.rint(min(max(row[j] / s, -b32), b32) / step)) * step
+                out[j] = _quantize(row[j] / s, b32, step)
         else:
             for j in range(n):
                 out[j] = min(max(row[j] / s, -b32), b32)
@@ -77,7 +89,7 @@ def _finish_rows(y, rows, row_scale, out_noise, bound, bits, check, seed, counte
     launch costs more than the work of one read."""
     n = y.shape[1]
     b32 = np.float32(bound)
-    step = np.float32(2.0 * bound / (2.0**bits - 2.0)) if bits > 0 else np.float32(1.0)
+    step = _level_step(bound, bits)
     done = np.ones(len(rows), np.bool_)
     state = np.empty(1, np.uint64)
     noise = np.empty(n)
@@ -98,7 +110,7 @@ def _finish_rows(y, rows, row_scale, out_noise, bound, bits, check, seed, counte
             s = row_scale[k]
             if bits > 0:
                 for j in range(n):
-                    out[j] = np.float32(np.rint(min(max(out[j], -b32), b32) / step)) * step * s
+                    out[j] = _quantize(out[j], b32, step) * s
             else:
                 for j in range(n):
                     out[j] = min(max(out[j], -b32), b32) * s
