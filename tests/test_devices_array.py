@@ -121,3 +121,28 @@ def test_array_rejects_wrong_shapes():
     with pytest.raises(ValueError, match="shape"):
         a.program(np.zeros((3, 3)))
     assert a.params.ep.shape == (4, 5, K.N_ELEMENT_PARAMS)
+
+
+def test_a_device_without_spread_shares_one_parameter_row_and_updates_alike():
+    """No device-to-device spread: ep is a read-only zero-stride view of one row, and every kernel gives
+    the same weights as with a full per-element copy of it (and a spread keeps a per-element array)."""
+    dev = parse_device(dict(kind="power", gamma=1.0, tau=0.6, dw_min=1e-3, dw_min_std=0.1))
+    shared = ConductanceArray(16, 24, dev, seed=3)
+    ep = shared.params.ep
+    assert ep.shape == (16, 24, K.N_ELEMENT_PARAMS) and ep.strides[:2] == (0, 0) and not ep.flags.writeable
+    full = ConductanceArray(16, 24, dev, seed=3)
+    full.params.ep = np.ascontiguousarray(ep)
+    rng = np.random.default_rng(4)
+    x = rng.uniform(0, 1, (8, 24)).astype(np.float32)
+    d = rng.normal(0, 0.05, (8, 16)).astype(np.float32)
+    counts = rng.integers(-3, 4, (16, 24))
+    for a in (shared, full):
+        a.update(x, d, 0.1, UpdateConfig(mode="pulsed"))
+        a.update(x, d, 0.1, UpdateConfig(mode="expected"))
+        a.pulse(counts)
+        a.zero_shift(n_cycles=50)
+    assert shared.pulses == full.pulses > 0
+    np.testing.assert_array_equal(shared.w, full.w)
+    np.testing.assert_array_equal(shared.symmetric_points(), full.symmetric_points())
+    spread = ConductanceArray(16, 24, parse_device(dict(kind="power", gamma=1.0, tau_dtod=0.1)), seed=3)
+    assert spread.params.ep.flags.c_contiguous
