@@ -199,6 +199,10 @@ def plan_kernel(x, d, lr, dw_min, desired_bl, update_management, bl_management):
     return bl, x_scale, d_scale, d_clip
 
 
+STATE_PAD = 8
+"""uint64 words per row of a kernel's scratch RNG states: one cache line, so rows on different threads do
+not share one (a heap allocation per row cost more than the row's work in small updates)."""
+
 TRAIN_STREAMS = uint64(1) << uint64(48)
 """Stream index offset of the pulse trains: train k draws from stream TRAIN_STREAMS + k, apart from the
 per-row streams (index = row) of the coincidence noise in the same call."""
@@ -302,10 +306,9 @@ def slot_lists_kernel(masks, max_bl):
 
 @njit(cache=True, inline="always")
 def _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
-                  ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
-    """The coincidences of row i (see coincidence_update_kernel), noise from stream (seed, counter, i);
-    returns the pulses fired into the row."""
-    state = np.empty(1, np.uint64)
+                  ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, state) -> int:
+    """The coincidences of row i (see coincidence_update_kernel), noise from stream (seed, counter, i)
+    held in state[0] (a scratch slot of the caller); returns the pulses fired into the row."""
     state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
     fired = 0
     for b in range(d_masks.shape[0]):
@@ -338,9 +341,11 @@ def coincidence_update_kernel(w, x_lists, x_counts, x, d, lr_sign, d_masks,
     """
     rows = w.shape[0]
     fired = np.zeros(rows, np.int64)
+    states = np.empty((rows, STATE_PAD), np.uint64)
     for i in prange(rows):
         fired[i] = _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
-                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
+                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter,
+                                 states[i])
     return fired.sum()
 
 
@@ -365,9 +370,11 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     rows = w.shape[0]
     fired = np.zeros(rows, np.int64)
+    states = np.empty((rows, STATE_PAD), np.uint64)
     for i in prange(rows):
         fired[i] = _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
-                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
+                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter,
+                                 states[i])
     return fired.sum()
 
 
