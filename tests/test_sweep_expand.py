@@ -155,3 +155,10 @@ def test_examples_expand():
              r.config.trainer.algorithm) for r in table8.runs}
     assert ("exponential", 2.0, 0.7, "residual") in rows and ("power", 0.5, 0.6, "analog_sgd") in rows
     assert all(r.config.data.name == "mnist" and r.config.epochs == 30 for r in table8.runs)
+
+
+def test_table8_gamma_example_sets_the_gain_of_each_point():
+    s = load_sweep(ROOT / "examples/sweeps/table8_gamma.toml")
+    got = [(r.config.tile.device.kind, r.config.tile.device.gamma, r.config.trainer.gamma) for r in s.runs]
+    assert got[2] == ("power", 2.0, 1.0) and got[-1] == ("exponential", 2.0, 4.0) and len(got) == 8
+    assert {r.config.trainer.transfer_lr for r in s.runs} == {0.5}
