@@ -158,7 +158,7 @@ class _Device(BaseModel):
         w = np.asarray(w, dtype=float)
         p = self.nominal()
         flat = w.reshape(1, -1)
-        ep = np.ascontiguousarray(np.broadcast_to(p.ep, (1, flat.shape[1], K.N_ELEMENT_PARAMS)))
+        ep = np.broadcast_to(p.ep, (1, flat.shape[1], K.N_ELEMENT_PARAMS))  # one shared row, as draw() gives
         step = K.mean_step_kernel(flat, up, ep, p.code, p.consts, p.grid, p.tab_up, p.tab_dn)
         return (step / self.dw_min).reshape(w.shape)
 
