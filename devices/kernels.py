@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange, uint32, uint64
 
-from devices.rng import GOLDEN, next_normal, next_uniform, stream_seed, uniform_at
+from devices.rng import GOLDEN, normal_step, stream_seed, uniform_at, uniform_step
 
 # response family codes
 CONST, LINEAR, POWER, EXP_R1, EXP_STEP, TABLE = 0, 1, 2, 3, 4, 5
@@ -35,30 +35,34 @@ def _interp(t: float, grid: np.ndarray, table: np.ndarray) -> float:
 
 @njit(cache=True, inline="always")
 def mean_step(code, up, w, ep, i, j, consts, grid, tab_up, tab_dn) -> float:
-    """Mean magnitude of one pulse's change of element (i, j) at weight w (>= 0)."""
-    dw = ep[i, j, DW_UP] if up else ep[i, j, DW_DOWN]
+    """Mean magnitude of one pulse's change of element (i, j) at weight w (>= 0).
+
+    The direction selects columns by offset (k = 0 up, 1 down: DW_UP + k, GAMMA_UP + k, W_MAX + k) and
+    signs by arithmetic, not by branches: in a pulsed update the direction follows the sign of x and d,
+    a coin flip per pulse, and a mispredicted branch per pulse doubled its cost (22 ns against 12 ns per
+    pulse on one thread, docs/performance.md)."""
+    k = 1 - int(up)
+    dw = ep[i, j, DW_UP + k]
     if code == CONST:
         return dw
+    if code == LINEAR:
+        return max(dw * (1.0 - ep[i, j, GAMMA_UP + k] * w), 0.0)
     bmax = ep[i, j, W_MAX]
     bmin = ep[i, j, W_MIN]
-    if code == LINEAR:
-        slope = ep[i, j, GAMMA_UP] if up else ep[i, j, GAMMA_DOWN]
-        return max(dw * (1.0 - slope * w), 0.0)
     span = bmax - bmin
     if span <= 0.0:
         return 0.0
+    sg = 1.0 - 2.0 * k
     if code == EXP_STEP:
         z = 2.0 * consts[2] * w / span + consts[3]
-        if up:
-            return dw * max(1.0 - consts[0] * np.exp(ep[i, j, GAMMA_UP] * z), 0.0)
-        return dw * max(1.0 - consts[1] * np.exp(-ep[i, j, GAMMA_DOWN] * z), 0.0)
+        return dw * max(1.0 - consts[k] * np.exp(sg * ep[i, j, GAMMA_UP + k] * z), 0.0)
     if code == TABLE:
         t = (w - bmin) / span
         return dw * max(_interp(t, grid, tab_up if up else tab_dn), 0.0)
-    # POWER and EXP_R1: distance to the bound the pulse moves toward, in units of span / consts[0]
-    v = (bmax - w) if up else (w - bmin)
-    v = max(v, 0.0) * consts[0] / span
-    g = ep[i, j, GAMMA_UP] if up else ep[i, j, GAMMA_DOWN]
+    # POWER and EXP_R1: distance to the bound the pulse moves toward (W_MAX up, W_MIN down), in units of
+    # span / consts[0]
+    v = max(sg * (ep[i, j, W_MAX + k] - w), 0.0) * consts[0] / span
+    g = ep[i, j, GAMMA_UP + k]
     if code == POWER:
         if g == 1.0:
             return dw * v
@@ -73,32 +77,34 @@ def mean_step(code, up, w, ep, i, j, consts, grid, tab_up, tab_dn) -> float:
 
 
 @njit(cache=True, inline="always")
-def _one_pulse(w, up, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state) -> float:
-    """Apply one pulse with cycle-to-cycle noise, then clip to the element's bounds."""
+def _one_pulse(w, up, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, rs):
+    """Apply one pulse with cycle-to-cycle noise (drawn from RNG state rs), then clip to the element's
+    bounds. Returns (new w, next state)."""
     s = mean_step(code, up, w, ep, i, j, consts, grid, tab_up, tab_dn)
+    k = 1 - int(up)  # branch-free direction, see mean_step
     if sigma > 0.0:
-        xi = next_normal(state)
+        xi, rs = normal_step(rs)
         if additive:
-            s += sigma * (ep[i, j, DW_UP] if up else ep[i, j, DW_DOWN]) * xi
+            s += sigma * ep[i, j, DW_UP + k] * xi
         else:
             s *= 1.0 + sigma * xi
-    w = w + s if up else w - s
+    w = w + (1.0 - 2.0 * k) * s
     bmax = ep[i, j, W_MAX]
     bmin = ep[i, j, W_MIN]
     if w > bmax:
         w = bmax
     elif w < bmin:
         w = bmin
-    return w
+    return w, rs
 
 
 @njit(cache=True, inline="always")
-def _pulses(w, n, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state) -> float:
-    """Apply |n| pulses one at a time, up for n > 0, down for n < 0."""
+def _pulses(w, n, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s):
+    """Apply |n| pulses one at a time, up for n > 0, down for n < 0. Returns (new w, next state)."""
     up = n > 0
     for _ in range(abs(n)):
-        w = _one_pulse(w, up, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state)
-    return w
+        w, s = _one_pulse(w, up, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
+    return w, s
 
 
 @njit(cache=True, parallel=True)
@@ -107,13 +113,13 @@ def pulse_kernel(w, counts, ep, code, consts, grid, tab_up, tab_dn, sigma, addit
     rows, cols = w.shape
     fired = np.zeros(rows, np.int64)
     for i in prange(rows):
-        state = np.empty(1, np.uint64)
-        state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
+        s = stream_seed(uint64(seed), uint64(counter), uint64(i))
         for j in range(cols):
             n = counts[i, j]
             if n != 0:
-                w[i, j] = _pulses(float(w[i, j]), n, ep, i, j, code, consts, grid, tab_up, tab_dn,
-                                  sigma, additive, state)
+                v, s = _pulses(float(w[i, j]), n, ep, i, j, code, consts, grid, tab_up, tab_dn,
+                               sigma, additive, s)
+                w[i, j] = v
                 fired[i] += abs(n)
     return fired.sum()
 
@@ -123,13 +129,12 @@ def alternate_kernel(w, cycles, ep, code, consts, grid, tab_up, tab_dn, sigma, a
     """Fire cycles[i, j] (up, down) pulse pairs into element (i, j) of w (float32, in place)."""
     rows, cols = w.shape
     for i in prange(rows):
-        state = np.empty(1, np.uint64)
-        state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
+        s = stream_seed(uint64(seed), uint64(counter), uint64(i))
         for j in range(cols):
             v = float(w[i, j])
             for _ in range(cycles[i, j]):
-                v = _one_pulse(v, True, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state)
-                v = _one_pulse(v, False, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, state)
+                v, s = _one_pulse(v, True, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
+                v, s = _one_pulse(v, False, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
             w[i, j] = v
 
 
@@ -199,11 +204,6 @@ def plan_kernel(x, d, lr, dw_min, desired_bl, update_management, bl_management):
     return bl, x_scale, d_scale, d_clip
 
 
-STATE_PAD = 8
-"""uint64 words per row of a kernel's scratch RNG states: one cache line, so rows on different threads do
-not share one. One scratch array per call replaces a heap allocation per row (no speed change measurable
-on this VM, docs/performance.md)."""
-
 TRAIN_STREAMS = uint64(1) << uint64(48)
 """Stream index offset of the pulse trains: train k draws from stream TRAIN_STREAMS + k, apart from the
 per-row streams (index = row) of the coincidence noise in the same call."""
@@ -215,16 +215,13 @@ def _fill_train(values, b, scale, length, seed, counter, stream, masks) -> None:
     TRAIN_STREAMS + stream); nothing where length is 0."""
     if length <= 0:
         return
-    state = np.empty(1, np.uint64)
-    state[0] = stream_seed(uint64(seed), uint64(counter), TRAIN_STREAMS + uint64(stream))
+    s = stream_seed(uint64(seed), uint64(counter), TRAIN_STREAMS + uint64(stream))
     n = values.shape[1]
     if length == 1:  # one slot: element k fires when draw k + 1 of the stream is >= 1 - p (vectorizes)
-        s0 = state[0]
         row = values[b]
         out = masks[b]
         for k in range(n):
-            out[k] = uint32(uniform_at(s0 + uint64(k + 1) * GOLDEN) >= 1.0 - scale * abs(row[k]))
-        state[0] = s0 + uint64(n) * GOLDEN
+            out[k] = uint32(uniform_at(s + uint64(k + 1) * GOLDEN) >= 1.0 - scale * abs(row[k]))
         return
     full = uint32((1 << length) - 1)
     for k in range(n):
@@ -234,7 +231,7 @@ def _fill_train(values, b, scale, length, seed, counter, stream, masks) -> None:
         if p >= 1.0:
             masks[b, k] = full
             continue
-        u = next_uniform(state)
+        u, s = uniform_step(s)
         q = 1.0 - p
         none = _power_int(q, length)
         if u < none:
@@ -248,13 +245,15 @@ def _fill_train(values, b, scale, length, seed, counter, stream, masks) -> None:
                 m |= uint32(1) << uint32(t)
                 if t + 1 >= length:
                     break
-                t += 1 + int(np.log(next_uniform(state)) / log_q)
+                u, s = uniform_step(s)
+                t += 1 + int(np.log(u) / log_q)
                 if t >= length:
                     break
         else:
             while m == 0:  # condition on a non-empty train by rejection (acceptance >= 1 - q)
                 for t in range(length):
-                    if next_uniform(state) < p:
+                    u, s = uniform_step(s)
+                    if u < p:
                         m |= uint32(1) << uint32(t)
         masks[b, k] = m
 
@@ -307,10 +306,10 @@ def slot_lists_kernel(masks, max_bl):
 
 @njit(cache=True, inline="always")
 def _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
-                  ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, state) -> int:
-    """The coincidences of row i (see coincidence_update_kernel), noise from stream (seed, counter, i)
-    held in state[0] (a scratch slot of the caller); returns the pulses fired into the row."""
-    state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
+                  ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
+    """The coincidences of row i (see coincidence_update_kernel), noise from stream (seed, counter, i);
+    returns the pulses fired into the row."""
+    s = stream_seed(uint64(seed), uint64(counter), uint64(i))
     fired = 0
     for b in range(d_masks.shape[0]):
         md = d_masks[b, i]
@@ -323,8 +322,9 @@ def _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
             for a in range(x_counts[b, t]):
                 j = x_lists[b, t, a]
                 up = d_up == (x[b, j] > 0.0)
-                w[i, j] = _one_pulse(float(w[i, j]), up, ep, i, j, code, consts, grid, tab_up, tab_dn,
-                                     sigma, additive, state)
+                v, s = _one_pulse(float(w[i, j]), up, ep, i, j, code, consts, grid, tab_up, tab_dn,
+                                  sigma, additive, s)
+                w[i, j] = v
             fired += x_counts[b, t]
     return fired
 
@@ -342,11 +342,9 @@ def coincidence_update_kernel(w, x_lists, x_counts, x, d, lr_sign, d_masks,
     """
     rows = w.shape[0]
     fired = np.zeros(rows, np.int64)
-    states = np.empty((rows, STATE_PAD), np.uint64)
     for i in prange(rows):
         fired[i] = _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
-                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter,
-                                 states[i])
+                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
     return fired.sum()
 
 
@@ -371,11 +369,9 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     rows = w.shape[0]
     fired = np.zeros(rows, np.int64)
-    states = np.empty((rows, STATE_PAD), np.uint64)
     for i in prange(rows):
         fired[i] = _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
-                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter,
-                                 states[i])
+                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
     return fired.sum()
 
 
@@ -401,15 +397,15 @@ def expected_update_kernel(w, dw, dw_min, ep, code, consts, grid, tab_up, tab_dn
     rows, cols = w.shape
     fired = np.zeros(rows, np.int64)
     for i in prange(rows):
-        state = np.empty(1, np.uint64)
-        state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
+        rs = stream_seed(uint64(seed), uint64(counter), uint64(i))
         for j in range(cols):
             desired = dw[i, j]
             if desired == 0.0:
                 continue
             real = abs(desired) / dw_min
             n = int(real)
-            if next_uniform(state) < real - n:
+            u, rs = uniform_step(rs)
+            if u < real - n:
                 n += 1
             if n == 0:
                 continue
@@ -419,7 +415,8 @@ def expected_update_kernel(w, dw, dw_min, ep, code, consts, grid, tab_up, tab_dn
             step = n * s
             if sigma > 0.0:
                 scale = (ep[i, j, DW_UP] if up else ep[i, j, DW_DOWN]) if additive else s
-                step += sigma * scale * np.sqrt(n) * next_normal(state)
+                xi, rs = normal_step(rs)
+                step += sigma * scale * np.sqrt(n) * xi
             v = v + step if up else v - step
             v = min(max(v, ep[i, j, W_MIN]), ep[i, j, W_MAX])
             w[i, j] = v
