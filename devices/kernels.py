@@ -34,35 +34,36 @@ def _interp(t: float, grid: np.ndarray, table: np.ndarray) -> float:
 
 
 @njit(cache=True, inline="always")
-def mean_step(code, up, w, ep, i, j, consts, grid, tab_up, tab_dn) -> float:
-    """Mean magnitude of one pulse's change of element (i, j) at weight w (>= 0).
+def mean_step(code, up, w, er, j, consts, grid, tab_up, tab_dn) -> float:
+    """Mean magnitude of one pulse's change of element j of a row at weight w (>= 0); er = ep[i], the
+    row's element parameters.
 
     The direction selects columns by offset (k = 0 up, 1 down: DW_UP + k, GAMMA_UP + k, W_MAX + k) and
     signs by arithmetic, not by branches: in a pulsed update the direction follows the sign of x and d,
     a coin flip per pulse, and a mispredicted branch per pulse doubled its cost (22 ns against 12 ns per
     pulse on one thread, docs/performance.md)."""
     k = 1 - int(up)
-    dw = ep[i, j, DW_UP + k]
+    dw = er[j, DW_UP + k]
     if code == CONST:
         return dw
     if code == LINEAR:
-        return max(dw * (1.0 - ep[i, j, GAMMA_UP + k] * w), 0.0)
-    bmax = ep[i, j, W_MAX]
-    bmin = ep[i, j, W_MIN]
+        return max(dw * (1.0 - er[j, GAMMA_UP + k] * w), 0.0)
+    bmax = er[j, W_MAX]
+    bmin = er[j, W_MIN]
     span = bmax - bmin
     if span <= 0.0:
         return 0.0
     sg = 1.0 - 2.0 * k
     if code == EXP_STEP:
         z = 2.0 * consts[2] * w / span + consts[3]
-        return dw * max(1.0 - consts[k] * np.exp(sg * ep[i, j, GAMMA_UP + k] * z), 0.0)
+        return dw * max(1.0 - consts[k] * np.exp(sg * er[j, GAMMA_UP + k] * z), 0.0)
     if code == TABLE:
         t = (w - bmin) / span
         return dw * max(_interp(t, grid, tab_up if up else tab_dn), 0.0)
     # POWER and EXP_R1: distance to the bound the pulse moves toward (W_MAX up, W_MIN down), in units of
     # span / consts[0]
-    v = max(sg * (ep[i, j, W_MAX + k] - w), 0.0) * consts[0] / span
-    g = ep[i, j, GAMMA_UP + k]
+    v = max(sg * (er[j, W_MAX + k] - w), 0.0) * consts[0] / span
+    g = er[j, GAMMA_UP + k]
     if code == POWER:
         if g == 1.0:
             return dw * v
@@ -77,20 +78,20 @@ def mean_step(code, up, w, ep, i, j, consts, grid, tab_up, tab_dn) -> float:
 
 
 @njit(cache=True, inline="always")
-def _one_pulse(w, up, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, rs):
+def _one_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, rs):
     """Apply one pulse with cycle-to-cycle noise (drawn from RNG state rs), then clip to the element's
     bounds. Returns (new w, next state)."""
-    s = mean_step(code, up, w, ep, i, j, consts, grid, tab_up, tab_dn)
+    s = mean_step(code, up, w, er, j, consts, grid, tab_up, tab_dn)
     k = 1 - int(up)  # branch-free direction, see mean_step
     if sigma > 0.0:
         xi, rs = normal_step(rs)
         if additive:
-            s += sigma * ep[i, j, DW_UP + k] * xi
+            s += sigma * er[j, DW_UP + k] * xi
         else:
             s *= 1.0 + sigma * xi
     w = w + (1.0 - 2.0 * k) * s
-    bmax = ep[i, j, W_MAX]
-    bmin = ep[i, j, W_MIN]
+    bmax = er[j, W_MAX]
+    bmin = er[j, W_MIN]
     if w > bmax:
         w = bmax
     elif w < bmin:
@@ -99,11 +100,11 @@ def _one_pulse(w, up, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, addit
 
 
 @njit(cache=True, inline="always")
-def _pulses(w, n, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s):
+def _pulses(w, n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s):
     """Apply |n| pulses one at a time, up for n > 0, down for n < 0. Returns (new w, next state)."""
     up = n > 0
     for _ in range(abs(n)):
-        w, s = _one_pulse(w, up, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
+        w, s = _one_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
     return w, s
 
 
@@ -114,10 +115,11 @@ def pulse_kernel(w, counts, ep, code, consts, grid, tab_up, tab_dn, sigma, addit
     fired = np.zeros(rows, np.int64)
     for i in prange(rows):
         s = stream_seed(uint64(seed), uint64(counter), uint64(i))
+        er = ep[i]
         for j in range(cols):
             n = counts[i, j]
             if n != 0:
-                v, s = _pulses(float(w[i, j]), n, ep, i, j, code, consts, grid, tab_up, tab_dn,
+                v, s = _pulses(float(w[i, j]), n, er, j, code, consts, grid, tab_up, tab_dn,
                                sigma, additive, s)
                 w[i, j] = v
                 fired[i] += abs(n)
@@ -130,11 +132,12 @@ def alternate_kernel(w, cycles, ep, code, consts, grid, tab_up, tab_dn, sigma, a
     rows, cols = w.shape
     for i in prange(rows):
         s = stream_seed(uint64(seed), uint64(counter), uint64(i))
+        er = ep[i]
         for j in range(cols):
             v = float(w[i, j])
             for _ in range(cycles[i, j]):
-                v, s = _one_pulse(v, True, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
-                v, s = _one_pulse(v, False, ep, i, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
+                v, s = _one_pulse(v, True, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
+                v, s = _one_pulse(v, False, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
             w[i, j] = v
 
 
@@ -311,20 +314,23 @@ def _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
     returns the pulses fired into the row."""
     s = stream_seed(uint64(seed), uint64(counter), uint64(i))
     fired = 0
+    wr = w[i]
+    er = ep[i]
     for b in range(d_masks.shape[0]):
         md = d_masks[b, i]
         if md == 0:
             continue
         d_up = lr_sign * d[b, i] < 0.0
+        xb = x[b]
         while md != 0:
             t = lowest_bit(md)
             md &= md - uint32(1)
+            js = x_lists[b, t]
             for a in range(x_counts[b, t]):
-                j = x_lists[b, t, a]
-                up = d_up == (x[b, j] > 0.0)
-                v, s = _one_pulse(float(w[i, j]), up, ep, i, j, code, consts, grid, tab_up, tab_dn,
-                                  sigma, additive, s)
-                w[i, j] = v
+                j = js[a]
+                up = d_up == (xb[j] > 0.0)
+                v, s = _one_pulse(float(wr[j]), up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
+                wr[j] = v
             fired += x_counts[b, t]
     return fired
 
@@ -398,6 +404,7 @@ def expected_update_kernel(w, dw, dw_min, ep, code, consts, grid, tab_up, tab_dn
     fired = np.zeros(rows, np.int64)
     for i in prange(rows):
         rs = stream_seed(uint64(seed), uint64(counter), uint64(i))
+        er = ep[i]
         for j in range(cols):
             desired = dw[i, j]
             if desired == 0.0:
@@ -411,14 +418,14 @@ def expected_update_kernel(w, dw, dw_min, ep, code, consts, grid, tab_up, tab_dn
                 continue
             up = desired > 0.0
             v = float(w[i, j])
-            s = mean_step(code, up, v, ep, i, j, consts, grid, tab_up, tab_dn)
+            s = mean_step(code, up, v, er, j, consts, grid, tab_up, tab_dn)
             step = n * s
             if sigma > 0.0:
-                scale = (ep[i, j, DW_UP] if up else ep[i, j, DW_DOWN]) if additive else s
+                scale = er[j, DW_UP + 1 - int(up)] if additive else s
                 xi, rs = normal_step(rs)
                 step += sigma * scale * np.sqrt(n) * xi
             v = v + step if up else v - step
-            v = min(max(v, ep[i, j, W_MIN]), ep[i, j, W_MAX])
+            v = min(max(v, er[j, W_MIN]), er[j, W_MAX])
             w[i, j] = v
             fired[i] += n
     return fired.sum()
@@ -430,8 +437,9 @@ def mean_step_kernel(w, up, ep, code, consts, grid, tab_up, tab_dn):
     rows, cols = w.shape
     out = np.empty((rows, cols))
     for i in prange(rows):
+        er = ep[i]
         for j in range(cols):
-            out[i, j] = mean_step(code, up, float(w[i, j]), ep, i, j, consts, grid, tab_up, tab_dn)
+            out[i, j] = mean_step(code, up, float(w[i, j]), er, j, consts, grid, tab_up, tab_dn)
     return out
 
 
@@ -445,13 +453,14 @@ def symmetric_point_kernel(ep, code, consts, grid, tab_up, tab_dn):
     rows, cols = ep.shape[0], ep.shape[1]
     out = np.empty((rows, cols))
     for i in prange(rows):
+        er = ep[i]
         for j in range(cols):
-            lo = ep[i, j, W_MIN]
-            hi = ep[i, j, W_MAX]
-            h_lo = (mean_step(code, True, lo, ep, i, j, consts, grid, tab_up, tab_dn)
-                    - mean_step(code, False, lo, ep, i, j, consts, grid, tab_up, tab_dn))
-            h_hi = (mean_step(code, True, hi, ep, i, j, consts, grid, tab_up, tab_dn)
-                    - mean_step(code, False, hi, ep, i, j, consts, grid, tab_up, tab_dn))
+            lo = er[j, W_MIN]
+            hi = er[j, W_MAX]
+            h_lo = (mean_step(code, True, lo, er, j, consts, grid, tab_up, tab_dn)
+                    - mean_step(code, False, lo, er, j, consts, grid, tab_up, tab_dn))
+            h_hi = (mean_step(code, True, hi, er, j, consts, grid, tab_up, tab_dn)
+                    - mean_step(code, False, hi, er, j, consts, grid, tab_up, tab_dn))
             if h_lo == 0.0 and h_hi == 0.0:
                 out[i, j] = np.nan
                 continue
@@ -463,8 +472,8 @@ def symmetric_point_kernel(ep, code, consts, grid, tab_up, tab_dn):
                 continue
             for _ in range(60):
                 mid = 0.5 * (lo + hi)
-                h = (mean_step(code, True, mid, ep, i, j, consts, grid, tab_up, tab_dn)
-                     - mean_step(code, False, mid, ep, i, j, consts, grid, tab_up, tab_dn))
+                h = (mean_step(code, True, mid, er, j, consts, grid, tab_up, tab_dn)
+                     - mean_step(code, False, mid, er, j, consts, grid, tab_up, tab_dn))
                 if (h > 0.0) == (h_lo > 0.0):
                     lo = mid
                     h_lo = h

@@ -135,9 +135,17 @@ def analog_mvm(weight: np.ndarray, x: np.ndarray, cfg: PeripheryConfig, stream: 
     rows = np.arange(len(x))
     check = cfg.bound_management and cfg.max_bm_reads > 1
     done = _finish_rows(y, rows, scale, cfg.out_noise, cfg.out_bound, out_bits, check, stream.seed, stream.take())
-    todo = rows[~done]
+    if not done.all():
+        _reread_saturated(y, x, rows[~done], scale, cfg, prod, stream)
+    return y
+
+
+def _reread_saturated(y, x, todo, scale, cfg, prod, stream) -> None:
+    """Bound management: read the saturated rows `todo` of y again with their input halved once more per
+    attempt, up to cfg.max_bm_reads reads in all (the last one is clipped); y is finished in place."""
+    inp_bits, out_bits = cfg.inp_bits or 0, cfg.out_bits or 0
     factor = np.float32(1.0)
-    for attempt in range(1, cfg.max_bm_reads):  # re-read the saturated rows with their input halved once more
+    for attempt in range(1, cfg.max_bm_reads):
         if len(todo) == 0:
             break
         factor *= np.float32(0.5)
@@ -147,4 +155,3 @@ def analog_mvm(weight: np.ndarray, x: np.ndarray, cfg: PeripheryConfig, stream: 
         done = _finish_rows(y, todo, scale[todo] / factor, cfg.out_noise, cfg.out_bound, out_bits, check,
                             stream.seed, stream.take())
         todo = todo[~done]
-    return y

