@@ -11,14 +11,12 @@ the caller's `devices.rng.Stream`, one counter per read (and per bound-managemen
 
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
-from numba import njit, uint64
+from numba import njit, prange, uint64
 from pydantic import BaseModel, ConfigDict, Field
 
 from devices.kernels import abs_max
-from devices.rng import Stream, fill_normals, stream_seed
+from devices.rng import Stream, normal_step, stream_seed
 
 
 class PeripheryConfig(BaseModel):
@@ -81,26 +79,53 @@ def _prepare_input(x, bound, bits, noise_management):
     return xq, scale
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True, fastmath={"reassoc", "contract"})
+def _product(mat, transposed, xq):
+    """The crossbar's multiply-accumulate in float32: y = xq @ mat.T for mat (out, in), one dot product
+    per output (parallel over outputs); transposed: y = xq @ mat for mat (in, out), the rows of mat
+    accumulated per sample (parallel over samples). Both read mat row by row. Each output is summed by
+    one thread (reassociated so that it vectorizes), so the result does not depend on the thread count."""
+    batch = xq.shape[0]
+    if transposed:
+        y = np.zeros((batch, mat.shape[1]), np.float32)
+        for b in prange(batch):
+            yb = y[b]
+            xb = xq[b]
+            for k in range(mat.shape[0]):
+                c = xb[k]
+                row = mat[k]
+                for o in range(mat.shape[1]):
+                    yb[o] += c * row[o]
+        return y
+    y = np.empty((batch, mat.shape[0]), np.float32)
+    for o in prange(mat.shape[0]):
+        row = mat[o]
+        for b in range(batch):
+            xb = xq[b]
+            acc = np.float32(0.0)
+            for k in range(mat.shape[1]):
+                acc += xb[k] * row[k]
+            y[b, o] = acc
+    return y
+
+
+@njit(cache=True, parallel=True)
 def _finish_rows(y, rows, row_scale, out_noise, bound, bits, check, seed, counter):
     """Add out_noise * N(0, 1) to y[rows] (row i from stream (seed, counter, i)); unless `check` finds a
     saturated output (|y| >= bound) in a row, clip, quantize and multiply that row by row_scale[k] in
-    place. Returns a bool per row: finished (True) or saturated (left for a re-read). Serial: a parallel
-    launch costs more than the work of one read."""
+    place. Returns a bool per row: finished (True) or saturated (left for a re-read)."""
     n = y.shape[1]
     b32 = np.float32(bound)
     step = _level_step(bound, bits)
     done = np.ones(len(rows), np.bool_)
-    state = np.empty(1, np.uint64)
-    noise = np.empty(n)
-    for k in range(len(rows)):
+    for k in prange(len(rows)):
         i = rows[k]
         out = y[i]
         if out_noise > 0:
-            state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
-            fill_normals(noise, state)
+            rs = stream_seed(uint64(seed), uint64(counter), uint64(i))
             for j in range(n):
-                out[j] += np.float32(out_noise * noise[j])
+                xi, rs = normal_step(rs)
+                out[j] += np.float32(out_noise * xi)
         if check:
             for j in range(n):
                 if abs(out[j]) >= b32:
@@ -117,30 +142,47 @@ def _finish_rows(y, rows, row_scale, out_noise, bound, bits, check, seed, counte
     return done
 
 
-def analog_mvm(weight: np.ndarray, x: np.ndarray, cfg: PeripheryConfig, stream: Stream,
-               product: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+@njit(cache=True)
+def _read(mat, transposed, x, inp_bound, inp_bits, noise_management, out_noise, out_bound, out_bits, check,
+          seed, counter):
+    """One read in one call: DAC (_prepare_input), product, output noise and ADC (_finish_rows).
+    Returns (y, input scales, finished rows)."""
+    xq, scale = _prepare_input(x, inp_bound, inp_bits, noise_management)
+    y = _product(mat, transposed, xq)
+    done = _finish_rows(y, np.arange(x.shape[0]), scale, out_noise, out_bound, out_bits, check, seed, counter)
+    return y, scale, done
+
+
+def _row_major(weight: np.ndarray) -> tuple[np.ndarray, bool]:
+    """(mat, transposed) for _product: weight (out, in) itself when row-major, else its row-major
+    transpose (a zero-copy view when weight is a transposed array, as in backward reads)."""
+    weight = np.asarray(weight, dtype=np.float32)
+    if weight.flags.c_contiguous:
+        return weight, False
+    if weight.T.flags.c_contiguous:
+        return weight.T, True
+    return np.ascontiguousarray(weight), False
+
+
+def analog_mvm(weight: np.ndarray, x: np.ndarray, cfg: PeripheryConfig, stream: Stream) -> np.ndarray:
     """y[b] = weight @ x[b] read through the periphery; weight (out, in), x (batch, in) -> (batch, out).
 
-    stream: the source of the output noise (one counter per read). product(xq) computes xq @ weight.T for
-    a float32 (rows, in) block (default numpy); the trainer layer passes a torch product, so both share
-    this one model and its random draws.
+    stream: the source of the output noise (one counter per read). The common case (no saturated output)
+    is one Numba call; an ideal read is numpy's exact float32 product.
     """
     x = np.ascontiguousarray(x, dtype=np.float32)
-    prod = product if product is not None else (lambda a: a @ weight.T)
     if cfg.ideal:
-        return np.ascontiguousarray(prod(x), dtype=np.float32)
-    inp_bits, out_bits = cfg.inp_bits or 0, cfg.out_bits or 0
-    xq, scale = _prepare_input(x, cfg.inp_bound, inp_bits, cfg.noise_management)
-    y = np.ascontiguousarray(prod(xq), dtype=np.float32)
-    rows = np.arange(len(x))
+        return np.ascontiguousarray(x @ np.asarray(weight, dtype=np.float32).T)
+    mat, transposed = _row_major(weight)
     check = cfg.bound_management and cfg.max_bm_reads > 1
-    done = _finish_rows(y, rows, scale, cfg.out_noise, cfg.out_bound, out_bits, check, stream.seed, stream.take())
+    y, scale, done = _read(mat, transposed, x, cfg.inp_bound, cfg.inp_bits or 0, cfg.noise_management,
+                           cfg.out_noise, cfg.out_bound, cfg.out_bits or 0, check, stream.seed, stream.take())
     if not done.all():
-        _reread_saturated(y, x, rows[~done], scale, cfg, prod, stream)
+        _reread_saturated(y, x, np.flatnonzero(~done), scale, cfg, mat, transposed, stream)
     return y
 
 
-def _reread_saturated(y, x, todo, scale, cfg, prod, stream) -> None:
+def _reread_saturated(y, x, todo, scale, cfg, mat, transposed, stream) -> None:
     """Bound management: read the saturated rows `todo` of y again with their input halved once more per
     attempt, up to cfg.max_bm_reads reads in all (the last one is clipped); y is finished in place."""
     inp_bits, out_bits = cfg.inp_bits or 0, cfg.out_bits or 0
@@ -150,7 +192,7 @@ def _reread_saturated(y, x, todo, scale, cfg, prod, stream) -> None:
             break
         factor *= np.float32(0.5)
         xs, _ = _prepare_input(x[todo] * (factor / scale[todo])[:, None], cfg.inp_bound, inp_bits, False)
-        y[todo] = prod(xs)
+        y[todo] = _product(mat, transposed, xs)
         check = attempt < cfg.max_bm_reads - 1
         done = _finish_rows(y, todo, scale[todo] / factor, cfg.out_noise, cfg.out_bound, out_bits, check,
                             stream.seed, stream.take())

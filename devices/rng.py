@@ -129,15 +129,6 @@ def next_normal(state: np.ndarray) -> float:
     return x
 
 
-@njit(cache=True)
-def fill_normals(out: np.ndarray, state: np.ndarray) -> None:
-    """out[:] = the next len(out) draws of the stream in `state` (advanced in place)."""
-    s = state[0]
-    for j in range(out.shape[0]):
-        out[j], s = normal_step(s)
-    state[0] = s
-
-
 def new_state(seed: int, counter: int, index: int) -> np.ndarray:
     """A generator state for use from Python (tests, small loops)."""
     s = np.empty(1, np.uint64)

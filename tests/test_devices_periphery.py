@@ -101,22 +101,23 @@ def test_array_read_and_transposed_read_use_effective_weights():
     assert np.array_equal(a.read_transposed(d, PeripheryConfig.perfect()), d @ w_eff)
 
 
-def test_pluggable_product_gives_the_same_read_and_draws():
-    """A product supplied by the caller (the trainers pass torch.mm) sees the quantized inputs, and the
-    periphery's noise draws are the same as with the default numpy product."""
+def test_product_of_both_layouts_is_the_quantized_input_times_w():
+    """The read's product is the float64 product of the DAC-quantized input, within float32 rounding,
+    for a row-major weight and for a transposed view (backward reads); both draw the same noise."""
     rng = _rng()
     w = rng.normal(0, 1, (24, 40)).astype(np.float32)
     x = rng.normal(0, 1, (6, 40)).astype(np.float32)
-    seen = []
-
-    def product(xq):
-        seen.append(xq.copy())
-        return np.einsum("bi,oi->bo", xq.astype(np.float64), w.astype(np.float64)).astype(np.float32)
-
-    cfg = PeripheryConfig(out_bits=None, out_bound=1e9)
-    a = analog_mvm(w, x, cfg, Stream(5))
-    b = analog_mvm(w, x, cfg, Stream(5), product=product)
-    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    cfg = PeripheryConfig(out_bits=None, out_bound=1e9, out_noise=0.0)
+    m = np.abs(x).max(1, keepdims=True)
     step = 2.0 / (2**7 - 2)
-    np.testing.assert_allclose(seen[0] / step, np.rint(seen[0] / step), atol=1e-3)  # DAC levels
-    assert np.abs(seen[0]).max() <= 1.0
+    xq = np.rint(x / m / step) * step  # noise management, then the 7-bit DAC
+    want = (xq.astype(np.float64) @ w.T.astype(np.float64)) * m
+    a = analog_mvm(w, x, cfg, Stream(5))
+    b = analog_mvm(np.ascontiguousarray(w.T).T, x, cfg, Stream(5))  # (out, in) view of a row-major w^T
+    np.testing.assert_allclose(a, want, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(b, want, rtol=1e-5, atol=1e-4)
+    noisy = PeripheryConfig(out_bits=None, out_bound=1e9, out_noise=0.1)
+    na = analog_mvm(w, x, noisy, Stream(5)) - a
+    nb = analog_mvm(np.ascontiguousarray(w.T).T, x, noisy, Stream(5)) - b
+    np.testing.assert_allclose(na, nb, atol=1e-4)
+    assert np.std(na / m) == pytest.approx(0.1, rel=0.2)

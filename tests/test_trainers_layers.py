@@ -1,5 +1,5 @@
-"""Analog layers against torch's digital layers (ideal periphery, constant-step device), splitting,
-the periphery reimplementation against devices.analog_mvm, export to digital."""
+"""Analog layers against torch's digital layers (ideal periphery, constant-step device), splitting, the
+digital bias and output scale, export to digital."""
 
 import copy
 
@@ -10,7 +10,6 @@ from torch import nn
 
 import trainers as T
 from devices import Ideal, PeripheryConfig, Stream, analog_mvm
-from trainers.periphery import read
 
 PERFECT = T.TileConfig(device=Ideal(tau=2.0, dw_min=1e-3), forward=PeripheryConfig.perfect(),
                        backward=PeripheryConfig.perfect())
@@ -36,6 +35,21 @@ def test_analog_linear_matches_linear(bias):
     assert torch.allclose(g0, g1, atol=1e-5)
     assert lin.weight.grad is not None  # digital weights get grads, analog ones never do
     assert not any(p.numel() == 7 * 20 for p in ana.parameters())
+
+
+@pytest.mark.parametrize("out_scale", [False, True])
+def test_digital_bias_gets_the_digital_layers_gradient(out_scale):
+    """The bias added inside the bridge (no output scale) or after the scale: nn.Linear's / nn.Conv2d's
+    bias gradient, the sum of d over the batch (and pixels)."""
+    torch.manual_seed(3)
+    cfg = PERFECT.model_copy(update={"out_scale": out_scale})
+    for dig, x in ((nn.Linear(12, 5), torch.randn(6, 12)), (nn.Conv2d(2, 3, 3), torch.randn(2, 2, 6, 6))):
+        ana = T.convert(nn.Sequential(copy.deepcopy(dig)), cfg)[0]
+        _forward_backward(dig, x)
+        _forward_backward(ana, x)
+        assert torch.allclose(ana.bias.grad, dig.bias.grad, atol=1e-5)
+        if out_scale:  # d(y_o)/d(s_o) = (W x)_o: nonzero, and the bias is not scaled
+            assert ana.out_scale.grad is not None and ana.out_scale.grad.abs().sum() > 0
 
 
 def test_convert_splits_large_linear_and_matches():
@@ -81,23 +95,6 @@ def test_analog_conv2d_matches_conv2d(kw):
     assert torch.allclose(T.to_digital(ana)(x), y0, atol=1e-5)
     x2, d2 = ana.pop_batch()
     assert x2.shape == (2 * y0.shape[2] * y0.shape[3], 27) and d2.shape == (x2.shape[0], 5)
-
-
-def test_periphery_read_matches_analog_mvm():
-    rng = np.random.default_rng(0)
-    w = (rng.standard_normal((30, 40)) * 0.4).astype(np.float32)
-    x = rng.standard_normal((16, 40)).astype(np.float32)
-    x[3] *= 0  # an all-zero input
-    for cfg in (PeripheryConfig(), PeripheryConfig(out_bound=2.0), PeripheryConfig(bound_management=False),
-                PeripheryConfig(noise_management=False, inp_bits=None), PeripheryConfig.perfect()):
-        r1, r2 = Stream(5), Stream(5)
-        y_ref = analog_mvm(w, x, cfg, r1)
-        y = read(torch.from_numpy(w).T, x, cfg, r2)
-        step = 2 * cfg.out_bound / (2**9 - 2) * np.abs(x).max()
-        # same draws; only the summation order of the product differs (may flip one ADC level rarely)
-        assert np.mean(np.abs(y - y_ref) > 1e-5) < 0.01
-        assert np.abs(y - y_ref).max() <= step + 1e-5
-        assert r1.counter == r2.counter
 
 
 def test_eval_and_no_grad_do_not_save():

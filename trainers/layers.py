@@ -25,9 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from devices import AnalogTile, ConductanceArray
+from devices import AnalogTile, ConductanceArray, analog_mvm
 from trainers.config import TileConfig
-from trainers.periphery import read
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -77,20 +76,18 @@ def _to_numpy(v):
 class _Block:
     """One tile of a layer's grid: rows [r0, r1) of the outputs, columns [c0, c1) of the (extended) inputs."""
 
-    __slots__ = ("tile", "r0", "r1", "c0", "c1", "_w", "_wt", "_wf", "dirty", "direct")
+    __slots__ = ("tile", "r0", "r1", "c0", "c1", "_w", "dirty", "direct")
 
     def __init__(self, tile: AnalogTile, r0: int, r1: int, c0: int, c1: int):
         self.tile, self.r0, self.r1, self.c0, self.c1 = tile, r0, r1, c0, c1
         self._w = np.zeros((tile.out_size, tile.in_size), np.float32)
-        self._wf = torch.from_numpy(self._w)  # zero-copy (out, in): backward reads
-        self._wt = self._wf.T  # zero-copy (in, out) view: forward reads
         self.dirty = True
         self.direct = None  # None: layout to be decided; True: W_eff is array 0's w itself (no copy)
 
     def relayout(self) -> None:
         """Decide whether W_eff can be array 0's raw weights directly (one array of gain 1 with a zero
-        reference, or all other gains 0): then reads use zero-copy views of it and nothing is recomputed
-        after an update. Call after any change of the gains or of a reference."""
+        reference, or all other gains 0): then reads use it in place and nothing is recomputed after an
+        update. Call after any change of the gains or of a reference."""
         t = self.tile
         live = [n for n, g in enumerate(t.gains) if g != 0]
         direct = live == [0] and t.gains[0] == 1 and not t.arrays[0].reference.any()
@@ -98,8 +95,6 @@ class _Block:
             self._w = t.arrays[0].w
         elif self.direct is not False:
             self._w = np.zeros((t.out_size, t.in_size), np.float32)
-        self._wf = torch.from_numpy(self._w)
-        self._wt = self._wf.T
         self.direct = direct
         self.dirty = not direct
 
@@ -115,16 +110,6 @@ class _Block:
             self.tile.weight(out=self._w)
             self.dirty = False
         return self._w
-
-    def weight_t(self) -> torch.Tensor:
-        """W^T (in, out) as a zero-copy torch view of the cache (forward: y = x W^T)."""
-        self.weight()
-        return self._wt
-
-    def weight_f(self) -> torch.Tensor:
-        """W (out, in) as a zero-copy torch view of the cache (backward: z = d W)."""
-        self.weight()
-        return self._wf
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -232,24 +217,23 @@ class _AnalogBase(nn.Module):
         if len(self.blocks) == 1:
             b = self.blocks[0]
             b.tile.reads += len(xe)
-            return read(b.weight_t(), xe, b.tile.forward_cfg, b.tile.stream), xe
+            return analog_mvm(b.weight(), xe, b.tile.forward_cfg, b.tile.stream), xe
         y = np.zeros((len(xe), self.out_features), np.float32)
         for b in self.blocks:
             b.tile.reads += len(xe)
-            y[:, b.r0:b.r1] += read(b.weight_t(), xe[:, b.c0:b.c1], b.tile.forward_cfg, b.tile.stream)
+            y[:, b.r0:b.r1] += analog_mvm(b.weight(), xe[:, b.c0:b.c1], b.tile.forward_cfg, b.tile.stream)
         return y, xe
 
     def _read_backward(self, d: np.ndarray) -> np.ndarray:
         if len(self.blocks) == 1:
             b = self.blocks[0]
             b.tile.reads += len(d)
-            z = read(b.weight_f(), d, b.tile.backward_cfg, b.tile.stream)
+            z = analog_mvm(b.weight().T, d, b.tile.backward_cfg, b.tile.stream)
             return z[:, : self.in_features] if self.analog_bias else z
         z = np.zeros((len(d), self.in_ext), np.float32)
         for b in self.blocks:
             b.tile.reads += len(d)
-            z[:, b.c0:b.c1] += read(b.weight_f(), d[:, b.r0:b.r1], b.tile.backward_cfg,
-                                    b.tile.stream)
+            z[:, b.c0:b.c1] += analog_mvm(b.weight().T, d[:, b.r0:b.r1], b.tile.backward_cfg, b.tile.stream)
         return np.ascontiguousarray(z[:, : self.in_features]) if self.analog_bias else z
 
     # -- saved x and d ----------------------------------------------------------------------------------
