@@ -335,7 +335,7 @@ def _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
     return fired
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def coincidence_update_kernel(w, x_lists, x_counts, x, d, lr_sign, d_masks,
                               ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
     """Apply the coincidences of x and d pulse trains to w (float32, in place), sample after sample and
@@ -346,38 +346,91 @@ def coincidence_update_kernel(w, x_lists, x_counts, x, d, lr_sign, d_masks,
     (the SGD sign: W -= lr d x^T). Row i draws its noise from stream i. The cost follows the number of
     pulses. Returns pulses fired.
     """
-    rows = w.shape[0]
-    fired = np.zeros(rows, np.int64)
-    for i in prange(rows):
-        fired[i] = _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
-                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
+    fired = np.zeros(w.shape[0], np.int64)
+    _coincide_rows_parallel(fired, w, x_lists, x_counts, x, d, lr_sign, d_masks,
+                            ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
     return fired.sum()
 
 
+SERIAL_TRAIN_ELEMENTS = 16384
+"""pulsed_update_kernel draws the pulse trains on the calling thread up to this many elements (batch x
+(in + out)), where a parallel launch costs more than it saves (R1's FCN: batch 10, up to 7 680)."""
+
+SERIAL_PULSES = 1000
+"""pulsed_update_kernel fires the coincidences on the calling thread up to this many pulses (a column
+transfer fires 2 to 120), in parallel over rows above."""
+
+
+@njit(cache=True)
+def _coincidences(x_counts, d_masks) -> int:
+    """Pulses the coincidence stage will fire: the sum over samples b and slots t of (x trains firing in
+    slot t) x (d trains firing in slot t)."""
+    total = 0
+    for b in range(d_masks.shape[0]):
+        for i in range(d_masks.shape[1]):
+            m = d_masks[b, i]
+            while m != 0:
+                total += x_counts[b, lowest_bit(m)]
+                m &= m - uint32(1)
+    return total
+
+
+@njit(cache=True, inline="always")
+def _fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks) -> None:
+    """Train set k of an update: x's trains of sample k for k < B, else d's trains of sample k - B."""
+    batch = x.shape[0]
+    b = k % batch
+    if k < batch:
+        _fill_train(x, b, x_scale[b], bl[b], seed, counter, k, x_masks)
+    else:
+        _fill_train(d, b, d_scale[b], bl[b], seed, counter, k, d_masks)
+
+
 @njit(cache=True, parallel=True)
+def _fill_trains_parallel(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks) -> None:
+    """All train sets of an update, in parallel (nothing else in this function: in a parallel build every
+    array allocation or reduction is a parallel launch of its own)."""
+    for k in prange(2 * x.shape[0]):
+        _fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks)
+
+
+@njit(cache=True, parallel=True)
+def _coincide_rows_parallel(fired, w, x_lists, x_counts, x, d, lr_sign, d_masks,
+                            ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> None:
+    """_coincide_row for every row, in parallel; fired[i] gets row i's pulses."""
+    for i in prange(w.shape[0]):
+        fired[i] = _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
+                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
+
+
+@njit(cache=True)
 def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_management,
                          ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
     """The whole pulsed update W -= lr d^T x in one call: train plan (devices.update.plan_kernel), the x
     and d pulse trains (pulse_trains_kernel with offsets 0 and B), slot lists, coincidences
     (coincidence_update_kernel). Bit-identical to running those stages one by one; one call instead of
-    five saves their fixed costs, which dominate small updates. x (B, in), d (B, out) float32."""
+    five saves their fixed costs, which dominate small updates. Small stages run on the calling thread
+    (SERIAL_TRAIN_ELEMENTS, SERIAL_PULSES), large ones in parallel; the result does not depend on it.
+    x (B, in), d (B, out) float32."""
     batch = x.shape[0]
     bl, x_scale, d_scale, _ = plan_kernel(x, d, abs(lr), dw_min, desired_bl, update_management, bl_management)
     x_masks = np.zeros(x.shape, np.uint32)
     d_masks = np.zeros(d.shape, np.uint32)
-    for k in prange(2 * batch):
-        b = k % batch
-        if k < batch:
-            _fill_train(x, b, x_scale[b], bl[b], seed, counter, k, x_masks)
-        else:
-            _fill_train(d, b, d_scale[b], bl[b], seed, counter, k, d_masks)
+    if batch * (x.shape[1] + d.shape[1]) <= SERIAL_TRAIN_ELEMENTS:
+        for k in range(2 * batch):
+            _fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks)
+    else:
+        _fill_trains_parallel(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks)
     x_lists, x_counts = slot_lists_kernel(x_masks, bl.max() if batch > 0 else 0)
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
-    rows = w.shape[0]
-    fired = np.zeros(rows, np.int64)
-    for i in prange(rows):
-        fired[i] = _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
-                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
+    fired = np.zeros(w.shape[0], np.int64)
+    if _coincidences(x_counts, d_masks) <= SERIAL_PULSES:
+        for i in range(w.shape[0]):
+            fired[i] = _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
+                                     ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
+    else:
+        _coincide_rows_parallel(fired, w, x_lists, x_counts, x, d, lr_sign, d_masks,
+                                ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
     return fired.sum()
 
 

@@ -80,14 +80,15 @@ def _prepare_input(x, bound, bits, noise_management):
 
 
 @njit(cache=True, parallel=True, fastmath={"reassoc", "contract"})
-def _product(mat, transposed, xq):
-    """The crossbar's multiply-accumulate in float32: y = xq @ mat.T for mat (out, in), one dot product
-    per output (parallel over outputs); transposed: y = xq @ mat for mat (in, out), the rows of mat
-    accumulated per sample (parallel over samples). Both read mat row by row. Each output is summed by
-    one thread (reassociated so that it vectorizes), so the result does not depend on the thread count."""
+def _product(mat, transposed, xq, y) -> None:
+    """The crossbar's multiply-accumulate in float32 into y (batch, out), zero on entry: y = xq @ mat.T
+    for mat (out, in), one dot product per output (parallel over outputs); transposed: y = xq @ mat for
+    mat (in, out), the rows of mat accumulated per sample (parallel over samples). Both read mat row by
+    row. Each output is summed by one thread (reassociated so that it vectorizes), so the result does not
+    depend on the thread count. (Callers allocate: in a parallel build an allocation is a parallel launch
+    of its own.)"""
     batch = xq.shape[0]
     if transposed:
-        y = np.zeros((batch, mat.shape[1]), np.float32)
         for b in prange(batch):
             yb = y[b]
             xb = xq[b]
@@ -96,8 +97,7 @@ def _product(mat, transposed, xq):
                 row = mat[k]
                 for o in range(mat.shape[1]):
                     yb[o] += c * row[o]
-        return y
-    y = np.empty((batch, mat.shape[0]), np.float32)
+        return
     for o in prange(mat.shape[0]):
         row = mat[o]
         for b in range(batch):
@@ -106,19 +106,18 @@ def _product(mat, transposed, xq):
             for k in range(mat.shape[1]):
                 acc += xb[k] * row[k]
             y[b, o] = acc
-    return y
 
 
 @njit(cache=True, parallel=True)
-def _finish_rows(y, rows, row_scale, out_noise, bound, bits, check, seed, counter):
+def _finish_rows(y, rows, row_scale, out_noise, bound, bits, check, seed, counter, done) -> None:
     """Add out_noise * N(0, 1) to y[rows] (row i from stream (seed, counter, i)); unless `check` finds a
     saturated output (|y| >= bound) in a row, clip, quantize and multiply that row by row_scale[k] in
-    place. Returns a bool per row: finished (True) or saturated (left for a re-read)."""
+    place. done[k]: row rows[k] finished (True) or saturated (False, left for a re-read)."""
     n = y.shape[1]
     b32 = np.float32(bound)
     step = _level_step(bound, bits)
-    done = np.ones(len(rows), np.bool_)
     for k in prange(len(rows)):
+        done[k] = True
         i = rows[k]
         out = y[i]
         if out_noise > 0:
@@ -139,7 +138,6 @@ def _finish_rows(y, rows, row_scale, out_noise, bound, bits, check, seed, counte
             else:
                 for j in range(n):
                     out[j] = min(max(out[j], -b32), b32) * s
-    return done
 
 
 @njit(cache=True)
@@ -148,8 +146,10 @@ def _read(mat, transposed, x, inp_bound, inp_bits, noise_management, out_noise, 
     """One read in one call: DAC (_prepare_input), product, output noise and ADC (_finish_rows).
     Returns (y, input scales, finished rows)."""
     xq, scale = _prepare_input(x, inp_bound, inp_bits, noise_management)
-    y = _product(mat, transposed, xq)
-    done = _finish_rows(y, np.arange(x.shape[0]), scale, out_noise, out_bound, out_bits, check, seed, counter)
+    y = np.zeros((x.shape[0], mat.shape[1] if transposed else mat.shape[0]), np.float32)
+    _product(mat, transposed, xq, y)
+    done = np.empty(x.shape[0], np.bool_)
+    _finish_rows(y, np.arange(x.shape[0]), scale, out_noise, out_bound, out_bits, check, seed, counter, done)
     return y, scale, done
 
 
@@ -192,8 +192,11 @@ def _reread_saturated(y, x, todo, scale, cfg, mat, transposed, stream) -> None:
             break
         factor *= np.float32(0.5)
         xs, _ = _prepare_input(x[todo] * (factor / scale[todo])[:, None], cfg.inp_bound, inp_bits, False)
-        y[todo] = _product(mat, transposed, xs)
+        ys = np.zeros((len(todo), y.shape[1]), np.float32)
+        _product(mat, transposed, xs, ys)
+        y[todo] = ys
         check = attempt < cfg.max_bm_reads - 1
-        done = _finish_rows(y, todo, scale[todo] / factor, cfg.out_noise, cfg.out_bound, out_bits, check,
-                            stream.seed, stream.take())
+        done = np.empty(len(todo), np.bool_)
+        _finish_rows(y, todo, scale[todo] / factor, cfg.out_noise, cfg.out_bound, out_bits, check,
+                     stream.seed, stream.take(), done)
         todo = todo[~done]
