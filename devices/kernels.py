@@ -108,12 +108,23 @@ def _pulses(w, n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
     return w, s
 
 
+@njit(cache=True)
+def total(a) -> int:
+    """Sum of a 1-D integer array as a plain loop: in a parallel build `a.sum()` and `np.zeros` are
+    parallel launches of their own, which cost more than these loops over rows."""
+    t = 0
+    for k in range(a.shape[0]):
+        t += a[k]
+    return t
+
+
 @njit(cache=True, parallel=True)
 def pulse_kernel(w, counts, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
     """Apply counts[i, j] signed pulses to every element of w (float32, in place); returns pulses fired."""
     rows, cols = w.shape
-    fired = np.zeros(rows, np.int64)
+    fired = np.empty(rows, np.int64)
     for i in prange(rows):
+        fired[i] = 0
         s = stream_seed(uint64(seed), uint64(counter), uint64(i))
         er = ep[i]
         for j in range(cols):
@@ -123,7 +134,7 @@ def pulse_kernel(w, counts, ep, code, consts, grid, tab_up, tab_dn, sigma, addit
                                sigma, additive, s)
                 w[i, j] = v
                 fired[i] += abs(n)
-    return fired.sum()
+    return total(fired)
 
 
 @njit(cache=True, parallel=True)
@@ -454,8 +465,9 @@ def expected_update_kernel(w, dw, dw_min, ep, code, consts, grid, tab_up, tab_dn
     """Analog Update with granularity: |dw|/dw_min stochastically rounded to n whole pulses, applied as
     n mean steps at the current w plus noise of n pulses' variance, then clipped. Returns pulses fired."""
     rows, cols = w.shape
-    fired = np.zeros(rows, np.int64)
+    fired = np.empty(rows, np.int64)
     for i in prange(rows):
+        fired[i] = 0
         rs = stream_seed(uint64(seed), uint64(counter), uint64(i))
         er = ep[i]
         for j in range(cols):
@@ -481,7 +493,7 @@ def expected_update_kernel(w, dw, dw_min, ep, code, consts, grid, tab_up, tab_dn
             v = min(max(v, er[j, W_MIN]), er[j, W_MAX])
             w[i, j] = v
             fired[i] += n
-    return fired.sum()
+    return total(fired)
 
 
 @njit(cache=True, parallel=True)

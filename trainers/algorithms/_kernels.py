@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from devices.kernels import total
+
 
 @njit(cache=True, inline="always")
 def _pulses_for(v, lim, dw_min, max_pulses, single) -> int:
@@ -23,9 +25,10 @@ def threshold_counts(h, counts, dw_min, threshold, max_pulses, single):
     """Where |h| >= threshold * dw_min: n = sign(h) floor(|h| / dw_min) pulses (single: n = sign(h)),
     clipped to +-max_pulses, written into counts; h -= n dw_min. Elsewhere counts = 0. Returns sum |n|."""
     rows, cols = h.shape
-    fired = np.zeros(rows, np.int64)
+    fired = np.empty(rows, np.int64)
     lim = threshold * dw_min
     for i in prange(rows):
+        fired[i] = 0
         for j in range(cols):
             v = h[i, j]
             n = _pulses_for(v, lim, dw_min, max_pulses, single)
@@ -33,7 +36,7 @@ def threshold_counts(h, counts, dw_min, threshold, max_pulses, single):
                 h[i, j] = v - n * dw_min
                 fired[i] += abs(n)
             counts[i, j] = n
-    return fired.sum()
+    return total(fired)
 
 
 @njit(cache=True)
