@@ -214,12 +214,14 @@ def test_coincidence_update_matches_numpy_popcount():
 
 
 @pytest.mark.parametrize("kind", ["power", "LinearStep", "ExpStep"])
-def test_fused_pulsed_update_equals_the_stages(kind):
+@pytest.mark.parametrize("rows, cols, batch", [(20, 30, 3), (40, 400, 48)])
+def test_fused_pulsed_update_equals_the_stages(kind, rows, cols, batch):
     """pulsed_update_kernel = train plan, pulse trains (x at offset 0, d at offset B), slot lists and
-    coincidences run one by one: the same weights bit for bit and the same pulse count, noise included."""
+    coincidences run one by one: the same weights bit for bit and the same pulse count, noise included,
+    whether the fused kernel runs its stages on the calling thread (small) or in parallel (large)."""
     cfg = SPREAD_CONFIGS[kind]
     rng = np.random.default_rng(7)
-    rows, cols, batch = 20, 30, 6
+    large = batch * (rows + cols) > K.SERIAL_TRAIN_ELEMENTS
     x = rng.normal(0, 0.5, (batch, cols)).astype(np.float32)
     d = rng.normal(0, 0.05, (batch, rows)).astype(np.float32)
     x[2] = 0.0  # a sample without pulses
@@ -238,6 +240,7 @@ def test_fused_pulsed_update_equals_the_stages(kind):
         n_fused = K.pulsed_update_kernel(w_fused, x, d, lr, p.dw_min, ucfg.desired_bl, ucfg.update_management,
                                          ucfg.update_bl_management, *p.response, *p.noise, arr.seed, 5)
         assert n_staged > 0 and n_fused == n_staged
+        assert (n_fused > K.SERIAL_PULSES) == large  # the branch this case is meant to take
         assert np.array_equal(w_fused, w_staged)
 
 
