@@ -10,7 +10,7 @@ from numba import njit
 from scipy import stats
 from scipy.optimize import brentq
 
-from devices import DEVICE_KINDS, ConductanceArray, UpdateConfig, parse_device
+from devices import DEVICE_KINDS, ConductanceArray, PeripheryConfig, UpdateConfig, parse_device
 from devices import kernels as K
 from devices.rng import Stream, new_state, next_normal, next_uniform, normal_step
 
@@ -287,7 +287,8 @@ def test_expected_update_kernel_noise_variance():
 
 
 def _run_all(seed: int) -> list[np.ndarray]:
-    """Pulses, pulsed update, expected update and zero shift on a noisy array with spreads."""
+    """Pulses, pulsed updates (serial and parallel stages), expected update, zero shift and noisy reads
+    (forward and transposed) on a noisy array with spreads."""
     dev = parse_device(SPREAD_CONFIGS["SoftBounds"])
     rng = np.random.default_rng(0)
     x = rng.normal(0, 0.5, (16, 48)).astype(np.float32)
@@ -298,10 +299,16 @@ def _run_all(seed: int) -> list[np.ndarray]:
     out.append(a.w.copy())
     a.update(x, d, 0.1, UpdateConfig(mode="pulsed"))
     out.append(a.w.copy())
+    big = np.tile(x, (30, 1)), np.tile(d, (30, 1))  # 480 x 88 train elements: the parallel stages
+    assert big[0].shape[0] * 88 > K.SERIAL_TRAIN_ELEMENTS
+    a.update(*big, 0.1, UpdateConfig(mode="pulsed"))
+    out.append(a.w.copy())
     a.update(x, d, 0.1, UpdateConfig(mode="expected"))
     out.append(a.w.copy())
     a.zero_shift(n_cycles=50)
     out.append(a.w.copy())
+    out.append(a.read(x, PeripheryConfig()))
+    out.append(a.read_transposed(d, PeripheryConfig()))
     return out
 
 
