@@ -482,14 +482,15 @@ def expected_update_kernel(w, dw, dw_min, ep, code, consts, grid, tab_up, tab_dn
             if n == 0:
                 continue
             up = desired > 0.0
+            k = 1 - int(up)  # branch-free direction, see mean_step
             v = float(w[i, j])
             s = mean_step(code, up, v, er, j, consts, grid, tab_up, tab_dn)
             step = n * s
             if sigma > 0.0:
-                scale = er[j, DW_UP + 1 - int(up)] if additive else s
+                scale = er[j, DW_UP + k] if additive else s
                 xi, rs = normal_step(rs)
                 step += sigma * scale * np.sqrt(n) * xi
-            v = v + step if up else v - step
+            v = v + (1.0 - 2.0 * k) * step
             v = min(max(v, er[j, W_MIN]), er[j, W_MAX])
             w[i, j] = v
             fired[i] += n

@@ -49,7 +49,8 @@ def uniform_step(s: uint64) -> tuple[float, uint64]:
 
 @njit(cache=True, inline="always")
 def next_uniform(state: np.ndarray) -> float:
-    """Uniform float in (0, 1); `state` is a uint64 array of length 1, advanced in place by GOLDEN."""
+    """Uniform float in (0, 1); `state` is a uint64 array of length 1 (new_state), advanced in place by
+    GOLDEN. For Python-side loops and tests; kernels use uniform_step."""
     u, state[0] = uniform_step(state[0])
     return u
 
@@ -124,7 +125,8 @@ def normal_step(s: uint64) -> tuple[float, uint64]:
 
 @njit(cache=True, inline="always")
 def next_normal(state: np.ndarray) -> float:
-    """Standard normal draw; `state` is a uint64 array of length 1, advanced in place."""
+    """Standard normal draw; `state` is a uint64 array of length 1 (new_state), advanced in place. For
+    Python-side loops and tests; kernels use normal_step."""
     x, state[0] = normal_step(state[0])
     return x
 
@@ -146,10 +148,9 @@ def normal_kernel(rows: int, cols: int, seed: int, counter: int) -> np.ndarray:
     """Standard normals (rows, cols); row i from stream (seed, counter, i)."""
     out = np.empty((rows, cols))
     for i in prange(rows):
-        state = np.empty(1, np.uint64)
-        state[0] = stream_seed(uint64(seed), uint64(counter), uint64(i))
+        s = stream_seed(uint64(seed), uint64(counter), uint64(i))
         for j in range(cols):
-            out[i, j] = next_normal(state)
+            out[i, j], s = normal_step(s)
     return out
 
 
