@@ -227,7 +227,11 @@ def test_fused_pulsed_update_equals_the_stages(kind, rows, cols, batch):
     x[2] = 0.0  # a sample without pulses
     arr = ConductanceArray(rows, cols, parse_device(cfg), seed=3)
     p = arr.params
-    for lr, ucfg in [(0.5, UpdateConfig()), (-0.2, UpdateConfig(update_bl_management=False, desired_bl=9))]:
+    # the last case: one-slot trains (largest firing probability sqrt(lr max|x| max|d| / dw_min) = 0.3)
+    one_slot_lr = 0.09 * p.dw_min / (np.abs(x).max(1) * np.abs(d).max(1)).max()
+    cases = [(0.5, UpdateConfig()), (-0.2, UpdateConfig(update_bl_management=False, desired_bl=9)),
+             (one_slot_lr, UpdateConfig())]
+    for lr, ucfg in cases:
         w_staged = arr.w.copy()
         bl, xs, ds, _ = K.plan_kernel(x, d, abs(lr), p.dw_min, ucfg.desired_bl, ucfg.update_management,
                                       ucfg.update_bl_management)
@@ -240,7 +244,10 @@ def test_fused_pulsed_update_equals_the_stages(kind, rows, cols, batch):
         n_fused = K.pulsed_update_kernel(w_fused, x, d, lr, p.dw_min, ucfg.desired_bl, ucfg.update_management,
                                          ucfg.update_bl_management, *p.response, *p.noise, arr.seed, 5)
         assert n_staged > 0 and n_fused == n_staged
-        assert (n_fused > K.SERIAL_PULSES) == large  # the branch this case is meant to take
+        if lr == one_slot_lr:
+            assert bl.max() == 1
+        else:
+            assert (n_fused > K.SERIAL_PULSES) == large  # the branch this case is meant to take
         assert np.array_equal(w_fused, w_staged)
 
 
