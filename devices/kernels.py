@@ -15,7 +15,7 @@ from numba import njit, prange, uint32, uint64
 from numba.core.errors import NumbaPerformanceWarning
 
 from devices.prefetch import prefetch
-from devices.rng import GOLDEN, normal_step, stream_seed, uniform_at, uniform_step
+from devices.rng import bits31_at, normal_step, stream_seed, uniform_step
 
 # response family codes
 CONST, LINEAR, POWER, EXP_R1, EXP_STEP, TABLE = 0, 1, 2, 3, 4, 5
@@ -240,11 +240,14 @@ def _fill_train(values, b, scale, length, seed, counter, stream, masks) -> None:
         return
     s = stream_seed(uint64(seed), uint64(counter), TRAIN_STREAMS + uint64(stream))
     n = values.shape[1]
-    if length == 1:  # one slot: element k fires when draw k + 1 of the stream is >= 1 - p (vectorizes)
+    if length == 1:  # one slot: element k fires when its 31 random bits are below p 2^31 (vectorizes)
         row = values[b]
         out = masks[b]
+        sc = np.float32(scale)
         for k in range(n):
-            out[k] = uint32(uniform_at(s + uint64(k + 1) * GOLDEN) >= 1.0 - scale * abs(row[k]))
+            p = sc * abs(row[k])
+            limit = np.int32(min(p * np.float32(2147483648.0), np.float32(2147483520.0)))  # int32-safe
+            out[k] = uint32((bits31_at(s, k) < limit) | (p >= np.float32(1.0)))
         return
     full = uint32((1 << length) - 1)
     for k in range(n):
@@ -287,8 +290,8 @@ def pulse_trains_kernel(values, prob_scale, bl, seed, counter, offset):
     independently for each slot t < bl[b]; sample b draws from stream TRAIN_STREAMS + offset + b.
     Returns masks uint32 (B, n).
 
-    A one-slot train (BL = 1) fires where draw k + 1 of the sample's stream is >= 1 - p (no branch: the
-    loop vectorizes, 6x faster). Otherwise one uniform decides whether a train is empty (probability
+    A one-slot train (BL = 1) fires where the 31 random bits of element k (devices.rng.bits31_at) are
+    below p 2^31, in float32 (no branch: the loop vectorizes). Otherwise one uniform decides whether a train is empty (probability
     (1 - p)^BL); the first pulse of a non-empty train reuses it through the inverse CDF of the truncated
     geometric law, later ones are placed by geometric skipping (p < 0.25) or slot by slot. The cost
     follows the number of pulses, not n * BL.

@@ -12,7 +12,7 @@ from scipy.optimize import brentq
 
 from devices import DEVICE_KINDS, ConductanceArray, PeripheryConfig, UpdateConfig, parse_device
 from devices import kernels as K
-from devices.rng import Stream, new_state, next_normal, next_uniform, normal_step
+from devices.rng import Stream, bits31_at, new_state, next_normal, next_uniform, normal_step
 
 
 def _params(cfg, shape):
@@ -73,6 +73,28 @@ def test_generator_is_uniform_and_normal():
     assert (np.abs(z) > 3.5).mean() == pytest.approx(2 * stats.norm.sf(3.5), rel=0.2)  # the ziggurat's tail
     z2 = _normals(new_state(1, 2, 4), 1000)
     assert abs(np.corrcoef(z[:1000], z2)[0, 1]) < 0.15  # streams of different indices are unrelated
+
+
+@njit
+def _bits31(key, n):
+    out = np.empty(n, np.int64)
+    for k in range(n):
+        out[k] = bits31_at(key, k)
+    return out
+
+
+def test_bits31_are_uniform_and_unrelated_across_elements_and_keys():
+    """bits31_at (the one-slot pulse trains' draws): uniform on [0, 2^31) by a KS test, no lag-1 or
+    low-bit structure, and two keys give unrelated sequences."""
+    key = new_state(1, 2, 3)[0]
+    b = _bits31(key, 200_000)
+    assert b.min() >= 0 and b.max() < 2**31
+    u = (b + 0.5) / 2**31
+    assert stats.kstest(u, "uniform").pvalue > 1e-3
+    assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 5 / np.sqrt(u.size)
+    assert abs((b & 1).mean() - 0.5) < 5 * 0.5 / np.sqrt(b.size)
+    other = (_bits31(new_state(1, 2, 4)[0], 200_000) + 0.5) / 2**31
+    assert abs(np.corrcoef(u, other)[0, 1]) < 5 / np.sqrt(u.size)
 
 
 @njit
