@@ -438,10 +438,22 @@ def _fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_mas
     b = k % batch
     if k < batch:
         _fill_train(x, b, x_scale[b], bl[b], seed, counter, k, x_masks)
-        _slot_lists_of(x_masks, b, x_lists, x_counts)
+        if bl[b] == 1:  # masks are 0 or 1: a branch-free compaction
+            mb = x_masks[b]
+            lb = x_lists[b, 0]
+            c = 0
+            for j in range(mb.shape[0]):
+                lb[c] = j
+                c += mb[j]
+            x_counts[b, 0] = c
+        else:
+            _slot_lists_of(x_masks, b, x_lists, x_counts)
     else:
         _fill_train(d, b, d_scale[b], bl[b], seed, counter, k, d_masks)
-        _slot_counts_of(d_masks, b, d_counts)
+        if bl[b] == 1:
+            d_counts[b, 0] = total(d_masks[b])
+        else:
+            _slot_counts_of(d_masks, b, d_counts)
 
 
 @njit(cache=True, parallel=True)
