@@ -367,8 +367,6 @@ def _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
     fired = 0
     wr = w[i]
     er = ep[i]
-    w_row = w.ctypes.data + i * w.strides[0]
-    ep_row = ep.ctypes.data + i * ep.strides[0]
     for b in range(d_masks.shape[0]):
         md = d_masks[b, i]
         if md == 0:
@@ -381,8 +379,8 @@ def _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
             js = x_lists[b, t]
             if x_counts[b, t] <= PREFETCH_PULSES:
                 for a in range(x_counts[b, t]):
-                    prefetch(w_row + js[a] * w.strides[1])
-                    prefetch(ep_row + js[a] * ep.strides[1])
+                    prefetch(w, i, js[a])
+                    prefetch(ep, i, js[a])
             for a in range(x_counts[b, t]):
                 j = js[a]
                 up = d_up == (xb[j] > 0.0)

@@ -2,8 +2,9 @@
 
 A small pulsed update fires a few pulses per row at scattered elements; each pulse reads the element's
 weight and parameters from arrays far larger than the caches, and without a hint the CPU has only a few
-of those misses in flight (docs/performance.md). `prefetch(address)` emits LLVM's `llvm.prefetch` (read,
-high locality, data); it never faults, whatever the address.
+of those misses in flight (docs/performance.md). `prefetch(a, i, j)` emits LLVM's `llvm.prefetch` (read,
+high locality, data) for the element a[i, j] (a[i, j, 0, ...] for arrays of more dimensions); a prefetch
+never faults and changes no result.
 """
 
 from __future__ import annotations
@@ -15,18 +16,25 @@ from numba.extending import intrinsic
 
 
 @intrinsic
-def prefetch(typingctx, address):
-    """Prefetch the cache line holding byte `address` (an integer, e.g. `a.ctypes.data + offset`)."""
-    if not isinstance(address, types.Integer):
+def prefetch(typingctx, a, i, j):
+    """Prefetch the cache line of a[i, j] (no bounds check: a hint only)."""
+    if not (isinstance(a, types.Array) and a.ndim >= 2 and isinstance(i, types.Integer)
+            and isinstance(j, types.Integer)):
         return None
 
     def codegen(context, builder, signature, args):
+        array_type = signature.args[0]
+        arr = context.make_array(array_type)(context, builder, value=args[0])
+        index = [context.cast(builder, v, t, types.intp) for v, t in zip(args[1:], signature.args[1:])]
+        index += [context.get_constant(types.intp, 0)] * (array_type.ndim - 2)
+        ptr = cgutils.get_item_pointer2(context, builder, data=arr.data, shape=cgutils.unpack_tuple(builder, arr.shape),
+                                        strides=cgutils.unpack_tuple(builder, arr.strides),
+                                        layout=array_type.layout, inds=index)
         i8p = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
         fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
                                             "llvm.prefetch.p0")
-        ptr = builder.inttoptr(context.cast(builder, args[0], signature.args[0], types.uintp), i8p)
-        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
         return context.get_dummy_value()
 
-    return types.void(address), codegen
+    return types.void(a, i, j), codegen
