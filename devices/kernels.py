@@ -286,15 +286,15 @@ def _fill_train(values, b, scale, length, seed, counter, stream, masks) -> None:
 
 @njit(cache=True, parallel=True)
 def pulse_trains_kernel(values, prob_scale, bl, seed, counter, offset):
-    """Stochastic pulse trains: bit t of masks[b, k] is set with probability p = min(prob_scale[b] |values[b, k]|, 1),
-    independently for each slot t < bl[b]; sample b draws from stream TRAIN_STREAMS + offset + b.
-    Returns masks uint32 (B, n).
+    """Stochastic pulse trains: bit t of masks[b, k] is set with probability
+    p = min(prob_scale[b] |values[b, k]|, 1), independently for each slot t < bl[b]; sample b draws from
+    stream TRAIN_STREAMS + offset + b. Returns masks uint32 (B, n).
 
     A one-slot train (BL = 1) fires where the 31 random bits of element k (devices.rng.bits31_at) are
-    below p 2^31, in float32 (no branch: the loop vectorizes). Otherwise one uniform decides whether a train is empty (probability
-    (1 - p)^BL); the first pulse of a non-empty train reuses it through the inverse CDF of the truncated
-    geometric law, later ones are placed by geometric skipping (p < 0.25) or slot by slot. The cost
-    follows the number of pulses, not n * BL.
+    below p 2^31, in float32 (no branch: the loop vectorizes). Otherwise one uniform decides whether a
+    train is empty (probability (1 - p)^BL); the first pulse of a non-empty train reuses it through the
+    inverse CDF of the truncated geometric law, later ones are placed by geometric skipping (p < 0.25) or
+    slot by slot. The cost follows the number of pulses, not n * BL.
     """
     batch = values.shape[0]
     masks = np.zeros(values.shape, np.uint32)

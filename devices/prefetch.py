@@ -27,7 +27,8 @@ def prefetch(typingctx, a, i, j):
         arr = context.make_array(array_type)(context, builder, value=args[0])
         index = [context.cast(builder, v, t, types.intp) for v, t in zip(args[1:], signature.args[1:])]
         index += [context.get_constant(types.intp, 0)] * (array_type.ndim - 2)
-        ptr = cgutils.get_item_pointer2(context, builder, data=arr.data, shape=cgutils.unpack_tuple(builder, arr.shape),
+        ptr = cgutils.get_item_pointer2(context, builder, data=arr.data,
+                                        shape=cgutils.unpack_tuple(builder, arr.shape),
                                         strides=cgutils.unpack_tuple(builder, arr.strides),
                                         layout=array_type.layout, inds=index)
         i8p = ir.IntType(8).as_pointer()
