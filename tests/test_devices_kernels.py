@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numba
 import numpy as np
 import pytest
@@ -16,8 +18,25 @@ from devices.rng import Stream, bits31_at, new_state, next_normal, next_uniform,
 
 
 def _params(cfg, shape):
-    arr = ConductanceArray(*shape, parse_device(cfg), seed=0)
-    return arr.params
+    """The nominal element's float64 parameters for every element of `shape`: the kernels' arithmetic
+    against the float64 formulas (arrays store theirs in float32: test_array_parameters_are_float32)."""
+    p = parse_device(cfg).nominal()
+    return dataclasses.replace(p, ep=np.broadcast_to(p.ep, (*shape, K.N_ELEMENT_PARAMS)))
+
+
+@pytest.mark.parametrize("kind", ["SoftBounds", "power", "tabulated"])
+def test_array_parameters_are_float32(kind):
+    """An array stores its drawn parameters in float32 (as aihwkit's float32 tiles; half the memory a
+    pulse reads); its mean steps are the float64 formula's to float32 rounding."""
+    cfg = FAMILY_CONFIGS[kind]
+    lo, hi = ref_bounds(cfg)
+    w = np.linspace(lo, hi, 35).reshape(5, 7)
+    arr = ConductanceArray(*w.shape, parse_device(cfg), seed=0)
+    assert arr.params.ep.dtype == np.float32
+    for up in (True, False):
+        want = cfg["dw_min"] * ref_q(cfg, w, up)
+        np.testing.assert_allclose(K.mean_step_kernel(w, up, *arr.params.response), want, rtol=2e-6,
+                                   atol=1e-6 * cfg["dw_min"])
 
 
 # -- pulse_kernel ---------------------------------------------------------------------------------------

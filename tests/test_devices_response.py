@@ -117,7 +117,7 @@ def test_symmetric_point_matches_closed_form_or_root(kind):
     dev = parse_device(cfg)
     assert dev.symmetric_point() == pytest.approx(want, abs=1e-9)
     arr = ConductanceArray(2, 3, dev, seed=0)
-    np.testing.assert_allclose(arr.symmetric_points(), want, atol=1e-9)
+    np.testing.assert_allclose(arr.symmetric_points(), want, atol=1e-7)  # float32 element parameters
 
 
 @pytest.mark.parametrize("kind", SYM_KINDS)
