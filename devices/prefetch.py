@@ -33,8 +33,10 @@ def prefetch(typingctx, a, i, j):
                                         layout=array_type.layout, inds=index)
         i8p = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
-                                            "llvm.prefetch.p0")
+        # declare_intrinsic mangles the name for the pointer type of this llvmlite (llvm.prefetch.p0i8; newer
+        # LLVMs upgrade it to the opaque-pointer llvm.prefetch.p0)
+        fn = builder.module.declare_intrinsic("llvm.prefetch", [i8p],
+                                              ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]))
         builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
         return context.get_dummy_value()
 

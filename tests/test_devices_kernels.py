@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import platform
 
 import numba
 import numpy as np
@@ -14,6 +15,7 @@ from scipy.optimize import brentq
 
 from devices import DEVICE_KINDS, ConductanceArray, PeripheryConfig, UpdateConfig, parse_device
 from devices import kernels as K
+from devices.prefetch import prefetch
 from devices.rng import Stream, bits31_at, new_state, next_normal, next_uniform, normal_step
 
 
@@ -252,6 +254,20 @@ def test_coincidence_update_matches_numpy_popcount():
         net = np.where(down, -c, c).sum(0)
         assert fired == c.sum()
         np.testing.assert_array_equal(w, (net * dw).astype(np.float32))
+
+
+@njit
+def _prefetch_rows(a, i):
+    for j in range(a.shape[1]):
+        prefetch(a, i, j)
+    return a.sum()
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="checks x86 assembly")
+def test_prefetch_emits_the_cpu_hint_and_changes_nothing():
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    assert _prefetch_rows(a, 2) == a.sum() and _prefetch_rows(a[:, ::2], 1) == a[:, ::2].sum()
+    assert "prefetcht0" in _prefetch_rows.inspect_asm(_prefetch_rows.signatures[0])
 
 
 @pytest.mark.parametrize("kind", ["power", "LinearStep", "ExpStep"])
