@@ -310,11 +310,19 @@ def lowest_bit(v) -> int:
 
 
 @njit(cache=True, inline="always")
-def _slot_lists_of(masks, b, lists, counts) -> None:
-    """Slot lists of sample b (see slot_lists_kernel); counts[b] must be zero on entry."""
+def _slot_lists_of(masks, b, one_slot, lists, counts) -> None:
+    """Slot lists of sample b (see slot_lists_kernel); counts[b] must be zero on entry. one_slot: the
+    sample's trains have one slot (masks 0 or 1), listed by a branch-free compaction."""
     mb = masks[b]
     lb = lists[b]
     cb = counts[b]
+    if one_slot:
+        c = 0
+        for k in range(mb.shape[0]):
+            lb[0, c] = k
+            c += mb[k]
+        cb[0] = c
+        return
     for k in range(mb.shape[0]):
         m = mb[k]
         while m != 0:
@@ -325,10 +333,14 @@ def _slot_lists_of(masks, b, lists, counts) -> None:
 
 
 @njit(cache=True, inline="always")
-def _slot_counts_of(masks, b, counts) -> None:
-    """counts[b, t] = number of trains of sample b with a pulse in slot t (counts[b] zero on entry)."""
+def _slot_counts_of(masks, b, one_slot, counts) -> None:
+    """counts[b, t] = number of trains of sample b with a pulse in slot t (counts[b] zero on entry);
+    one_slot as in _slot_lists_of."""
     mb = masks[b]
     cb = counts[b]
+    if one_slot:
+        cb[0] = total(mb)
+        return
     for k in range(mb.shape[0]):
         m = mb[k]
         while m != 0:
@@ -346,7 +358,7 @@ def slot_lists_kernel(masks, max_bl):
     lists = np.empty((batch, max(max_bl, 1), n), np.int32)
     counts = np.zeros((batch, max(max_bl, 1)), np.int32)
     for b in range(batch):
-        _slot_lists_of(masks, b, lists, counts)
+        _slot_lists_of(masks, b, max_bl <= 1, lists, counts)
     return lists, counts
 
 
@@ -420,11 +432,11 @@ transfer fires 2 to 120), in parallel over rows above."""
 def _coincidences(x_counts, d_counts) -> int:
     """Pulses the coincidence stage will fire: the sum over samples b and slots t of (x trains firing in
     slot t) x (d trains firing in slot t); counts (B, max_bl) as slot_lists_kernel returns them."""
-    total = 0
+    n = 0
     for b in range(x_counts.shape[0]):
         for t in range(x_counts.shape[1]):
-            total += x_counts[b, t] * d_counts[b, t]
-    return total
+            n += x_counts[b, t] * d_counts[b, t]
+    return n
 
 
 @njit(cache=True, inline="always")
@@ -436,22 +448,10 @@ def _fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_mas
     b = k % batch
     if k < batch:
         _fill_train(x, b, x_scale[b], bl[b], seed, counter, k, x_masks)
-        if bl[b] == 1:  # masks are 0 or 1: a branch-free compaction
-            mb = x_masks[b]
-            lb = x_lists[b, 0]
-            c = 0
-            for j in range(mb.shape[0]):
-                lb[c] = j
-                c += mb[j]
-            x_counts[b, 0] = c
-        else:
-            _slot_lists_of(x_masks, b, x_lists, x_counts)
+        _slot_lists_of(x_masks, b, bl[b] == 1, x_lists, x_counts)
     else:
         _fill_train(d, b, d_scale[b], bl[b], seed, counter, k, d_masks)
-        if bl[b] == 1:
-            d_counts[b, 0] = total(d_masks[b])
-        else:
-            _slot_counts_of(d_masks, b, d_counts)
+        _slot_counts_of(d_masks, b, bl[b] == 1, d_counts)
 
 
 @njit(cache=True, parallel=True)

@@ -48,7 +48,7 @@ class ElementParams:
     """Per-element parameters of an array, in the layout the kernels read.
 
     ep: (out, in, 6), float32 for an array's drawn elements (as aihwkit's float32 tiles: half the memory a
-    pulse reads; 10% to 25% faster pulsed updates), float64 for `nominal()`; columns DW_UP, DW_DOWN (step
+    pulse reads; pulsed updates 6% to 11% faster), float64 for `nominal()`; columns DW_UP, DW_DOWN (step
     magnitudes at the reference, weight units),
     W_MAX, W_MIN (element bounds), GAMMA_UP, GAMMA_DOWN (family shape parameters); code: family code;
     consts: family-wide constants; grid, tab_up, tab_dn: response table (TABLE family); sigma: cycle-to-cycle

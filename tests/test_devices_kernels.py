@@ -223,12 +223,14 @@ def test_pulse_trains_zero_length_and_zero_values_fire_nothing():
     assert not masks[1, ::2].any() and masks[1, 1::2].any()
 
 
-def test_slot_lists_match_the_masks():
+@pytest.mark.parametrize("max_bl", [12, 1])  # 1: one-slot trains, listed by a branch-free compaction
+def test_slot_lists_match_the_masks(max_bl):
     rng = np.random.default_rng(1)
-    masks = (rng.integers(0, 2**12, (3, 40)) & rng.integers(0, 2**12, (3, 40))).astype(np.uint32)
-    lists, counts = K.slot_lists_kernel(masks, 12)
+    top = 2**max_bl
+    masks = (rng.integers(0, top, (3, 40)) & rng.integers(0, top, (3, 40))).astype(np.uint32)
+    lists, counts = K.slot_lists_kernel(masks, max_bl)
     for b in range(3):
-        for t in range(12):
+        for t in range(max_bl):
             want = np.flatnonzero((masks[b] >> t) & 1)
             np.testing.assert_array_equal(np.sort(lists[b, t, :counts[b, t]]), want)
 
