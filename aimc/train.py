@@ -57,7 +57,7 @@ def saturated_fraction(tiles: list) -> float | None:
     for tile in tiles:
         for a in tile.arrays:
             lo, hi = a.bounds
-            half = 0.5 * a.params.dw_min
+            half = 0.5 * a.device.dw_min
             hit += int(np.count_nonzero((a.w <= lo + half) | (a.w >= hi - half)))
             total += a.w.size
     return hit / total if total else None

@@ -81,14 +81,14 @@ class ConductanceArray:
         return int(n)
 
     def _update_pulsed(self, x, d, lr, cfg) -> int:
-        return K.pulsed_update_kernel(self.w, x, d, float(lr), self.params.dw_min, cfg.desired_bl,
+        return K.pulsed_update_kernel(self.w, x, d, float(lr), self.params.granularity, cfg.desired_bl,
                                       cfg.update_management, cfg.update_bl_management, *self.params.response,
                                       *self.params.noise, self.seed, self._next())
 
     def _update_expected(self, x, d, lr, cfg) -> int:
-        _, _, _, d_clip = train_plan(x, d, lr, self.params.dw_min, cfg)
+        _, _, _, d_clip = train_plan(x, d, lr, self.params.granularity, cfg)
         dw = (-float(lr)) * ((d * d_clip[:, None].astype(np.float32)).T @ x)
-        return K.expected_update_kernel(self.w, np.ascontiguousarray(dw, np.float64), self.params.dw_min,
+        return K.expected_update_kernel(self.w, np.ascontiguousarray(dw, np.float64), self.params.granularity,
                                         *self.params.response, *self.params.noise, self.seed, self._next())
 
     # -- reads ------------------------------------------------------------------------------------------
@@ -125,16 +125,16 @@ class ConductanceArray:
     # -- programming ------------------------------------------------------------------------------------
     def program(self, target: np.ndarray, max_iters: int = 30, read_noise_std: float = 0.0,
                 tolerance: float | None = None, max_pulses: int | None = None) -> np.ndarray:
-        """Closed-loop programming of the effective weights to `target`: read, fire round(error / dw_min)
+        """Closed-loop programming of the effective weights to `target`: read, fire round(error / granularity)
         pulses (at most max_pulses per element and iteration), repeat until every |error| < tolerance
-        (default dw_min / 2) or max_iters. Returns the residual error target - weights (weight units)."""
+        (default granularity / 2; `_Device.granularity`, dw_min for most families) or max_iters. Returns the residual error target - weights (weight units)."""
         target = np.asarray(target, dtype=np.float32)
         if target.shape != self.shape:
             raise ValueError(f"target has shape {target.shape}, array is {self.shape}")
-        tol = self.params.dw_min / 2 if tolerance is None else tolerance
+        tol = self.params.granularity / 2 if tolerance is None else tolerance
         for _ in range(max_iters):
             err = target - self.read_weights(read_noise_std)
-            n = np.rint(err / self.params.dw_min).astype(np.int64)
+            n = np.rint(err / self.params.granularity).astype(np.int64)
             n[np.abs(err) < tol] = 0
             if max_pulses is not None:
                 np.clip(n, -max_pulses, max_pulses, out=n)
@@ -178,5 +178,5 @@ class ConductanceArray:
         ok = np.isfinite(w_sym) & (rate > 1e-12) & (w_sym > lo) & (w_sym < hi)
         n = margin * np.log(np.maximum(2 * dist / step, 1.0)) / np.where(ok, rate, 1.0) + 10
         lo_n, hi_n = self.device.bounds
-        fallback = int(np.ceil((hi_n - lo_n) / self.params.dw_min))
+        fallback = int(np.ceil((hi_n - lo_n) / self.params.granularity))
         return np.where(ok, np.minimum(np.ceil(n), 100 * fallback), fallback).astype(np.int64)

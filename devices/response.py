@@ -52,8 +52,8 @@ class ElementParams:
     magnitudes at the reference, weight units),
     W_MAX, W_MIN (element bounds), GAMMA_UP, GAMMA_DOWN (family shape parameters); code: family code;
     consts: family-wide constants; grid, tab_up, tab_dn: response table (TABLE family); sigma: cycle-to-cycle
-    noise std; additive: noise `sigma * dw * xi` (True) or `step * (1 + sigma * xi)` (False); dw_min: the
-    nominal granularity used to convert a desired change into a number of pulses.
+    noise std; additive: noise `sigma * dw * xi` (True) or `step * (1 + sigma * xi)` (False); granularity: the
+    weight change one pulse counts for when a desired change is converted into pulses (`_Device.granularity`).
     """
 
     ep: np.ndarray
@@ -64,7 +64,7 @@ class ElementParams:
     tab_dn: np.ndarray
     sigma: float
     additive: bool
-    dw_min: float
+    granularity: float
 
     @property
     def response(self) -> tuple:
@@ -128,6 +128,14 @@ class _Device(BaseModel):
         raise NotImplementedError
 
     @property
+    def granularity(self) -> float:
+        """Weight change one pulse counts for when a desired update is turned into pulses (the pulse-train
+        probabilities, expected updates, programming, threshold transfers): aihwkit's
+        `calcWeightGranularity`, the nominal mean step at the reference point. dw_min, except where a
+        family says otherwise (PowStep, ExpStep, PiecewiseStep)."""
+        return float(self.dw_min)
+
+    @property
     def n_states(self) -> float:
         """Number of states (w_max - w_min) / dw_min (R3's definition)."""
         lo, hi = self.bounds
@@ -146,7 +154,7 @@ class _Device(BaseModel):
             ep[..., K.DW_DOWN] = np.where(bad, 0.0, ep[..., K.DW_DOWN])
         grid, tab_up, tab_dn = self._table()
         return ElementParams(_shared_if_uniform(ep.astype(np.float32)), self._code(), self._consts(), grid,
-                             tab_up, tab_dn, float(self.dw_min_std), self._additive(), float(self.dw_min))
+                             tab_up, tab_dn, float(self.dw_min_std), self._additive(), self.granularity)
 
     def nominal(self) -> ElementParams:
         """Parameters of one nominal element (shape (1, 1)), no spread."""
@@ -154,7 +162,7 @@ class _Device(BaseModel):
         self._fill(ep, None)
         grid, tab_up, tab_dn = self._table()
         return ElementParams(ep, self._code(), self._consts(), grid, tab_up, tab_dn,
-                             float(self.dw_min_std), self._additive(), float(self.dw_min))
+                             float(self.dw_min_std), self._additive(), self.granularity)
 
     def _q(self, w, up: bool) -> np.ndarray:
         w = np.asarray(w, dtype=float)
@@ -425,6 +433,14 @@ class ExpStep(_AihwkitDevice):
     a: float = Field(0.244, description="slope of z in w")
     b: float = Field(0.2425, description="offset of z")
 
+    @property
+    def granularity(self) -> float:
+        """The nominal down step at w = 0, (1 - max(up_down, 0)) dw_min max(1 - A_down e^(-gamma_down b), 0),
+        or dw_min where that is 0 (aihwkit 1.1.0, rpu_expstep_device.h: its granularity takes the down step
+        at zero only)."""
+        down = (1.0 - max(self.up_down, 0.0)) * self.dw_min * max(1.0 - self.A_down * np.exp(-self.gamma_down * self.b), 0.0)
+        return float(down) if down > 0 else float(self.dw_min)
+
     def _code(self) -> int:
         return K.EXP_STEP
 
@@ -450,6 +466,13 @@ class PowStep(_AihwkitDevice):
     pow_gamma_dtod: float = Field(0.1, ge=0, description="device-to-device relative std of the exponent")
     pow_up_down: float = Field(0.0, gt=-1, lt=1, description="relative up/down split of the exponent")
     pow_up_down_dtod: float = Field(0.0, ge=0, description="device-to-device std of the exponent split")
+
+    @property
+    def granularity(self) -> float:
+        """dw_min 0.5^pow_gamma: the mean step at the midpoint of the bounds (aihwkit 1.1.0,
+        rpu_powstep_device.h), so a desired change of lr |x| |d| fires the pulses that move a midpoint
+        element by that much."""
+        return float(self.dw_min * 0.5 ** self.pow_gamma)
 
     def _code(self) -> int:
         return K.POWER
@@ -484,6 +507,12 @@ class PiecewiseStep(_AihwkitDevice):
         if min(self.piecewise_up + self.piecewise_down) < 0:
             raise ValueError("piecewise nodes must be >= 0")
         return self
+
+    @property
+    def granularity(self) -> float:
+        """dw_min times the up node in the middle, piecewise_up[N // 2] (aihwkit 1.1.0,
+        rpu_piecewisestep_device.h)."""
+        return float(self.dw_min * self.piecewise_up[len(self.piecewise_up) // 2])
 
     def _code(self) -> int:
         return K.TABLE

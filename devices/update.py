@@ -32,6 +32,8 @@ def train_plan(x: np.ndarray, d: np.ndarray, lr: float, dw_min: float, cfg: Upda
     element (i, j) is |lr| |x_j| |d_i| / dw_min per sample; with update management A max|d| = B max|x|.
     Returns (bl int32 (B,), x_scale (B,), d_scale (B,), d_clip (B,)): p_x = x_scale |x|, p_d = d_scale |d|,
     and d_clip the saturation factor applied. A sample with x = 0 or d = 0 gets BL = 0 (no pulses).
+    `dw_min` is the device's granularity (`_Device.granularity`: dw_min, or aihwkit's value for PowStep,
+    ExpStep and PiecewiseStep).
     """
     return K.plan_kernel(np.ascontiguousarray(x, np.float32), np.ascontiguousarray(d, np.float32), abs(float(lr)),
                          float(dw_min), cfg.desired_bl, cfg.update_management, cfg.update_bl_management)

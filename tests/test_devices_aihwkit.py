@@ -1,8 +1,10 @@
 """Cross-check against IBM aihwkit 1.1.0 itself, where a venv with it exists (skipped otherwise).
 
 aihwkit needs its own torch, so it runs as a subprocess: `AIMC_AIHWKIT_PYTHON` names its interpreter
-(default ~/aihwkit-venv/bin/python). The same mini-batch update of a SoftBounds tile from the same start
-weights, repeated many times, must give the same mean change and spread per element in both simulators.
+(default ~/aihwkit-venv/bin/python). The same mini-batch update of a tile of each of aihwkit's pulsed
+families from the same start weights, repeated many times, must give the same mean change and spread per
+element in both simulators: the step formulas and the granularity a pulse counts for (PowStep, ExpStep and
+PiecewiseStep do not count pulses in dw_min, devices.md).
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ PYTHON = Path(os.path.expanduser(os.environ.get("AIMC_AIHWKIT_PYTHON", "~/aihwki
 SCRIPT = r"""
 import json, sys
 import numpy as np, torch
-from aihwkit.simulator.configs import SingleRPUConfig, SoftBoundsDevice
+from aihwkit.simulator.configs import SingleRPUConfig
+from aihwkit.simulator.configs import devices
 from aihwkit.simulator.tiles import AnalogTile
 spec = json.loads(sys.argv[1])
 torch.set_num_threads(1)
 torch.manual_seed(0)
-cfg = SingleRPUConfig(device=SoftBoundsDevice(**spec["device"]))
+cfg = SingleRPUConfig(device=getattr(devices, spec["kind"] + "Device")(**spec["device"]))
 x = torch.tensor(spec["x"], dtype=torch.float32)
 d = torch.tensor(spec["d"], dtype=torch.float32)
 tile = AnalogTile(d.shape[1], x.shape[1], cfg, bias=False)
@@ -49,32 +52,57 @@ print(json.dumps({"mean": m.tolist(), "var": (acc2 / spec["reps"] - m ** 2).toli
 pytestmark = pytest.mark.skipif(not PYTHON.exists(), reason=f"no aihwkit interpreter at {PYTHON}")
 
 
-def test_soft_bounds_update_matches_aihwkit():
+NO_SPREAD = dict(dw_min_dtod=0.0, w_max_dtod=0.0, w_min_dtod=0.0, up_down_dtod=0.0, dw_min_std=0.3)
+CASES = {
+    "SoftBounds": dict(up_down=0.2, w_max=0.8, w_min=-0.5),
+    "ConstantStep": dict(up_down=-0.1),
+    "LinearStep": dict(gamma_up=0.5, gamma_down=0.3, gamma_up_dtod=0.0, gamma_down_dtod=0.0, w_max=0.8, w_min=-0.5),
+    "ExpStep": dict(gamma_up=0.5, gamma_down=0.5),  # R1's code's exponential device: granularity 0.67 dw_min
+    "PowStep": dict(pow_gamma=2.0, pow_gamma_dtod=0.0),  # granularity dw_min / 4
+    "PiecewiseStep": dict(piecewise_up=[1.2, 0.8, 0.5, 0.3, 0.2], piecewise_down=[0.2, 0.3, 0.6, 0.9, 1.1]),
+}
+LR, W0, REPS = 3e-3, 0.3, 2000
+
+
+def _batch():
     rng = np.random.default_rng(0)
     x = (rng.uniform(0.2, 1, (2, 16)) * rng.choice([-1, 1], (2, 16))).astype(np.float32)
     d = (rng.uniform(0.2, 1, (2, 12)) * rng.choice([-1, 1], (2, 12))).astype(np.float32)
-    device = dict(dw_min_dtod=0.0, w_max_dtod=0.0, w_min_dtod=0.0, up_down_dtod=0.0, dw_min_std=0.3,
-                  up_down=0.2, w_max=0.8, w_min=-0.5)
-    lr, w0, reps = 3e-3, 0.3, 2000
-    spec = dict(device=device, x=x.tolist(), d=d.tolist(), lr=lr, w0=w0, reps=reps)
+    return x, d
+
+
+def _aihwkit_mean_var(kind: str, device: dict) -> tuple[np.ndarray, np.ndarray]:
+    x, d = _batch()
+    spec = dict(kind=kind, device=device, x=x.tolist(), d=d.tolist(), lr=LR, w0=W0, reps=REPS)
     out = subprocess.run([str(PYTHON), "-c", SCRIPT, json.dumps(spec)], capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     ak = json.loads(out.stdout.strip().splitlines()[-1])
-    ak_mean, ak_var = np.array(ak["mean"]), np.array(ak["var"])
+    return np.array(ak["mean"]), np.array(ak["var"])
 
-    arr = ConductanceArray(12, 16, parse_device(dict(kind="SoftBounds", **device)), seed=0)
-    dws = np.empty((reps, *arr.shape))
-    for r in range(reps):
-        arr.w[...] = np.float32(w0)
-        arr.update(x, d, lr, UpdateConfig(mode="pulsed"))
-        dws[r] = arr.w.astype(float) - float(np.float32(w0))
-    se = np.sqrt((dws.var(0) + ak_var) / reps)
+
+@pytest.mark.parametrize("kind", list(CASES))
+def test_pulsed_update_matches_aihwkit(kind):
+    device = dict(NO_SPREAD, **CASES[kind])
+    ak_mean, ak_var = _aihwkit_mean_var(kind, device)
+    x, d = _batch()
+    arr = ConductanceArray(12, 16, parse_device(dict(kind=kind, **device)), seed=0)
+    dws = np.empty((REPS, *arr.shape))
+    for r in range(REPS):
+        arr.w[...] = np.float32(W0)
+        arr.update(x, d, LR, UpdateConfig(mode="pulsed"))
+        dws[r] = arr.w.astype(float) - float(np.float32(W0))
+    se = np.sqrt((dws.var(0) + ak_var) / REPS)
     assert np.abs(dws.mean(0) - ak_mean).max() < 5 * se.max()
     assert np.abs(dws.mean(0)).sum() == pytest.approx(np.abs(ak_mean).sum(), rel=0.02)
     assert dws.var(0).sum() == pytest.approx(ak_var.sum(), rel=0.08)
-    # and both are the per-sample Analog Update of the aihwkit formula: dw_up (1 - w/b_max), dw_down (1 - w/b_min)
-    q_up, q_dn = 1.0 * (1 - w0 / 0.8), (1 - 0.2) * (1 - w0 / -0.5)
-    want = sum(np.where(np.outer(d[b], x[b]) < 0, -lr * np.outer(d[b], x[b]) * q_up,
-                        -lr * np.outer(d[b], x[b]) * q_dn) for b in range(2))
-    assert np.abs(ak_mean - want).max() < 5 * math.sqrt(ak_var.max() / reps)
+
+
+def test_aihwkit_soft_bounds_update_is_the_analog_update_of_its_formula():
+    """aihwkit's mean update is the per-sample Analog Update of dw_up (1 - w/b_max), dw_down (1 - w/b_min)."""
+    ak_mean, ak_var = _aihwkit_mean_var("SoftBounds", dict(NO_SPREAD, **CASES["SoftBounds"]))
+    x, d = _batch()
+    q_up, q_dn = 1.0 * (1 - W0 / 0.8), (1 - 0.2) * (1 - W0 / -0.5)
+    want = sum(np.where(np.outer(d[b], x[b]) < 0, -LR * np.outer(d[b], x[b]) * q_up,
+                        -LR * np.outer(d[b], x[b]) * q_dn) for b in range(2))
+    assert np.abs(ak_mean - want).max() < 5 * math.sqrt(ak_var.max() / REPS)

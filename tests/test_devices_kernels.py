@@ -287,12 +287,12 @@ def test_fused_pulsed_update_equals_the_stages(kind, rows, cols, batch):
     arr = ConductanceArray(rows, cols, parse_device(cfg), seed=3)
     p = arr.params
     # the last case: one-slot trains (largest firing probability sqrt(lr max|x| max|d| / dw_min) = 0.3)
-    one_slot_lr = 0.09 * p.dw_min / (np.abs(x).max(1) * np.abs(d).max(1)).max()
+    one_slot_lr = 0.09 * p.granularity / (np.abs(x).max(1) * np.abs(d).max(1)).max()
     cases = [(0.5, UpdateConfig()), (-0.2, UpdateConfig(update_bl_management=False, desired_bl=9)),
              (one_slot_lr, UpdateConfig())]
     for lr, ucfg in cases:
         w_staged = arr.w.copy()
-        bl, xs, ds, _ = K.plan_kernel(x, d, abs(lr), p.dw_min, ucfg.desired_bl, ucfg.update_management,
+        bl, xs, ds, _ = K.plan_kernel(x, d, abs(lr), p.granularity, ucfg.desired_bl, ucfg.update_management,
                                       ucfg.update_bl_management)
         x_masks = K.pulse_trains_kernel(x, xs, bl, arr.seed, 5, 0)
         d_masks = K.pulse_trains_kernel(d, ds, bl, arr.seed, 5, batch)
@@ -300,7 +300,7 @@ def test_fused_pulsed_update_equals_the_stages(kind, rows, cols, batch):
         n_staged = K.coincidence_update_kernel(w_staged, lists, counts, x, d, float(np.sign(lr)), d_masks,
                                                *p.response, *p.noise, arr.seed, 5)
         w_fused = arr.w.copy()
-        n_fused = K.pulsed_update_kernel(w_fused, x, d, lr, p.dw_min, ucfg.desired_bl, ucfg.update_management,
+        n_fused = K.pulsed_update_kernel(w_fused, x, d, lr, p.granularity, ucfg.desired_bl, ucfg.update_management,
                                          ucfg.update_bl_management, *p.response, *p.noise, arr.seed, 5)
         assert n_staged > 0 and n_fused == n_staged
         if lr == one_slot_lr:

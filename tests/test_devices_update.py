@@ -108,8 +108,11 @@ def test_saturated_trains_clip_the_update():
 
 
 def _analog_update(cfg, w0, dW):
-    """W + dW F(W) - |dW| G(W): dW q_plus(W) for dW >= 0, dW q_minus(W) for dW < 0."""
-    qp, qm = ref_q(cfg, w0, True), ref_q(cfg, w0, False)
+    """W + dW F(W) - |dW| G(W): dW q_plus(W) for dW >= 0, dW q_minus(W) for dW < 0, with the responses taken
+    relative to the granularity a pulse counts for (dw_min, or aihwkit's value for PowStep and ExpStep)."""
+    dev = parse_device(cfg)
+    scale = dev.dw_min / dev.granularity
+    qp, qm = scale * ref_q(cfg, w0, True), scale * ref_q(cfg, w0, False)
     F, G = (qm + qp) / 2, (qm - qp) / 2
     return w0 + dW * F - np.abs(dW) * G
 
@@ -269,3 +272,48 @@ def test_zero_inputs_or_lr_fire_nothing():
     assert arr.update(x, d, 0.0) == 0
     assert arr.update(x, d, 0.0, EXPECTED) == 0
     assert np.all(arr.w == 0)
+
+
+# -- the granularity a pulse counts for (aihwkit 1.1.0's calcWeightGranularity) ------------------------
+
+NO_SPREAD = dict(dw_min=0.001, dw_min_dtod=0.0, dw_min_std=0.0, w_max_dtod=0.0, w_min_dtod=0.0, up_down_dtod=0.0)
+PIECEWISE = dict(piecewise_up=[1.2, 0.8, 0.5, 0.3, 0.2], piecewise_down=[0.2, 0.3, 0.6, 0.9, 1.1])
+
+
+def test_granularity_is_aihwkits():
+    """Values of aihwkit 1.1.0's calcWeightGranularity (rpu_powstep_device.h, rpu_expstep_device.h,
+    rpu_piecewisestep_device.h); dw_min for the other families."""
+    g = lambda **c: parse_device(c).granularity  # noqa: E731
+    assert g(kind="PowStep", dw_min=0.002, pow_gamma=1.5) == pytest.approx(0.002 * 0.5 ** 1.5)
+    down0 = 1 - 0.36833 * math.exp(-12.78785 * 0.2425)  # aihwkit's default ExpStep down step at w = 0
+    assert g(kind="ExpStep", dw_min=0.002) == pytest.approx(0.002 * down0)
+    assert g(kind="ExpStep", dw_min=0.002, up_down=0.2) == pytest.approx(0.002 * 0.8 * down0)
+    assert g(kind="ExpStep", dw_min=0.002, A_down=2.0, gamma_down=0.0) == 0.002  # no down step at 0: dw_min
+    assert g(kind="PiecewiseStep", dw_min=0.002, **PIECEWISE) == pytest.approx(0.002 * 0.5)
+    for kind in ("ConstantStep", "LinearStep", "SoftBounds", "linear", "power", "exponential", "ideal"):
+        assert g(kind=kind, dw_min=0.002) == 0.002
+
+
+@pytest.mark.parametrize("kind, extra, slopes", [
+    ("PowStep", dict(pow_gamma=2.0, pow_gamma_dtod=0.0), (1.0, 1.0)),
+    ("ExpStep", dict(gamma_up=0.5, gamma_down=0.5), (None, 1.0)),
+    ("PiecewiseStep", PIECEWISE, (1.0, None)),
+])
+def test_pulses_are_counted_in_the_midpoint_step(kind, extra, slopes):
+    """At w = 0, the midpoint of symmetric bounds, the mean pulsed update of one sample by a family whose
+    granularity is its midpoint step (PowStep both ways, ExpStep down, PiecewiseStep up) is -lr d x^T
+    (one sample: every pulse of an element goes one way)."""
+    rng = np.random.default_rng(5)
+    x = _signed_uniform(rng, (1, 256))
+    d = _signed_uniform(rng, (1, 256))
+    lr = 1e-4  # under one pulse per element: w stays at 0
+    arr = ConductanceArray(256, 256, parse_device(dict(kind=kind, **NO_SPREAD, **extra)), seed=1)
+    want = -lr * d.T @ x
+    mean = np.zeros_like(want)
+    for _ in range(1000):  # a row (column) shares its d (x) train: 512 independent trains per update
+        arr.w[...] = 0.0
+        arr.update(x, d, lr, PULSED)
+        mean += arr.w / 1000
+    for slope, sel in zip(slopes, (want > 0, want < 0)):
+        if slope is not None:
+            assert (mean[sel] @ want[sel]) / (want[sel] @ want[sel]) == pytest.approx(slope, rel=0.02)

@@ -99,7 +99,7 @@ class _BufferedMixin:
         if counts is None or counts.shape != a.shape:
             counts = np.zeros(a.shape, np.int64)
             st["_counts"] = counts
-        n = threshold_counts_cols(h, cols.astype(np.int64), counts, a.params.dw_min, float(self.cfg.threshold),
+        n = threshold_counts_cols(h, cols.astype(np.int64), counts, a.params.granularity, float(self.cfg.threshold),
                                   self.transfer_bl(block), self.single_pulse)
         if n:
             fired = a.pulse(counts)
@@ -216,7 +216,7 @@ class MixedPrecision(AnalogOptimizer):
         xt = torch.from_numpy(np.ascontiguousarray(x, np.float32))
         dt = torch.from_numpy(np.ascontiguousarray(d, np.float32))
         torch.from_numpy(acc).addmm_(dt.T, xt, alpha=-self.lr)
-        n = threshold_counts(acc, counts, a.params.dw_min, float(self.cfg.threshold),
+        n = threshold_counts(acc, counts, a.params.granularity, float(self.cfg.threshold),
                              int(block.tile.update_cfg.desired_bl), False)
         if n:
             self.counts["update_pulses"] += a.pulse(counts)
