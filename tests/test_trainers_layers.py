@@ -37,19 +37,28 @@ def test_analog_linear_matches_linear(bias):
     assert not any(p.numel() == 7 * 20 for p in ana.parameters())
 
 
-@pytest.mark.parametrize("out_scale", [False, True])
-def test_digital_bias_gets_the_digital_layers_gradient(out_scale):
+@pytest.mark.parametrize("out_scale", [False, True, "column"])
+def test_digital_bias_and_output_scale_get_the_digital_gradient(out_scale):
     """The bias added inside the bridge (no output scale) or after the scale: nn.Linear's / nn.Conv2d's
-    bias gradient, the sum of d over the batch (and pixels)."""
+    bias gradient, the sum of d over the batch (and pixels). The output scale s (one per layer, or one per
+    output channel) multiplies W x before the bias: dL/ds = sum of d * (W x) over the batch (pixels,
+    and the channels it scales)."""
     torch.manual_seed(3)
     cfg = PERFECT.model_copy(update={"out_scale": out_scale})
     for dig, x in ((nn.Linear(12, 5), torch.randn(6, 12)), (nn.Conv2d(2, 3, 3), torch.randn(2, 2, 6, 6))):
         ana = T.convert(nn.Sequential(copy.deepcopy(dig)), cfg)[0]
-        _forward_backward(dig, x)
+        y, _ = _forward_backward(dig, x)
         _forward_backward(ana, x)
         assert torch.allclose(ana.bias.grad, dig.bias.grad, atol=1e-5)
-        if out_scale:  # d(y_o)/d(s_o) = (W x)_o: nonzero, and the bias is not scaled
-            assert ana.out_scale.grad is not None and ana.out_scale.grad.abs().sum() > 0
+        if out_scale:
+            channels = y.shape[1]
+            assert ana.out_scale.shape == ((channels,) if out_scale == "column" else (1,))
+            shape = (1, channels) + (1,) * (y.dim() - 2)
+            wx = y - dig.bias.detach().view(shape)  # the scale starts at 1
+            d = torch.linspace(-1, 1, y.numel()).reshape(y.shape)
+            per_channel = (d * wx).transpose(0, 1).reshape(channels, -1).sum(1)
+            want = per_channel if out_scale == "column" else per_channel.sum().reshape(1)
+            assert torch.allclose(ana.out_scale.grad, want, atol=1e-4)
 
 
 def test_convert_splits_large_linear_and_matches():

@@ -29,7 +29,9 @@ class TileConfig(BaseModel):
     max_in: int = Field(512, ge=1, description="largest tile input size; larger layers are split")
     max_out: int = Field(512, ge=1, description="largest tile output size; larger layers are split")
     bias: Literal["digital", "analog"] = Field("digital", description="bias kept digital or as an analog column")
-    out_scale: bool = Field(False, description="learnable digital output scale per layer")
+    out_scale: Union[bool, Literal["column"]] = Field(
+        False, description="learnable digital output scale: true, one per layer (aihwkit's learn_out_scaling); "
+                           "\"column\", one per output (aihwkit's out_scaling_columnwise); false, none")
 
     def resolved_device(self) -> DeviceConfig:
         return load_device(self.device)

@@ -174,8 +174,8 @@ class _AnalogBase(nn.Module):
             self.bias = nn.Parameter(torch.zeros(self.out_features))
         else:
             self.register_parameter("bias", None)
-        if cfg.out_scale:
-            self.out_scale = nn.Parameter(torch.ones(self.out_features))
+        if cfg.out_scale:  # one scale for the layer, or one per output ("column")
+            self.out_scale = nn.Parameter(torch.ones(self.out_features if cfg.out_scale == "column" else 1))
         else:
             self.register_parameter("out_scale", None)
         # a grad-requiring anchor so that backward runs even when the input needs no gradient
