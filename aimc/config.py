@@ -83,6 +83,19 @@ class CheckpointConfig(BaseModel):
     keep: int = Field(1, ge=1, description="newest checkpoints kept on disk")
 
 
+class LrDecayConfig(BaseModel):
+    """Step decay of the gradient rate, as torch's StepLR: in epoch e the trainer's `lr` times
+    factor^floor((e - 1) / every). R1's code halves its rate every 15 epochs. Transfer rates stay fixed."""
+
+    model_config = _STRICT
+    every: int = Field(..., ge=1, description="epochs between two decays")
+    factor: float = Field(0.5, gt=0, le=1, description="multiplier of lr at each decay")
+
+    def rate(self, lr: float, epoch: int) -> float:
+        """The gradient rate of epoch `epoch` (1-based)."""
+        return lr * self.factor ** ((epoch - 1) // self.every)
+
+
 class ExperimentConfig(BaseModel):
     """One training run: model, data, tiles, trainer and schedule; or, with `compare`, one run per trainer."""
 
@@ -102,6 +115,7 @@ class ExperimentConfig(BaseModel):
     eval_batch_size: int = Field(1000, ge=1, description="test-set mini-batch (samples); no effect on results")
     max_loss: float = Field(1e3, gt=0, description="divergence guard: stop when a mini-batch loss is not "
                                                    "finite or above this (nats)")
+    lr_decay: LrDecayConfig | None = Field(None, description="step decay of the gradient rate (none: constant)")
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig, description="checkpoint schedule")
     threads: int = Field(1, ge=1, description="threads of torch and of the Numba kernels (results do not "
                                               "depend on it); 1 suits small batches and parallel sweep workers")
@@ -150,9 +164,18 @@ class ExperimentConfig(BaseModel):
         return hashlib.sha256(canonical_json(self).encode()).hexdigest()[:16]
 
 
+# Fields added after runs existed, left out of the canonical JSON while unset: the runs made before them keep
+# their hash (a sweep folder does not rerun them).
+_ADDED_LATER = ("lr_decay",)
+
+
 def canonical_json(cfg: BaseModel) -> str:
     """The config as JSON with sorted keys and no whitespace (what `hash` digests)."""
-    return json.dumps(cfg.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    data = cfg.model_dump(mode="json")
+    for key in _ADDED_LATER:
+        if data.get(key, 0) is None:
+            del data[key]
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
 # -- validation with dotted-path errors ------------------------------------------------------------------

@@ -179,6 +179,9 @@ def _train(cfg: ExperimentConfig, data: Dataset, run: RunFolder, progress: bool)
     steps = math.ceil(n / cfg.batch_size)
     for epoch in range(history[-1]["epoch"] + 1, cfg.epochs + 1):
         t0 = time.perf_counter()
+        if cfg.lr_decay is not None:
+            for group in opt.param_groups:
+                group["lr"] = cfg.lr_decay.rate(cfg.trainer.lr, epoch)
         model.train()
         order = epoch_order(cfg.seed, epoch, n)
         total = 0.0

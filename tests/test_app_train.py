@@ -142,3 +142,16 @@ def test_bad_data_path_fails_before_the_run_folder_exists(tmp_path):
     with pytest.raises(DataError, match="nowhere' is not a directory"):
         run_experiment(cfg, tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("trainer", [{"algorithm": "sgd", "lr": 0.5}, {"algorithm": "analog_sgd", "lr": 0.05}])
+def test_lr_decay_steps_the_rate_each_epoch(tmp_path, trainer):
+    """StepLR's schedule: lr factor^floor((epoch - 1) / every); the optimizer of epoch 3 runs at lr / 2."""
+    cfg = _cfg(trainer, lr_decay={"every": 2, "factor": 0.5})
+    assert [cfg.lr_decay.rate(0.05, e) for e in (1, 2, 3, 5)] == [0.05, 0.05, 0.025, 0.0125]
+    train_run(cfg, tmp_path / "run")
+    state = torch.load(RunFolder(tmp_path / "run").checkpoints()[-1], weights_only=False)
+    assert [g["lr"] for g in state["optimizer"]["param_groups"]] == [trainer["lr"] / 2]
+    # without a decay the field stays out of the config's hash: runs made before it keep theirs
+    assert "lr_decay" not in aimc.config.canonical_json(_cfg(trainer))
+    assert _cfg(trainer).hash() != cfg.hash()
