@@ -1,0 +1,121 @@
+#!/usr/bin/env python
+"""R1's FCN on the full MNIST, trained by IBM aihwkit 1.1.0 with Analog SGD at the settings of R1's
+published script (github.com/Zhaoxian-Wu/analog-training, NeurIPS-2025/S2-mnist-FCN.py), to set our
+simulator's runs of examples/sweeps/table8_r1code.toml beside aihwkit's own.
+
+Runs inside the separate aihwkit venv (~/aihwkit-venv), not the aimc env; reads the four MNIST IDX files
+(gzip) from --data. The settings taken from R1's script: 784-256-128-10 with sigmoid, log-softmax and NLL
+loss, batch 10, AnalogSGD with lr 0.05 (its digital 0.1 halved for analog), StepLR(15, 0.5) unless
+--no-decay, SingleRPUConfig with aihwkit's default periphery and update, learn_out_scaling and
+weight_scaling_columnwise on, and the device
+
+    --family pow:  PowStepDevice(dw_min = 2 tau / 1200, pow_gamma = g, pow_gamma_dtod = 0,
+                                 w_max = tau, w_min = -tau, w_max_dtod = w_min_dtod = 0)
+    --family exp:  ExpStepDevice(dw_min = 2 tau / 1200, gamma_up = gamma_down = g,
+                                 w_max = tau, w_min = -tau, w_max_dtod = w_min_dtod = 0)
+
+(aihwkit's other defaults: dw_min_dtod 0.3, dw_min_std 0.3, up_down_dtod 0.01, ExpStep's A and a, b).
+Writes one JSON line per epoch to --out: test accuracy (%), mean training loss, the output scales.
+
+    ~/aihwkit-venv/bin/python benchmarks/aihwkit/train_r1_fcn_aihwkit.py --family pow --g 1 \
+        --data ../shared/data/mnist --out runs/aihwkit-pow1.jsonl          # about 10 minutes
+"""
+import argparse
+import gzip
+import json
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+from aihwkit.nn.conversion import convert_to_analog
+from aihwkit.optim import AnalogSGD
+from aihwkit.simulator.configs import SingleRPUConfig
+from aihwkit.simulator.configs.devices import ExpStepDevice, PowStepDevice
+
+
+def read_idx(path: str) -> np.ndarray:
+    """One gzip IDX file as a uint8 array of its dimensions."""
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    ndim = raw[3]
+    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def load(data: str, split: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(images (n, 784) in [0, 1], labels) of the train or t10k split."""
+    x = read_idx(f"{data}/{split}-images-idx3-ubyte.gz").reshape(-1, 784) / 255.0
+    y = read_idx(f"{data}/{split}-labels-idx1-ubyte.gz").astype(np.int64)
+    return torch.tensor(x, dtype=torch.float32), torch.tensor(y)
+
+
+def device_of(family: str, g: float, tau: float):
+    dw_min = 2 * tau / 1200  # R1's code: 1200 states over [-tau, tau]
+    if family == "pow":
+        dev = PowStepDevice(dw_min=dw_min, pow_gamma_dtod=0, w_max=tau, w_min=-tau, w_max_dtod=0, w_min_dtod=0)
+        dev.pow_gamma = g
+    else:
+        dev = ExpStepDevice(dw_min=dw_min, w_max=tau, w_min=-tau, w_max_dtod=0, w_min_dtod=0)
+        dev.gamma_up = g
+        dev.gamma_down = g
+    return dev
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--family", choices=["pow", "exp"], required=True)
+    p.add_argument("--g", type=float, required=True, help="pow_gamma (pow) or gamma_up = gamma_down (exp)")
+    p.add_argument("--tau", type=float, default=0.6)
+    p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-decay", action="store_true", help="keep lr 0.05 (no StepLR)")
+    p.add_argument("--data", required=True, help="directory with the four MNIST IDX files (gzip)")
+    p.add_argument("--out", required=True, help="JSON lines file, one line per epoch")
+    a = p.parse_args()
+    torch.manual_seed(a.seed)
+    torch.set_num_threads(1)
+    x_train, y_train = load(a.data, "train")
+    x_test, y_test = load(a.data, "t10k")
+
+    cfg = SingleRPUConfig(device=device_of(a.family, a.g, a.tau))
+    cfg.mapping.learn_out_scaling = True
+    cfg.mapping.weight_scaling_columnwise = True
+    model = convert_to_analog(nn.Sequential(nn.Linear(784, 256), nn.Sigmoid(), nn.Linear(256, 128), nn.Sigmoid(),
+                                            nn.Linear(128, 10), nn.LogSoftmax(dim=1)), cfg)
+    opt = AnalogSGD(model.parameters(), lr=0.05)
+    opt.regroup_param_groups(model)
+    decay = None if a.no_decay else torch.optim.lr_scheduler.StepLR(opt, step_size=15, gamma=0.5)
+    loss_fn = nn.NLLLoss()
+
+    def test_accuracy() -> float:
+        model.eval()
+        with torch.no_grad():
+            ok = sum((model(x_test[i:i + 10]).argmax(1) == y_test[i:i + 10]).sum().item()
+                     for i in range(0, len(y_test), 10))
+        model.train()
+        return 100.0 * ok / len(y_test)
+
+    with open(a.out, "w") as log:
+        print(json.dumps({"args": vars(a), "epoch": 0, "test_accuracy": test_accuracy()}), file=log, flush=True)
+        for epoch in range(1, a.epochs + 1):
+            t0, total = time.time(), 0.0
+            order = torch.randperm(len(y_train))
+            for i in range(0, len(order), 10):
+                b = order[i:i + 10]
+                opt.zero_grad()
+                loss = loss_fn(model(x_train[b]), y_train[b])
+                loss.backward()
+                opt.step()
+                total += loss.item() * len(b)
+            if decay is not None:
+                decay.step()
+            scales = [round(float(q.detach().abs().mean()), 4) for n, q in model.named_parameters()
+                      if "out_scaling" in n]
+            print(json.dumps({"epoch": epoch, "train_loss": total / len(order), "test_accuracy": test_accuracy(),
+                              "out_scales": scales, "seconds": round(time.time() - t0, 1)}), file=log, flush=True)
+
+
+if __name__ == "__main__":
+    main()
