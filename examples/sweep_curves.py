@@ -1,8 +1,10 @@
 """Learning curves of every run of one or more sweep folders in one figure (test accuracy per epoch).
 
-    python examples/sweep_curves.py runs/sweeps/A [runs/sweeps/B ...] --out curves.png [--title TEXT]
+    python examples/sweep_curves.py runs/sweeps/A [runs/sweeps/B ...] --out curves.png [--title TEXT] \
+        [--aihwkit "LABEL=run.jsonl" ...]
 
 Each line is labelled with its sweep's name and the run's axis labels, read from the sweep manifest.
+`--aihwkit` adds, dashed, the curve of a run of benchmarks/aihwkit/train_r1_fcn_aihwkit.py.
 """
 
 from __future__ import annotations
@@ -31,16 +33,28 @@ def curves(sweep_dir: Path) -> list[tuple[str, list[float]]]:
     return out
 
 
+def aihwkit_curve(spec: str) -> tuple[str, list[float]]:
+    """("aihwkit: LABEL", test accuracy per epoch in %) of a `LABEL=path.jsonl` argument."""
+    label, _, path = spec.rpartition("=")  # labels may hold "=", paths do not
+    records = [json.loads(line) for line in Path(path).read_text().splitlines() if line]
+    return f"aihwkit: {label}", [r["test_accuracy"] for r in records]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("sweeps", nargs="+", type=Path)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--title", default="")
+    p.add_argument("--aihwkit", action="append", default=[], metavar="LABEL=FILE",
+                   help="an aihwkit run's JSON lines (benchmarks/aihwkit/train_r1_fcn_aihwkit.py), drawn dashed")
     a = p.parse_args()
     fig, ax = plt.subplots(figsize=(7, 4))
     for sweep in a.sweeps:
         for label, acc in curves(sweep):
             ax.plot(range(len(acc)), acc, label=label)
+    for spec in a.aihwkit:
+        label, acc = aihwkit_curve(spec)
+        ax.plot(range(len(acc)), acc, "--", label=label)
     ax.set_xlabel("epoch")
     ax.set_ylabel("test accuracy %")
     ax.set_ylim(0, 100)
