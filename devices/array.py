@@ -127,7 +127,8 @@ class ConductanceArray:
                 tolerance: float | None = None, max_pulses: int | None = None) -> np.ndarray:
         """Closed-loop programming of the effective weights to `target`: read, fire round(error / granularity)
         pulses (at most max_pulses per element and iteration), repeat until every |error| < tolerance
-        (default granularity / 2; `_Device.granularity`, dw_min for most families) or max_iters. Returns the residual error target - weights (weight units)."""
+        (default granularity / 2; `_Device.granularity`, dw_min for most families) or max_iters. Returns
+        the residual error target - weights (weight units)."""
         target = np.asarray(target, dtype=np.float32)
         if target.shape != self.shape:
             raise ValueError(f"target has shape {target.shape}, array is {self.shape}")

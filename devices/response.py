@@ -438,7 +438,8 @@ class ExpStep(_AihwkitDevice):
         """The nominal down step at w = 0, (1 - max(up_down, 0)) dw_min max(1 - A_down e^(-gamma_down b), 0),
         or dw_min where that is 0 (aihwkit 1.1.0, rpu_expstep_device.h: its granularity takes the down step
         at zero only)."""
-        down = (1.0 - max(self.up_down, 0.0)) * self.dw_min * max(1.0 - self.A_down * np.exp(-self.gamma_down * self.b), 0.0)
+        shape = max(1.0 - self.A_down * np.exp(-self.gamma_down * self.b), 0.0)
+        down = (1.0 - max(self.up_down, 0.0)) * self.dw_min * shape
         return float(down) if down > 0 else float(self.dw_min)
 
     def _code(self) -> int:
@@ -511,8 +512,9 @@ class PiecewiseStep(_AihwkitDevice):
     @property
     def granularity(self) -> float:
         """dw_min times the up node in the middle, piecewise_up[N // 2] (aihwkit 1.1.0,
-        rpu_piecewisestep_device.h)."""
-        return float(self.dw_min * self.piecewise_up[len(self.piecewise_up) // 2])
+        rpu_piecewisestep_device.h); dw_min where that node is 0."""
+        middle = self.piecewise_up[len(self.piecewise_up) // 2]
+        return float(self.dw_min * middle) if middle > 0 else float(self.dw_min)
 
     def _code(self) -> int:
         return K.TABLE

@@ -56,7 +56,8 @@ NO_SPREAD = dict(dw_min_dtod=0.0, w_max_dtod=0.0, w_min_dtod=0.0, up_down_dtod=0
 CASES = {
     "SoftBounds": dict(up_down=0.2, w_max=0.8, w_min=-0.5),
     "ConstantStep": dict(up_down=-0.1),
-    "LinearStep": dict(gamma_up=0.5, gamma_down=0.3, gamma_up_dtod=0.0, gamma_down_dtod=0.0, w_max=0.8, w_min=-0.5),
+    "LinearStep": dict(gamma_up=0.5, gamma_down=0.3, gamma_up_dtod=0.0, gamma_down_dtod=0.0, w_max=0.8,
+                       w_min=-0.5),
     "ExpStep": dict(gamma_up=0.5, gamma_down=0.5),  # R1's code's exponential device: granularity 0.67 dw_min
     "PowStep": dict(pow_gamma=2.0, pow_gamma_dtod=0.0),  # granularity dw_min / 4
     "PiecewiseStep": dict(piecewise_up=[1.2, 0.8, 0.5, 0.3, 0.2], piecewise_down=[0.2, 0.3, 0.6, 0.9, 1.1]),

@@ -290,6 +290,7 @@ def test_granularity_is_aihwkits():
     assert g(kind="ExpStep", dw_min=0.002, up_down=0.2) == pytest.approx(0.002 * 0.8 * down0)
     assert g(kind="ExpStep", dw_min=0.002, A_down=2.0, gamma_down=0.0) == 0.002  # no down step at 0: dw_min
     assert g(kind="PiecewiseStep", dw_min=0.002, **PIECEWISE) == pytest.approx(0.002 * 0.5)
+    assert g(kind="PiecewiseStep", dw_min=0.002, piecewise_up=[1, 0, 1], piecewise_down=[1, 1, 1]) == 0.002
     for kind in ("ConstantStep", "LinearStep", "SoftBounds", "linear", "power", "exponential", "ideal"):
         assert g(kind=kind, dw_min=0.002) == 0.002
 

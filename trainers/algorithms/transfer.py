@@ -99,8 +99,8 @@ class _BufferedMixin:
         if counts is None or counts.shape != a.shape:
             counts = np.zeros(a.shape, np.int64)
             st["_counts"] = counts
-        n = threshold_counts_cols(h, cols.astype(np.int64), counts, a.params.granularity, float(self.cfg.threshold),
-                                  self.transfer_bl(block), self.single_pulse)
+        n = threshold_counts_cols(h, cols.astype(np.int64), counts, a.params.granularity,
+                                  float(self.cfg.threshold), self.transfer_bl(block), self.single_pulse)
         if n:
             fired = a.pulse(counts)
             self.counts["transfer_pulses"] += fired
