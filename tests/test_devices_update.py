@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import FAMILY_CONFIGS, ref_q
+from conftest import FAMILY_CONFIGS, NO_SPREAD, ref_q
 
 from devices import ConductanceArray, UpdateConfig, parse_device
 from devices.update import train_plan
@@ -276,7 +276,6 @@ def test_zero_inputs_or_lr_fire_nothing():
 
 # -- the granularity a pulse counts for (aihwkit 1.1.0's calcWeightGranularity) ------------------------
 
-NO_SPREAD = dict(dw_min=0.001, dw_min_dtod=0.0, dw_min_std=0.0, w_max_dtod=0.0, w_min_dtod=0.0, up_down_dtod=0.0)
 PIECEWISE = dict(piecewise_up=[1.2, 0.8, 0.5, 0.3, 0.2], piecewise_down=[0.2, 0.3, 0.6, 0.9, 1.1])
 
 
@@ -308,7 +307,7 @@ def test_pulses_are_counted_in_the_midpoint_step(kind, extra, slopes):
     x = _signed_uniform(rng, (1, 256))
     d = _signed_uniform(rng, (1, 256))
     lr = 1e-4  # under one pulse per element: w stays at 0
-    arr = ConductanceArray(256, 256, parse_device(dict(kind=kind, **NO_SPREAD, **extra)), seed=1)
+    arr = ConductanceArray(256, 256, parse_device(dict(kind=kind, dw_min=0.001, **NO_SPREAD, **extra)), seed=1)
     want = -lr * d.T @ x
     mean = np.zeros_like(want)
     for _ in range(1000):  # a row (column) shares its d (x) train: 512 independent trains per update
