@@ -1,7 +1,7 @@
 """Numba kernels: every per-element loop of the device layer.
 
 An array's elements share one response family (`code`) and carry their own drawn parameters in `ep`, a
-float64 array of shape (out, in, 6) with the columns below. Mean step sizes are magnitudes in weight units;
+float32 array of shape (out, in, 6) with the columns below. Mean step sizes are magnitudes in weight units;
 the sign of a pulse is given separately. Each kernel that draws random numbers takes (seed, counter) and
 keys one stream per row (or per pulse train), so results do not depend on the thread count.
 """
@@ -15,13 +15,14 @@ from numba import njit, prange, uint32, uint64
 from numba.core.errors import NumbaPerformanceWarning
 
 from devices.prefetch import prefetch
-from devices.rng import bits31_at, normal_step, stream_seed, uniform_step
+from devices.rng import bits31_at, normal_half_step, normal_step, stream_seed, uniform_step
 
 # response family codes
 CONST, LINEAR, POWER, EXP_R1, EXP_STEP, TABLE = 0, 1, 2, 3, 4, 5
 # columns of the element parameter array `ep`
 DW_UP, DW_DOWN, W_MAX, W_MIN, GAMMA_UP, GAMMA_DOWN = 0, 1, 2, 3, 4, 5
 N_ELEMENT_PARAMS = 6
+U_DW_UP, U_W_MAX, U_W_MIN, U_GAMMA_UP = (np.uint64(c) for c in (DW_UP, W_MAX, W_MIN, GAMMA_UP))
 
 # pulsed_update_kernel is built with parallel=True for the parallel pipeline's clean-up of its serial code,
 # not for a parallel loop (its docstring); Numba's warning that it found none is expected there
@@ -43,69 +44,80 @@ def _interp(t: float, grid: np.ndarray, table: np.ndarray) -> float:
 
 
 @njit(cache=True, inline="always")
-def mean_step(code, up, w, er, j, consts, grid, tab_up, tab_dn) -> float:
+def mean_step(code, up, w, er, j, consts, grid, tab_up, tab_dn, F=np.float64):
     """Mean magnitude of one pulse's change of element j of a row at weight w (>= 0); er = ep[i], the
-    row's element parameters.
+    row's element parameters. F: the float type of the arithmetic, float64 for analysis (mean steps,
+    symmetric points), float32 for pulses (as aihwkit, whose tiles compute in float32; see _noisy_pulse).
 
     The direction selects columns by offset (k = 0 up, 1 down: DW_UP + k, GAMMA_UP + k, W_MAX + k) and
     signs by arithmetic, not by branches: in a pulsed update the direction follows the sign of x and d,
     a coin flip per pulse, and a mispredicted branch per pulse doubled its cost (22 ns against 12 ns per
     pulse on one thread, docs/performance.md)."""
-    k = 1 - int(up)
-    dw = er[j, DW_UP + k]
+    k = uint64(1 - int(up))
+    j = uint64(j)  # unsigned indices: no negative-index wraparound code (a 20% slower pulse without)
+    w = F(w)
+    one = F(1.0)
+    zero = F(0.0)
+    dw = F(er[j, U_DW_UP + k])
     if code == CONST:
         return dw
     if code == LINEAR:
-        return max(dw * (1.0 - er[j, GAMMA_UP + k] * w), 0.0)
-    bmax = er[j, W_MAX]
-    bmin = er[j, W_MIN]
+        return max(dw * (one - F(er[j, U_GAMMA_UP + k]) * w), zero)
+    bmax = F(er[j, U_W_MAX])
+    bmin = F(er[j, U_W_MIN])
     span = bmax - bmin
-    if span <= 0.0:
-        return 0.0
-    sg = 1.0 - 2.0 * k
+    if span <= zero:
+        return zero
+    sg = one - F(2.0) * F(k)
     if code == EXP_STEP:
-        z = 2.0 * consts[2] * w / span + consts[3]
-        return dw * max(1.0 - consts[k] * np.exp(sg * er[j, GAMMA_UP + k] * z), 0.0)
+        z = F(2.0) * F(consts[2]) * w / span + F(consts[3])
+        return dw * max(one - F(consts[k]) * np.exp(sg * F(er[j, U_GAMMA_UP + k]) * z), zero)
     if code == TABLE:
         t = (w - bmin) / span
-        return dw * max(_interp(t, grid, tab_up if up else tab_dn), 0.0)
+        return dw * max(F(_interp(t, grid, tab_up if up else tab_dn)), zero)
     # POWER and EXP_R1: distance to the bound the pulse moves toward (W_MAX up, W_MIN down), in units of
     # span / consts[0]
-    v = max(sg * (er[j, W_MAX + k] - w), 0.0) * consts[0] / span
-    g = er[j, GAMMA_UP + k]
+    v = max(sg * (F(er[j, U_W_MAX + k]) - w), zero) * F(consts[0]) / span
+    g = F(er[j, U_GAMMA_UP + k])
     if code == POWER:
-        if g == 1.0:
+        if g == one:
             return dw * v
-        if g == 2.0:
+        if g == F(2.0):
             return dw * v * v
-        if g == 0.5:
+        if g == F(0.5):
             return dw * np.sqrt(v)
         return dw * v**g  # pow is the slow path: the exponents of R1's devices above skip it
-    if g < 1e-9:
+    if g < F(1e-9):
         return dw * v
     return dw * np.expm1(g * v) / np.expm1(g)
+
+
+@njit(cache=True, inline="always")
+def _noisy_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi, F=np.float64):
+    """w after one pulse whose cycle-to-cycle noise is sigma times the standard normal xi, clipped to the
+    element's bounds; arithmetic in F (float64 in the reference kernels, where a call keeps an element's
+    weight in float64 over its pulses; float32 in the pulsed update: aihwkit's tiles compute in float32,
+    and it takes 10%-15% off a pulse, docs/performance.md)."""
+    s = mean_step(code, up, w, er, j, consts, grid, tab_up, tab_dn, F)
+    k = uint64(1 - int(up))  # branch-free direction and unsigned indices, see mean_step
+    j = uint64(j)
+    if sigma > 0.0:
+        if additive:
+            s += F(sigma) * F(er[j, U_DW_UP + k]) * F(xi)
+        else:
+            s *= F(1.0) + F(sigma) * F(xi)
+    w = F(w) + (F(1.0) - F(2.0) * F(k)) * s
+    return min(max(w, F(er[j, U_W_MIN])), F(er[j, U_W_MAX]))
 
 
 @njit(cache=True, inline="always")
 def _one_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, rs):
     """Apply one pulse with cycle-to-cycle noise (drawn from RNG state rs), then clip to the element's
     bounds. Returns (new w, next state)."""
-    s = mean_step(code, up, w, er, j, consts, grid, tab_up, tab_dn)
-    k = 1 - int(up)  # branch-free direction, see mean_step
+    xi = 0.0
     if sigma > 0.0:
         xi, rs = normal_step(rs)
-        if additive:
-            s += sigma * er[j, DW_UP + k] * xi
-        else:
-            s *= 1.0 + sigma * xi
-    w = w + (1.0 - 2.0 * k) * s
-    bmax = er[j, W_MAX]
-    bmin = er[j, W_MIN]
-    if w > bmax:
-        w = bmax
-    elif w < bmin:
-        w = bmin
-    return w, rs
+    return _noisy_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi), rs
 
 
 @njit(cache=True, inline="always")
@@ -310,24 +322,26 @@ def lowest_bit(v) -> int:
 
 
 @njit(cache=True, inline="always")
-def _slot_lists_of(masks, b, one_slot, lists, counts) -> None:
+def _slot_lists_of(masks, values, b, one_slot, lists, counts) -> None:
     """Slot lists of sample b (see slot_lists_kernel); counts[b] must be zero on entry. one_slot: the
     sample's trains have one slot (masks 0 or 1), listed by a branch-free compaction."""
     mb = masks[b]
+    vb = values[b]
     lb = lists[b]
     cb = counts[b]
     if one_slot:
         c = 0
         for k in range(mb.shape[0]):
-            lb[0, c] = k
+            lb[0, c] = uint32(k) | (NEGATIVE * uint32(vb[k] < 0.0))
             c += mb[k]
         cb[0] = c
         return
     for k in range(mb.shape[0]):
         m = mb[k]
+        e = uint32(k) | (NEGATIVE * uint32(vb[k] < 0.0))
         while m != 0:
             t = lowest_bit(m)
-            lb[t, cb[t]] = k
+            lb[t, cb[t]] = e
             cb[t] += 1
             m &= m - uint32(1)
 
@@ -349,18 +363,25 @@ def _slot_counts_of(masks, b, one_slot, counts) -> None:
 
 
 @njit(cache=True)
-def slot_lists_kernel(masks, max_bl):
-    """For each sample b and time slot t, the indices k whose train has a pulse in slot t.
+def slot_lists_kernel(masks, values, max_bl):
+    """For each sample b and time slot t, the indices k whose train has a pulse in slot t, each with the
+    sign of values[b, k] in its top bit (NEGATIVE where negative; INDEX masks the index).
 
-    Returns (lists int32 (B, max_bl, n), counts int32 (B, max_bl)): lists[b, t, :counts[b, t]].
+    Returns (lists uint32 (B, max_bl, n), counts int32 (B, max_bl)): lists[b, t, :counts[b, t]].
     """
     batch, n = masks.shape
-    lists = np.empty((batch, max(max_bl, 1), n), np.int32)
+    lists = np.empty((batch, max(max_bl, 1), n), np.uint32)
     counts = np.zeros((batch, max(max_bl, 1)), np.int32)
     for b in range(batch):
-        _slot_lists_of(masks, b, max_bl <= 1, lists, counts)
+        _slot_lists_of(masks, values, b, max_bl <= 1, lists, counts)
     return lists, counts
 
+
+NEGATIVE = uint32(1 << 31)
+"""Top bit of a slot-list entry: the train's value is negative (so the pulse direction needs no load of
+x in the coincidence loop)."""
+INDEX = uint32((1 << 31) - 1)
+"""The index bits of a slot-list entry."""
 
 PREFETCH_PULSES = 32
 """_coincide_row prefetches the weights and parameters of a slot's list of at most PREFETCH_PULSES
@@ -371,11 +392,29 @@ in cache: there the hint only costs instructions."""
 
 
 @njit(cache=True, inline="always")
-def _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
+def _coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
                   ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
     """The coincidences of row i (see coincidence_update_kernel), noise from stream (seed, counter, i);
     returns the pulses fired into the row."""
+    if code == LINEAR:
+        return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
+                         ep, LINEAR, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
+    if code == CONST:
+        return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
+                         ep, CONST, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
+    return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
+                     ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
+
+
+@njit(cache=True, inline="always")
+def _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
+              ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
+    """_coincide_row for one family code. _coincide_row passes the codes of the most pulsed families
+    (LINEAR: SoftBounds, LinearStep, R1's linear device; CONST: ideal, ConstantStep) as constants, so
+    each gets a copy of this loop without the family switch (5% of a pulse, docs/performance.md); the
+    other families share one."""
     s = stream_seed(uint64(seed), uint64(counter), uint64(i))
+    z = uint64(0)
     fired = 0
     wr = w[i]
     er = ep[i]
@@ -383,38 +422,42 @@ def _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
         md = d_masks[b, i]
         if md == 0:
             continue
-        d_up = lr_sign * d[b, i] < 0.0
-        xb = x[b]
+        d_up = uint32(lr_sign * d[b, i] < 0.0)
         while md != 0:
             t = lowest_bit(md)
             md &= md - uint32(1)
             js = x_lists[b, t]
             if x_counts[b, t] <= PREFETCH_PULSES:
                 for a in range(x_counts[b, t]):
-                    prefetch(w, i, js[a])
-                    prefetch(ep, i, js[a])
+                    prefetch(w, i, js[a] & INDEX)
+                    prefetch(ep, i, js[a] & INDEX)
             for a in range(x_counts[b, t]):
-                j = js[a]
-                up = d_up == (xb[j] > 0.0)
-                v, s = _one_pulse(float(wr[j]), up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
-                wr[j] = v
+                e = js[a]
+                j = e & INDEX
+                up = (d_up ^ (e >> uint32(31))) != 0  # up where x and lr d have opposite signs
+                xi = 0.0
+                if sigma > 0.0:
+                    xi, s, z = normal_half_step(s, z, fired + a)
+                wr[j] = _noisy_pulse(wr[j], up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi,
+                                     np.float32)
             fired += x_counts[b, t]
     return fired
 
 
 @njit(cache=True)
-def coincidence_update_kernel(w, x_lists, x_counts, x, d, lr_sign, d_masks,
+def coincidence_update_kernel(w, x_lists, x_counts, d, lr_sign, d_masks,
                               ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
     """Apply the coincidences of x and d pulse trains to w (float32, in place), sample after sample and
     slot after slot, as the hardware does.
 
     In slot t of sample b, element (i, j) gets one pulse where d's train i and x's train j both fire
-    (bit t of d_masks[b, i]; j in x_lists[b, t, :x_counts[b, t]]), down when lr_sign * d[b, i] * x[b, j] > 0
-    (the SGD sign: W -= lr d x^T). Row i draws its noise from stream i. The cost follows the number of
+    (bit t of d_masks[b, i]; j in x_lists[b, t, :x_counts[b, t]] & INDEX, slot_lists_kernel), down when
+    lr_sign * d[b, i] * x[b, j] > 0 (the SGD sign: W -= lr d x^T; the sign of x[b, j] is the entry's
+    NEGATIVE bit). Row i draws its noise from stream i. The cost follows the number of
     pulses. Returns pulses fired.
     """
     fired = np.zeros(w.shape[0], np.int64)
-    _coincide_rows_parallel(fired, w, x_lists, x_counts, x, d, lr_sign, d_masks,
+    _coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
                             ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
     return fired.sum()
 
@@ -448,7 +491,7 @@ def _fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_mas
     b = k % batch
     if k < batch:
         _fill_train(x, b, x_scale[b], bl[b], seed, counter, k, x_masks)
-        _slot_lists_of(x_masks, b, bl[b] == 1, x_lists, x_counts)
+        _slot_lists_of(x_masks, x, b, bl[b] == 1, x_lists, x_counts)
     else:
         _fill_train(d, b, d_scale[b], bl[b], seed, counter, k, d_masks)
         _slot_counts_of(d_masks, b, bl[b] == 1, d_counts)
@@ -465,11 +508,11 @@ def _fill_trains_parallel(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_
 
 
 @njit(cache=True, parallel=True)
-def _coincide_rows_parallel(fired, w, x_lists, x_counts, x, d, lr_sign, d_masks,
+def _coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
                             ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> None:
     """_coincide_row for every row, in parallel; fired[i] gets row i's pulses."""
     for i in prange(w.shape[0]):
-        fired[i] = _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
+        fired[i] = _coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
                                  ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
 
 
@@ -504,7 +547,7 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
         max_bl = max(max_bl, bl[b])
     x_masks = _zeros(x.shape, np.uint32)
     d_masks = _zeros(d.shape, np.uint32)
-    x_lists = np.empty((batch, max_bl, x.shape[1]), np.int32)
+    x_lists = np.empty((batch, max_bl, x.shape[1]), np.uint32)
     x_counts = _zeros((batch, max_bl), np.int32)
     d_counts = _zeros((batch, max_bl), np.int32)
     if batch * (x.shape[1] + d.shape[1]) <= SERIAL_TRAIN_ELEMENTS:
@@ -518,10 +561,10 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
     fired = np.empty(w.shape[0], np.int64)
     if _coincidences(x_counts, d_counts) <= SERIAL_PULSES:
         for i in range(w.shape[0]):
-            fired[i] = _coincide_row(i, w, x_lists, x_counts, x, d, lr_sign, d_masks,
+            fired[i] = _coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
                                      ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
     else:
-        _coincide_rows_parallel(fired, w, x_lists, x_counts, x, d, lr_sign, d_masks,
+        _coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
     return total(fired)
 

@@ -137,15 +137,36 @@ def _normal_tail(s: uint64, hz: int, iz: int) -> tuple[float, uint64]:
 
 
 @njit(cache=True, inline="always")
-def normal_step(s: uint64) -> tuple[float, uint64]:
-    """(standard normal, next state) from state s by the ziggurat method (one 64-bit draw in ~99% of
-    calls); see uniform_step."""
-    s = s + GOLDEN
-    hz = _int32_at(s)
+def _ziggurat(hz: int, s: uint64) -> tuple[float, uint64]:
+    """The standard normal of the signed 32-bit draw hz (its low 7 bits pick the layer); the state s
+    feeds the slow path (~1% of draws)."""
     iz = hz & 127
     if abs(hz) < ZIG_K[iz]:
         return hz * ZIG_W[iz], s
     return _normal_tail(s, hz, iz)
+
+
+@njit(cache=True, inline="always")
+def normal_step(s: uint64) -> tuple[float, uint64]:
+    """(standard normal, next state) from state s by the ziggurat method (one 64-bit draw in ~99% of
+    calls); see uniform_step."""
+    s = s + GOLDEN
+    return _ziggurat(_int32_at(s), s)
+
+
+@njit(cache=True, inline="always")
+def normal_half_step(s: uint64, z: uint64, k: int) -> tuple[float, uint64, uint64]:
+    """Draw k of a normal stream that takes two draws from each 64-bit output: an even k advances the
+    state s and keeps the output in z, using its high 32 bits; an odd k uses the low 32 bits of z.
+    Returns (standard normal, state, output). Half the mixing of normal_step, for the per-pulse noise."""
+    if k & 1 == 0:
+        s = s + GOLDEN
+        z = mix64(s)
+        hz = np.int64(z >> uint64(32)) - 2147483648
+    else:
+        hz = np.int64(z & LOW32) - 2147483648
+    x, s = _ziggurat(hz, s)
+    return x, s, z
 
 
 @njit(cache=True, inline="always")

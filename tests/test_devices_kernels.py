@@ -16,7 +16,8 @@ from scipy.optimize import brentq
 from devices import DEVICE_KINDS, ConductanceArray, PeripheryConfig, UpdateConfig, parse_device
 from devices import kernels as K
 from devices.prefetch import prefetch
-from devices.rng import Stream, bits31_at, new_state, next_normal, next_uniform, normal_step
+from devices.rng import (Stream, bits31_at, new_state, next_normal, next_uniform, normal_half_step,
+                         normal_step)
 
 
 def _params(cfg, shape):
@@ -94,6 +95,36 @@ def test_generator_is_uniform_and_normal():
     assert (np.abs(z) > 3.5).mean() == pytest.approx(2 * stats.norm.sf(3.5), rel=0.2)  # the ziggurat's tail
     z2 = _normals(new_state(1, 2, 4), 1000)
     assert abs(np.corrcoef(z[:1000], z2)[0, 1]) < 0.15  # streams of different indices are unrelated
+
+
+@njit
+def _half_normals(state, n):
+    """n draws of normal_half_step from state[0], and the states after each draw."""
+    out = np.empty(n)
+    states = np.empty(n, np.uint64)
+    s = state[0]
+    z = np.uint64(0)
+    for k in range(n):
+        out[k], s, z = normal_half_step(s, z, k)
+        states[k] = s
+    return out, states
+
+
+def test_half_step_normals_are_normal_and_take_two_draws_per_output():
+    """normal_half_step (the pulsed update's noise): standard normal by the same checks as normal_step,
+    with even and odd draws (high and low halves of one output) each normal and uncorrelated; an odd
+    draw does not advance the state unless the ziggurat's slow path needs uniforms (~1% of draws)."""
+    z, states = _half_normals(new_state(1, 2, 3), 400_000)
+    assert stats.kstest(z, "norm").pvalue > 1e-3
+    assert abs(z.mean()) < 5 / np.sqrt(z.size)
+    assert z.var() == pytest.approx(1.0, abs=0.01)
+    assert stats.kurtosis(z, fisher=False) == pytest.approx(3.0, abs=0.05)
+    assert (np.abs(z) > 3.5).mean() == pytest.approx(2 * stats.norm.sf(3.5), rel=0.2)
+    for half in (z[0::2], z[1::2]):
+        assert stats.kstest(half, "norm").pvalue > 1e-3
+    assert abs(np.corrcoef(z[0::2], z[1::2])[0, 1]) < 5 / np.sqrt(z.size / 2)
+    kept = states[1::2] == states[0::2]  # odd draw k + 1 after even draw k
+    assert 0.97 < kept.mean() < 1.0
 
 
 @njit
@@ -228,11 +259,15 @@ def test_slot_lists_match_the_masks(max_bl):
     rng = np.random.default_rng(1)
     top = 2**max_bl
     masks = (rng.integers(0, top, (3, 40)) & rng.integers(0, top, (3, 40))).astype(np.uint32)
-    lists, counts = K.slot_lists_kernel(masks, max_bl)
+    values = rng.normal(size=(3, 40)).astype(np.float32)
+    lists, counts = K.slot_lists_kernel(masks, values, max_bl)
     for b in range(3):
         for t in range(max_bl):
             want = np.flatnonzero((masks[b] >> t) & 1)
-            np.testing.assert_array_equal(np.sort(lists[b, t, :counts[b, t]]), want)
+            entries = lists[b, t, :counts[b, t]]
+            index = entries & K.INDEX
+            np.testing.assert_array_equal(np.sort(index), want)
+            np.testing.assert_array_equal(entries >= K.NEGATIVE, values[b, index] < 0)  # the sign bit
 
 
 def test_coincidence_update_matches_numpy_popcount():
@@ -246,10 +281,10 @@ def test_coincidence_update_matches_numpy_popcount():
     x = (rng.uniform(0.1, 1, (batch, cols)) * rng.choice([-1, 1], (batch, cols))).astype(np.float32)
     d = (rng.uniform(0.1, 1, (batch, rows)) * rng.choice([-1, 1], (batch, rows))).astype(np.float32)
     p = _params(dict(kind="ideal", tau=1000.0, dw_min=dw), (rows, cols))
-    lists, counts = K.slot_lists_kernel(x_masks, L)
+    lists, counts = K.slot_lists_kernel(x_masks, x, L)
     for lr_sign in (1.0, -1.0):
         w = np.zeros((rows, cols), np.float32)
-        fired = K.coincidence_update_kernel(w, lists, counts, x, d, lr_sign, d_masks, *p.response, 0.0, False, 3, 1)
+        fired = K.coincidence_update_kernel(w, lists, counts, d, lr_sign, d_masks, *p.response, 0.0, False, 3, 1)
         both = d_masks[:, :, None] & x_masks[:, None, :]  # (batch, rows, cols)
         c = _popcount(both)
         down = lr_sign * np.sign(d)[:, :, None] * np.sign(x)[:, None, :] > 0  # W -= lr d x^T
@@ -296,8 +331,8 @@ def test_fused_pulsed_update_equals_the_stages(kind, rows, cols, batch):
                                       ucfg.update_bl_management)
         x_masks = K.pulse_trains_kernel(x, xs, bl, arr.seed, 5, 0)
         d_masks = K.pulse_trains_kernel(d, ds, bl, arr.seed, 5, batch)
-        lists, counts = K.slot_lists_kernel(x_masks, int(bl.max()))
-        n_staged = K.coincidence_update_kernel(w_staged, lists, counts, x, d, float(np.sign(lr)), d_masks,
+        lists, counts = K.slot_lists_kernel(x_masks, x, int(bl.max()))
+        n_staged = K.coincidence_update_kernel(w_staged, lists, counts, d, float(np.sign(lr)), d_masks,
                                                *p.response, *p.noise, arr.seed, 5)
         w_fused = arr.w.copy()
         n_fused = K.pulsed_update_kernel(w_fused, x, d, lr, p.granularity, ucfg.desired_bl, ucfg.update_management,
