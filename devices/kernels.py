@@ -399,9 +399,6 @@ def _coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
     if code == LINEAR:
         return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
                          ep, LINEAR, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
-    if code == CONST:
-        return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                         ep, CONST, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
     return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
                      ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
 
@@ -409,10 +406,10 @@ def _coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
 @njit(cache=True, inline="always")
 def _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
               ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
-    """_coincide_row for one family code. _coincide_row passes the codes of the most pulsed families
-    (LINEAR: SoftBounds, LinearStep, R1's linear device; CONST: ideal, ConstantStep) as constants, so
-    each gets a copy of this loop without the family switch (5% of a pulse, docs/performance.md); the
-    other families share one."""
+    """_coincide_row for one family code. _coincide_row passes LINEAR (SoftBounds, aihwkit's default,
+    LinearStep, R1's linear device) as a constant, so those families get a copy of this loop without the
+    family switch (10% of their pulse; each copy adds ~11 s to the first compilation,
+    docs/performance.md); the other families share one."""
     s = stream_seed(uint64(seed), uint64(counter), uint64(i))
     z = uint64(0)
     fired = 0
