@@ -69,9 +69,9 @@ def mean_step(code, up, w, er, j, consts, grid, tab_up, tab_dn, F=np.float64):
     if span <= zero:
         return zero
     sg = one - F(2.0) * F(k)
-    if code == EXP_STEP:
-        z = F(2.0) * F(consts[2]) * w / span + F(consts[3])
-        return dw * max(one - F(consts[k]) * np.exp(sg * F(er[j, U_GAMMA_UP + k]) * z), zero)
+    if code == EXP_STEP:  # exponentials in float64 whatever F: float32's overflow at e^88 would give 0 * inf
+        z = 2.0 * consts[2] * float(w) / float(span) + consts[3]
+        return dw * F(max(1.0 - consts[k] * np.exp(float(sg) * float(er[j, U_GAMMA_UP + k]) * z), 0.0))
     if code == TABLE:
         t = (w - bmin) / span
         return dw * max(F(_interp(t, grid, tab_up if up else tab_dn)), zero)
@@ -89,7 +89,7 @@ def mean_step(code, up, w, er, j, consts, grid, tab_up, tab_dn, F=np.float64):
         return dw * v**g  # pow is the slow path: the exponents of R1's devices above skip it
     if g < F(1e-9):
         return dw * v
-    return dw * np.expm1(g * v) / np.expm1(g)
+    return dw * F(np.expm1(float(g) * float(v)) / np.expm1(float(g)))  # float64, as EXP_STEP
 
 
 @njit(cache=True, inline="always")

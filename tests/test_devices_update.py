@@ -317,3 +317,19 @@ def test_pulses_are_counted_in_the_midpoint_step(kind, extra, slopes):
     for slope, sel in zip(slopes, (want > 0, want < 0)):
         if slope is not None:
             assert (mean[sel] @ want[sel]) / (want[sel] @ want[sel]) == pytest.approx(slope, rel=0.02)
+
+
+def test_steep_exp_step_without_amplitude_pulses_like_a_constant_step():
+    """ExpStep with A_up = A_down = 0 has the constant step dw_min wherever gamma z lies: the pulsed update
+    (float32 pulse arithmetic) equals ConstantStep's on the same trains, also where gamma z is beyond
+    float32's exp range (e^88), which the step's exponential is kept clear of."""
+    bounds = dict(w_max=0.6, w_min=-0.6, dw_min=0.01, **NO_SPREAD)
+    steep = parse_device(dict(kind="ExpStep", A_up=0.0, A_down=0.0, gamma_up=300.0, gamma_down=300.0, **bounds))
+    flat = parse_device(dict(kind="ConstantStep", **bounds))
+    rng = np.random.default_rng(4)
+    x = rng.normal(0, 0.5, (8, 12)).astype(np.float32)
+    d = rng.normal(0, 0.5, (8, 6)).astype(np.float32)
+    a, b = ConductanceArray(6, 12, steep, seed=2), ConductanceArray(6, 12, flat, seed=2)
+    a.w[...] = b.w[...] = rng.uniform(-0.55, 0.55, (6, 12)).astype(np.float32)
+    assert a.update(x, d, 0.5, UpdateConfig()) == b.update(x, d, 0.5, UpdateConfig()) > 0
+    np.testing.assert_array_equal(a.w, b.w)
