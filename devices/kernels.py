@@ -22,6 +22,7 @@ CONST, LINEAR, POWER, EXP_R1, EXP_STEP, TABLE = 0, 1, 2, 3, 4, 5
 # columns of the element parameter array `ep`
 DW_UP, DW_DOWN, W_MAX, W_MIN, GAMMA_UP, GAMMA_DOWN = 0, 1, 2, 3, 4, 5
 N_ELEMENT_PARAMS = 6
+# the same columns as unsigned offsets: unsigned indices carry no negative-index wraparound code (mean_step)
 U_DW_UP, U_W_MAX, U_W_MIN, U_GAMMA_UP = (np.uint64(c) for c in (DW_UP, W_MAX, W_MIN, GAMMA_UP))
 
 # pulsed_update_kernel is built with parallel=True for the parallel pipeline's clean-up of its serial code,
