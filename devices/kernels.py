@@ -322,6 +322,19 @@ def lowest_bit(v) -> int:
     return popcount32((v & (~v + uint32(1))) - uint32(1))
 
 
+NEGATIVE = uint32(1 << 31)
+"""Top bit of a slot-list entry: the train's value is negative (so the pulse direction needs no load of
+x in the coincidence loop)."""
+INDEX = uint32((1 << 31) - 1)
+"""The index bits of a slot-list entry."""
+
+
+@njit(cache=True, inline="always")
+def _slot_entry(k, value) -> uint32:
+    """The slot-list entry of index k whose train value is `value`: k, with NEGATIVE set where value < 0."""
+    return uint32(k) | (NEGATIVE * uint32(value < 0.0))
+
+
 @njit(cache=True, inline="always")
 def _slot_lists_of(masks, values, b, one_slot, lists, counts) -> None:
     """Slot lists of sample b (see slot_lists_kernel); counts[b] must be zero on entry. one_slot: the
@@ -333,13 +346,13 @@ def _slot_lists_of(masks, values, b, one_slot, lists, counts) -> None:
     if one_slot:
         c = 0
         for k in range(mb.shape[0]):
-            lb[0, c] = uint32(k) | (NEGATIVE * uint32(vb[k] < 0.0))
+            lb[0, c] = _slot_entry(k, vb[k])
             c += mb[k]
         cb[0] = c
         return
     for k in range(mb.shape[0]):
         m = mb[k]
-        e = uint32(k) | (NEGATIVE * uint32(vb[k] < 0.0))
+        e = _slot_entry(k, vb[k])
         while m != 0:
             t = lowest_bit(m)
             lb[t, cb[t]] = e
@@ -377,12 +390,6 @@ def slot_lists_kernel(masks, values, max_bl):
         _slot_lists_of(masks, values, b, max_bl <= 1, lists, counts)
     return lists, counts
 
-
-NEGATIVE = uint32(1 << 31)
-"""Top bit of a slot-list entry: the train's value is negative (so the pulse direction needs no load of
-x in the coincidence loop)."""
-INDEX = uint32((1 << 31) - 1)
-"""The index bits of a slot-list entry."""
 
 PREFETCH_PULSES = 32
 """_coincide_row prefetches the weights and parameters of a slot's list of at most PREFETCH_PULSES

@@ -107,9 +107,15 @@ ZIG_R = 3.442619855899
 
 
 @njit(cache=True, inline="always")
+def _signed32(v: uint64) -> int:
+    """The 32-bit value v (held in 64 bits) shifted to a signed integer in [-2^31, 2^31)."""
+    return np.int64(v) - 2147483648
+
+
+@njit(cache=True, inline="always")
 def _int32_at(s: uint64) -> int:
     """Signed 32-bit integer from the top bits of the 64-bit output at state s."""
-    return np.int64(mix64(s) >> uint64(32)) - 2147483648
+    return _signed32(mix64(s) >> uint64(32))
 
 
 @njit(cache=True)
@@ -162,9 +168,9 @@ def normal_half_step(s: uint64, z: uint64, k: int) -> tuple[float, uint64, uint6
     if k & 1 == 0:
         s = s + GOLDEN
         z = mix64(s)
-        hz = np.int64(z >> uint64(32)) - 2147483648
+        hz = _signed32(z >> uint64(32))
     else:
-        hz = np.int64(z & LOW32) - 2147483648
+        hz = _signed32(z & LOW32)
     x, s = _ziggurat(hz, s)
     return x, s, z
 
