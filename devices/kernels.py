@@ -394,7 +394,7 @@ def slot_lists_kernel(masks, values, max_bl):
 PREFETCH_PULSES = 32
 """_coincide_row prefetches the weights and parameters of a slot's list of at most PREFETCH_PULSES
 elements before it fires them: a small update fires a few pulses per row at scattered elements of arrays
-larger than the caches (512 x 512 SoftBounds: 1 MB of weights, 12.6 MB of parameters), and the hint puts
+larger than the caches (512 x 512 SoftBounds: 1 MB of weights, 6.3 MB of float32 parameters), and the hint puts
 their cache misses in flight together. Longer lists (large updates) touch most of the row, which stays
 in cache: there the hint only costs instructions."""
 
