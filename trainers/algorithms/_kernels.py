@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit, prange
 
+from devices import kernels, prefetch, rng
+from devices.jit_cache import flush_stale
 from devices.kernels import total
 
 
@@ -56,3 +60,6 @@ def threshold_counts_cols(h, cols, counts, dw_min, threshold, max_pulses, single
                 total += abs(n)
             counts[i, j] = n
     return total
+
+
+flush_stale([sys.modules[__name__]], [kernels, rng, prefetch])  # kernels inlines from devices (jit_cache)
