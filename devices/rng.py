@@ -83,7 +83,7 @@ def next_uniform(state: np.ndarray) -> float:
 ZIG_LAYERS = 512
 """Strips of the ziggurat. Marsaglia & Tsang used 128, NumPy uses 256; each doubling halves the share of
 draws that leave the fast path for the exponential in _normal_tail (2.8%, 1.5%, 0.8% for 128, 256, 512
-layers), and a slow draw costs ~40 ns against ~1.5 ns: 512 layers take 13% off a noisy pulse
+layers), and a slow draw costs ~40 ns against ~1.5 ns: 512 layers take about 12% off a noisy pulse
 (docs/performance.md). A draw's low 9 bits pick the strip and are also the lowest bits of its magnitude,
 so a strip's points lie on a lattice of 2^-22 of its width (Doornik 2005 notes the shared bits)."""
 ZIG_R = 3.852046150368391
