@@ -8,6 +8,8 @@ advanced by a Weyl constant and a mixing function; normals come from the ziggura
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit, prange, uint64
 
@@ -90,7 +92,7 @@ ZIG_R = 3.852046150368391
 """Right edge of the base strip for ZIG_LAYERS strips, solved (by bisection) from the ziggurat's closing
 condition: with every strip of area ZIG_V, the top strip of width x_1 has x_1 (1 - f(x_1)) = ZIG_V, for
 f(x) = exp(-x^2 / 2) (test_ziggurat_tables_close checks it)."""
-ZIG_V = 0.002456766351541357
+ZIG_V = ZIG_R * math.exp(-0.5 * ZIG_R**2) + math.sqrt(math.pi / 2) * math.erfc(ZIG_R / math.sqrt(2))
 """Common area of the strips: ZIG_R f(ZIG_R) plus the tail integral of f beyond ZIG_R."""
 
 
