@@ -20,9 +20,7 @@ import io
 import itertools
 import json
 import math
-import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +35,7 @@ from aimc.config import ExperimentConfig, apply_overrides, format_errors, read_t
 from aimc.executors import DEFAULT_RUNNER, Executor, LocalExecutor, make_task
 from aimc.results import to_toml, write_json, write_text
 from devices import ConfigError
+from devices.atomic_files import atomic_write_bytes
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 _FIELD = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_-]+)*$"
@@ -511,16 +510,10 @@ def _safe(name: str) -> str:
 
 
 def _save_png(fig: Any, path: Path) -> None:
-    """Save a figure atomically (temp file beside it, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            fig.savefig(f, format="png", dpi=120)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    """Save a figure atomically (atomic_write_bytes)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def _numeric_axis(dim: Dim) -> list[float] | None:

@@ -28,8 +28,9 @@ import numpy as np
 from scipy import optimize, stats
 
 import aimc
-from calibration.traces import TraceSet, atomic_write_text
+from calibration.traces import TraceSet
 from devices import DEVICE_KINDS, DeviceConfig, parse_device
+from devices.atomic_files import atomic_write_text
 from devices.kernels import DW_DOWN, DW_UP
 from devices.response import (ConstantStep, Exponential, ExpStep, Ideal, Linear, LinearStep, PiecewiseStep, Power,
                               PowStep, SoftBounds, Tabulated)

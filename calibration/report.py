@@ -29,8 +29,8 @@ import numpy as np  # noqa: E402
 
 from calibration.fit import FitResult, WeightMap, _finite  # noqa: E402
 from calibration.protocols import measure_cycles  # noqa: E402
-from calibration.traces import atomic_write_bytes, atomic_write_text  # noqa: E402
 from devices import PRESETS, ConductanceArray, DeviceConfig, load_device  # noqa: E402
+from devices.atomic_files import atomic_write_bytes, atomic_write_text  # noqa: E402
 
 
 @dataclass

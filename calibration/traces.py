@@ -16,11 +16,12 @@ import csv
 import io
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from devices.atomic_files import atomic_write_text
 
 UNITS = ("S", "mS", "uS", "nS", "pS", "a.u.")
 COLUMNS = ("device", "pulse", "polarity", "conductance")
@@ -210,23 +211,3 @@ def _parse_header(cells: list[str], where: str) -> str:
     if unit not in UNITS:
         raise TraceFormatError(f"{where}, column 4: unknown unit {m.group(1)!r}; known: {', '.join(UNITS)}")
     return unit
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write text to path via a temp file in the same folder and os.replace."""
-    return atomic_write_bytes(path, text.encode())
-
-
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write bytes to path via a temp file in the same folder and os.replace."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path

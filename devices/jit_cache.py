@@ -11,13 +11,13 @@ the fingerprint differs from the one stored beside the cache, it empties the cac
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from pathlib import Path
 from types import ModuleType
 
 from numba.core.caching import FunctionCache
 from numba.core.registry import CPUDispatcher
+
+from devices.atomic_files import atomic_write_text
 
 
 def _cached_kernels(module: ModuleType) -> list[CPUDispatcher]:
@@ -34,27 +34,23 @@ def source_fingerprint(modules: list[ModuleType]) -> str:
     return h.hexdigest()
 
 
-def flush_stale(owned: list[ModuleType], depends: list[ModuleType]) -> bool:
+def flush_stale(owned: list[ModuleType], depends: list[ModuleType]) -> None:
     """Empty the cache index of every cached kernel in `owned` when the sources of `owned` and `depends`
-    changed since the last import that checked them. Returns whether it flushed. A cache directory that
-    cannot be written is left to Numba (it then does not cache there either)."""
+    changed since the last import that checked them. A cache directory that cannot be written is left to
+    Numba (it then does not cache there either)."""
     kernels = [f for m in owned for f in _cached_kernels(m)]
     if not kernels:
-        return False
+        return
     stamp = Path(kernels[0]._cache._cache_path) / f"{owned[0].__name__}.sources"
     fingerprint = source_fingerprint(owned + depends)
     try:
         if stamp.read_text() == fingerprint:
-            return False
+            return
     except OSError:
         pass
     try:
         for f in kernels:
             f._cache.flush()
-        fd, tmp = tempfile.mkstemp(dir=stamp.parent, prefix=stamp.name)
-        with os.fdopen(fd, "w") as out:
-            out.write(fingerprint)
-        os.replace(tmp, stamp)
+        atomic_write_text(stamp, fingerprint)
     except OSError:
-        return False
-    return True
+        pass
