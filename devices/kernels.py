@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit, prange, uint32, uint64
 from numba.core.errors import NumbaPerformanceWarning
 
+from devices.bits import lowest_bit
 from devices.prefetch import prefetch
 from devices.rng import bits31_at, normal_half_step, normal_step, stream_seed, uniform_step
 
@@ -172,15 +173,6 @@ def alternate_kernel(w, cycles, ep, code, consts, grid, tab_up, tab_dn, sigma, a
                 v, s = _one_pulse(v, True, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
                 v, s = _one_pulse(v, False, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
             w[i, j] = v
-
-
-@njit(cache=True, inline="always")
-def popcount32(v) -> int:
-    """Number of set bits of a 32-bit word."""
-    v = v - ((v >> uint32(1)) & uint32(0x55555555))
-    v = (v & uint32(0x33333333)) + ((v >> uint32(2)) & uint32(0x33333333))
-    v = (v + (v >> uint32(4))) & uint32(0x0F0F0F0F)
-    return int(((v * uint32(0x01010101)) & uint32(0xFFFFFFFF)) >> uint32(24))
 
 
 @njit(cache=True, inline="always")
@@ -346,12 +338,6 @@ def pulse_trains_kernel(values, prob_scale, bl, seed, counter, offset):
     return masks
 
 
-@njit(cache=True, inline="always")
-def lowest_bit(v) -> int:
-    """Index of the lowest set bit of a non-zero 32-bit word."""
-    return popcount32((v & (~v + uint32(1))) - uint32(1))
-
-
 NEGATIVE = uint32(1 << 31)
 """Top bit of a slot-list entry: the train's value is negative (so the pulse direction needs no load of
 x in the coincidence loop)."""
@@ -447,35 +433,44 @@ def _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
     """_coincide_row for one family code. _coincide_row passes LINEAR (SoftBounds, aihwkit's default,
     LinearStep, R1's linear device) as a constant, so those families get a copy of this loop without the
     family switch (10% of their pulse; each copy adds ~11 s to the first compilation,
-    docs/performance.md); the other families share one."""
+    docs/performance.md); the other families share one.
+
+    The samples that fire on row i are first gathered into a 64-bit mask per 64 samples and then visited
+    by their set bits: a loop that tested every sample's train inside this (large, inlined) function kept
+    its counters on the stack and took 16% of a 512x512 batch-64 update (perf, session 9)."""
     s = stream_seed(uint64(seed), uint64(counter), uint64(i))
     z = uint64(0)
     fired = 0
     wr = w[i]
     er = ep[i]
-    for b in range(d_masks.shape[0]):
-        md = d_masks[b, i]
-        if md == 0:
-            continue
-        d_up = uint32(lr_sign * d[b, i] < 0.0)
-        while md != 0:
-            t = lowest_bit(md)
-            md &= md - uint32(1)
-            js = x_lists[b, t]
-            if x_counts[b, t] <= PREFETCH_PULSES:
+    nb = d_masks.shape[0]
+    for b0 in range(0, nb, 64):
+        active = uint64(0)
+        for b in range(b0, min(b0 + 64, nb)):
+            active |= uint64(d_masks[b, i] != 0) << uint64(b - b0)
+        while active != 0:
+            b = b0 + lowest_bit(active)
+            active &= active - uint64(1)
+            md = d_masks[b, i]
+            d_up = uint32(lr_sign * d[b, i] < 0.0)
+            while md != 0:
+                t = lowest_bit(md)
+                md &= md - uint32(1)
+                js = x_lists[b, t]
+                if x_counts[b, t] <= PREFETCH_PULSES:
+                    for a in range(x_counts[b, t]):
+                        prefetch(w, i, js[a] & INDEX)
+                        prefetch(ep, i, js[a] & INDEX)
                 for a in range(x_counts[b, t]):
-                    prefetch(w, i, js[a] & INDEX)
-                    prefetch(ep, i, js[a] & INDEX)
-            for a in range(x_counts[b, t]):
-                e = js[a]
-                j = e & INDEX
-                up = (d_up ^ (e >> uint32(31))) != 0  # up where x and lr d have opposite signs
-                xi = 0.0
-                if sigma > 0.0:
-                    xi, s, z = normal_half_step(s, z, fired + a)
-                wr[j] = _noisy_pulse(wr[j], up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi,
-                                     np.float32)
-            fired += x_counts[b, t]
+                    e = js[a]
+                    j = e & INDEX
+                    up = (d_up ^ (e >> uint32(31))) != 0  # up where x and lr d have opposite signs
+                    xi = 0.0
+                    if sigma > 0.0:
+                        xi, s, z = normal_half_step(s, z, fired + a)
+                    wr[j] = _noisy_pulse(wr[j], up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive,
+                                         xi, np.float32)
+                fired += x_counts[b, t]
     return fired
 
 

@@ -16,6 +16,7 @@ from scipy.optimize import brentq
 
 from devices import DEVICE_KINDS, ConductanceArray, PeripheryConfig, UpdateConfig, parse_device
 from devices import kernels as K
+from devices.bits import lowest_bit
 from devices.prefetch import prefetch
 from devices.rng import (ZIG_K, ZIG_LAYERS, ZIG_R, ZIG_V, Stream, bits31_at, new_state, next_normal, next_uniform,
                          normal_half_step, normal_step)
@@ -327,6 +328,24 @@ def test_prefetch_emits_the_cpu_hint_and_changes_nothing():
     a = np.arange(24, dtype=np.float32).reshape(4, 6)
     assert _prefetch_rows(a, 2) == a.sum() and _prefetch_rows(a[:, ::2], 1) == a[:, ::2].sum()
     assert "prefetcht0" in _prefetch_rows.inspect_asm(_prefetch_rows.signatures[0])
+
+
+@njit
+def _lowest_bits(words):
+    out = np.empty(words.size, np.int64)
+    for k in range(words.size):
+        out[k] = lowest_bit(words[k])
+    return out
+
+
+@pytest.mark.parametrize("dtype, width", [(np.uint32, 32), (np.uint64, 64)])
+def test_lowest_bit_is_the_index_of_the_lowest_set_bit(dtype, width):
+    rng = np.random.default_rng(3)
+    shifts = rng.integers(0, width, 500).astype(dtype)
+    words = (rng.integers(0, 2**31, 500).astype(dtype) | dtype(1)) << shifts  # lowest set bit at `shifts`
+    words = np.concatenate([words, np.array([0, 1, 1 << (width - 1)], dtype)])
+    expected = np.concatenate([shifts.astype(np.int64), [width, 0, width - 1]])
+    np.testing.assert_array_equal(_lowest_bits(words), expected)
 
 
 @pytest.mark.parametrize("kind", ["power", "LinearStep", "ExpStep"])
