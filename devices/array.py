@@ -67,7 +67,8 @@ class ConductanceArray:
         return int(n)
 
     def update(self, x: np.ndarray, d: np.ndarray, lr: float, cfg: UpdateConfig | None = None) -> int:
-        """Rank-k update W -= lr d^T x from a mini-batch x (batch, in), d (batch, out); returns pulses fired."""
+        """Rank-k update W -= lr d^T x from a mini-batch x (batch, in), d (batch, out); returns pulses fired.
+        A NaN or infinity in x or d raises ValueError and leaves the weights as they were."""
         cfg = cfg or UpdateConfig()
         x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, self.shape[1])
         d = np.ascontiguousarray(d, dtype=np.float32).reshape(-1, self.shape[0])
