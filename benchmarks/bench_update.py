@@ -6,6 +6,8 @@ tile run as a subprocess (benchmarks/aihwkit/bench_update_aihwkit.py) with the s
 Two regimes as in ../shared/AIHWKIT.md: small (d_std 2e-4, lr 0.01, ~5e3 pulses per batch) and large
 (d_std 3.75e-3, lr 0.1, ~1e6 pulses). Each timing is the median over --repeats calls from the same start
 weights (reset outside the timed region). Prints a table and, last, one JSON line with every number.
+aihwkit / pulsed is given by the medians and by the fastest call of each ("fastest calls"): a VM whose host
+takes a core away for a second slows a block of calls, which moves a median but not the fastest call.
 
     python benchmarks/bench_update.py --threads 2 --aihwkit-python ~/aihwkit-venv/bin/python
 """
@@ -137,6 +139,7 @@ def main() -> int:
             r["aihwkit_ms_min"] = float(np.min(times[name, "aihwkit_min"]))
             r["aihwkit_expected_pulses"] = ak[f"{name}_expected_pulses"]
             r["aihwkit_over_pulsed"] = r["aihwkit_ms"] / r["pulsed_ms"]
+            r["aihwkit_over_pulsed_fastest"] = r["aihwkit_ms_min"] / r["pulsed_ms_min"]  # robust to host preemption
             r["aihwkit_over_expected"] = r["aihwkit_ms"] / r["expected_ms"]
     if ak is not None:
         results["aihwkit"] = {k: ak[k] for k in ("aihwkit_version", "torch_version", "threads", "repeats")}
@@ -146,14 +149,14 @@ def main() -> int:
     head = f"{'regime':7s} {'formula':>9s} {'pulses':>9s} {'torch ms':>9s} {'pulsed ms':>10s} {'expect ms':>10s} " \
            f"{'pulsed/torch':>12s} {'expect/torch':>12s}"
     if a.aihwkit_python:
-        head += f" {'aihwkit ms':>10s} {'aihwkit/pulsed':>14s}"
+        head += f" {'aihwkit ms':>10s} {'aihwkit/pulsed':>14s} {'fastest calls':>13s}"
     print(head)
     for name in REGIMES:
         r = results[name]
         line = f"{name:7s} {r['formula_pulses']:9.3g} {r['pulsed_pulses']:9.3g} {r['torch_ms']:9.3f} " \
                f"{r['pulsed_ms']:10.3f} {r['expected_ms']:10.3f} {r['pulsed_over_torch']:12.2f} {r['expected_over_torch']:12.2f}"
         if a.aihwkit_python:
-            line += f" {r['aihwkit_ms']:10.3f} {r['aihwkit_over_pulsed']:14.2f}"
+            line += f" {r['aihwkit_ms']:10.3f} {r['aihwkit_over_pulsed']:14.2f} {r['aihwkit_over_pulsed_fastest']:13.2f}"
         print(line)
     print(json.dumps(results))
     return 0
