@@ -94,21 +94,28 @@ def mean_step(code, up, w, er, j, consts, grid, tab_up, tab_dn, F=np.float64):
     return dw * F(np.expm1(float(g) * float(v)) / np.expm1(float(g)))  # float64, as EXP_STEP
 
 
+SIGNS = np.array([1.0, -1.0], np.float32)
+"""Sign of a pulse's change by direction (k = 0 up, 1 down): one load, where computing 1 - 2k in floating
+point took three instructions more."""
+
+
 @njit(cache=True, inline="always")
-def _noisy_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi, F=np.float64):
+def _noisy_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi, F=np.float64,
+                 noisy=True):
     """w after one pulse whose cycle-to-cycle noise is sigma times the standard normal xi, clipped to the
     element's bounds; arithmetic in F (float64 in the reference kernels, where a call keeps an element's
     weight in float64 over its pulses; float32 in the pulsed update: aihwkit's tiles compute in float32,
-    and it takes 10%-15% off a pulse, docs/performance.md)."""
+    and it takes 10%-15% off a pulse, docs/performance.md). noisy: apply the noise at all (callers pass
+    sigma > 0, a constant where they can fix it)."""
     s = mean_step(code, up, w, er, j, consts, grid, tab_up, tab_dn, F)
     k = uint64(1 - int(up))  # branch-free direction and unsigned indices, see mean_step
     j = uint64(j)
-    if sigma > 0.0:
+    if noisy:
         if additive:
             s += F(sigma) * F(er[j, U_DW_UP + k]) * F(xi)
         else:
             s *= F(1.0) + F(sigma) * F(xi)
-    w = F(w) + (F(1.0) - F(2.0) * F(k)) * s
+    w = F(w) + F(SIGNS[k]) * s
     return min(max(w, F(er[j, U_W_MIN])), F(er[j, U_W_MAX]))
 
 
@@ -117,9 +124,10 @@ def _one_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive
     """Apply one pulse with cycle-to-cycle noise (drawn from RNG state rs), then clip to the element's
     bounds. Returns (new w, next state)."""
     xi = 0.0
-    if sigma > 0.0:
+    noisy = sigma > 0.0
+    if noisy:
         xi, rs = normal_step(rs)
-    return _noisy_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi), rs
+    return _noisy_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi, np.float64, noisy), rs
 
 
 @njit(cache=True, inline="always")
@@ -416,24 +424,48 @@ in cache: there the hint only costs instructions."""
 
 
 @njit(cache=True, inline="always")
+def _fire_list(wr, er, js, n, d_up, fired, s, z, code, consts, grid, tab_up, tab_dn, sigma, noisy, additive):
+    """Fire the pulses of one slot list js[:n] into row wr, er its parameters; the pulses are numbers
+    fired .. fired + n - 1 of the row's noise stream (s, z). Returns the stream's (s, z)."""
+    for a in range(n):
+        e = js[a]
+        j = e & INDEX
+        up = (d_up ^ (e >> uint32(31))) != 0  # up where x and lr d have opposite signs
+        xi = 0.0
+        if noisy:
+            xi, s, z = normal_half_step(s, z, fired + a)
+        wr[j] = _noisy_pulse(wr[j], up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi, np.float32,
+                             noisy)
+    return s, z
+
+
+@njit(cache=True, inline="always")
 def _coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
                   ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
     """The coincidences of row i (see coincidence_update_kernel), noise from stream (seed, counter, i);
-    returns the pulses fired into the row."""
-    if code == LINEAR:
+    returns the pulses fired into the row.
+
+    Three copies of the pulse loop, each with its family and noise switches fixed where they can be:
+    LINEAR with multiplicative noise (SoftBounds, LinearStep: aihwkit's defaults), LINEAR without noise
+    (R1's and R3's linear devices), and one for every other case. A fixed switch is no instruction in the
+    loop; a LINEAR copy has no family switch (10% of a pulse), the noise copy no noise tests (a large
+    512x512 update: 0.87-0.92 of the time of a loop with both switches, session 10). Each copy adds ~15 s
+    to the kernel's first compilation."""
+    if code == LINEAR and sigma > 0.0 and not additive:
         return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                         ep, LINEAR, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
+                         ep, LINEAR, consts, grid, tab_up, tab_dn, sigma, True, False, seed, counter)
+    if code == LINEAR and not sigma > 0.0:
+        return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
+                         ep, LINEAR, consts, grid, tab_up, tab_dn, sigma, False, False, seed, counter)
     return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                     ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
+                     ep, code, consts, grid, tab_up, tab_dn, sigma, sigma > 0.0, additive, seed, counter)
 
 
 @njit(cache=True, inline="always")
 def _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-              ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
-    """_coincide_row for one family code. _coincide_row passes LINEAR (SoftBounds, aihwkit's default,
-    LinearStep, R1's linear device) as a constant, so those families get a copy of this loop without the
-    family switch (10% of their pulse; each copy adds ~11 s to the first compilation,
-    docs/performance.md); the other families share one.
+              ep, code, consts, grid, tab_up, tab_dn, sigma, noisy, additive, seed, counter) -> int:
+    """_coincide_row for one family code and noise (noisy: draw cycle noise; additive: its form), each a
+    constant where _coincide_row can fix it.
 
     The samples that fire on row i are first gathered into a 64-bit mask per 64 samples and then visited
     by their set bits: a loop that tested every sample's train inside this (large, inlined) function kept
@@ -461,15 +493,8 @@ def _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
                     for a in range(x_counts[b, t]):
                         prefetch(w, i, js[a] & INDEX)
                         prefetch(ep, i, js[a] & INDEX)
-                for a in range(x_counts[b, t]):
-                    e = js[a]
-                    j = e & INDEX
-                    up = (d_up ^ (e >> uint32(31))) != 0  # up where x and lr d have opposite signs
-                    xi = 0.0
-                    if sigma > 0.0:
-                        xi, s, z = normal_half_step(s, z, fired + a)
-                    wr[j] = _noisy_pulse(wr[j], up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive,
-                                         xi, np.float32)
+                s, z = _fire_list(wr, er, js, x_counts[b, t], d_up, fired, s, z, code, consts, grid, tab_up,
+                                  tab_dn, sigma, noisy, additive)
                 fired += x_counts[b, t]
     return fired
 

@@ -10,7 +10,7 @@ import numba
 import numpy as np
 import pytest
 from conftest import FAMILY_CONFIGS, SPREAD_CONFIGS, ref_bounds, ref_q
-from numba import njit
+from numba import njit, uint64
 from scipy import stats
 from scipy.optimize import brentq
 
@@ -19,7 +19,7 @@ from devices import kernels as K
 from devices.bits import lowest_bit
 from devices.prefetch import prefetch
 from devices.rng import (ZIG_K, ZIG_LAYERS, ZIG_R, ZIG_V, Stream, bits31_at, new_state, next_normal, next_uniform,
-                         normal_half_step, normal_step)
+                         normal_half_step, normal_step, stream_seed)
 
 
 def _params(cfg, shape):
@@ -314,6 +314,58 @@ def test_coincidence_update_matches_numpy_popcount():
         net = np.where(down, -c, c).sum(0)
         assert fired == c.sum()
         np.testing.assert_array_equal(w, (net * dw).astype(np.float32))
+
+
+@njit
+def _row_pulse_normals(seed, counter, i, n):
+    """The first n normals of row i's pulse-noise stream in a pulsed update (seed, call counter)."""
+    s = stream_seed(uint64(seed), uint64(counter), uint64(i))
+    z = uint64(0)
+    out = np.empty(n)
+    for k in range(n):
+        out[k], s, z = normal_half_step(s, z, k)
+    return out
+
+
+@pytest.mark.parametrize("noise, sigma, c", [("additive", 0.0, 0.2), ("multiplicative", 0.4, 0.2),
+                                             ("additive", 0.4, 0.0)])
+def test_linear_coincidence_update_matches_a_python_loop(noise, sigma, c):
+    """Soft bounds (R1's linear family), each of the coincidence loop's variants (no noise, multiplicative,
+    additive): per row, samples in order, slots in order, columns in order; the k-th pulse of row i takes
+    normal k of the row's stream, w += +-step (1 + sigma xi) or +-(step + sigma dw_min xi), then clipped."""
+    rng = np.random.default_rng(4)
+    batch, rows, cols, L, dw_min, tau = 4, 6, 10, 6, 0.01, 0.6
+    cfg = dict(kind="linear", tau=tau, c=c, dw_min=dw_min, dw_min_std=sigma, noise=noise)
+    x_masks = rng.integers(0, 2**L, (batch, cols)).astype(np.uint32)
+    d_masks = rng.integers(0, 2**L, (batch, rows)).astype(np.uint32)
+    d_masks[1, 2] = 0
+    x = (rng.uniform(0.1, 1, (batch, cols)) * rng.choice([-1, 1], (batch, cols))).astype(np.float32)
+    d = (rng.uniform(0.1, 1, (batch, rows)) * rng.choice([-1, 1], (batch, rows))).astype(np.float32)
+    w0 = rng.uniform(-0.5, 0.5, (rows, cols)).astype(np.float32)
+    p = _params(cfg, (rows, cols))
+    lists, counts = K.slot_lists_kernel(x_masks, x, L)
+    w = w0.copy()
+    fired = K.coincidence_update_kernel(w, lists, counts, d, 1.0, d_masks, *p.response, *p.noise, 9, 2)
+    ref = w0.astype(np.float64)
+    total = 0
+    for i in range(rows):
+        xi = _row_pulse_normals(9, 2, i, batch * L * cols)
+        k = 0
+        for b in range(batch):
+            for t in range(L):
+                if not (d_masks[b, i] >> t) & 1:
+                    continue
+                for j in range(cols):
+                    if not (x_masks[b, j] >> t) & 1:
+                        continue
+                    up = np.sign(d[b, i]) * np.sign(x[b, j]) < 0  # W -= lr d x^T with lr > 0
+                    step = dw_min * ref_q(cfg, ref[i, j], up)
+                    step = step * (1 + sigma * xi[k]) if noise == "multiplicative" else step + sigma * dw_min * xi[k]
+                    ref[i, j] = np.clip(ref[i, j] + (step if up else -step), -tau, tau)
+                    k += 1
+        total += k
+    assert fired == total
+    np.testing.assert_allclose(w, ref, atol=2e-6)
 
 
 @njit
