@@ -195,24 +195,6 @@ def _power_int(q: float, n: int) -> float:
     return out
 
 
-@njit(cache=True, inline="always")
-def abs_max(row) -> float:
-    """max |row[k]| of a 1-D array (0 if empty), with four running maxima to break the dependency chain."""
-    n = row.shape[0]
-    m0 = m1 = m2 = m3 = 0.0
-    j = 0
-    while j + 4 <= n:
-        m0 = max(m0, abs(row[j]))
-        m1 = max(m1, abs(row[j + 1]))
-        m2 = max(m2, abs(row[j + 2]))
-        m3 = max(m3, abs(row[j + 3]))
-        j += 4
-    m = max(max(m0, m1), max(m2, m3))
-    for k in range(j, n):
-        m = max(m, abs(row[k]))
-    return m
-
-
 SIGN_CLEARED = np.int32(0x7FFFFFFF)
 """All bits of a float32 but its sign."""
 

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit, prange, uint64
 from pydantic import BaseModel, ConfigDict, Field
 
-from devices.kernels import abs_max
+from devices.kernels import row_abs_max
 from devices.rng import Stream, normal_step, stream_seed
 
 
@@ -61,13 +61,13 @@ def _prepare_input(x, bound, bits, noise_management):
     scale = np.ones(batch, np.float32)
     step = _level_step(bound, bits)
     b32 = np.float32(bound)
+    if noise_management:
+        x_max = row_abs_max(x)
+        for i in range(batch):
+            if x_max[i] > 0:
+                scale[i] = x_max[i]
     for i in range(batch):
-        s = np.float32(1.0)
-        if noise_management:
-            m = np.float32(abs_max(x[i]))
-            if m > 0:
-                s = m
-        scale[i] = s
+        s = scale[i]
         row = x[i]
         out = xq[i]
         if bits > 0:
