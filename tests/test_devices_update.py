@@ -53,7 +53,6 @@ def test_train_plan_inactive_samples_fire_nothing():
     assert bl[0] > 0 and bl[1] == 0 and bl[2] == 0
 
 
-
 @pytest.mark.parametrize("mode", ["pulsed", "expected"])
 @pytest.mark.parametrize("where", ["x", "d"])
 @pytest.mark.parametrize("bad", [math.nan, -math.inf])
@@ -66,6 +65,7 @@ def test_update_with_a_non_finite_input_raises_and_leaves_the_weights(mode, wher
     with pytest.raises(ValueError, match="NaN or an infinity"):
         arr.update(x, d, 0.1, UpdateConfig(mode=mode))
     np.testing.assert_array_equal(arr.w, w)
+
 
 # -- pulse counts -----------------------------------------------------------------------------------------
 
