@@ -16,7 +16,8 @@ from numba.core.errors import NumbaPerformanceWarning
 
 from devices.bits import lowest_bit
 from devices.prefetch import prefetch
-from devices.rng import bits31_at, normal_half_step, normal_step, stream_seed, uniform_step
+from devices.normals import BLOCK, fill_normals
+from devices.rng import bits31_at, normal_step, stream_seed, uniform_step
 
 # response family codes
 CONST, LINEAR, POWER, EXP_R1, EXP_STEP, TABLE = 0, 1, 2, 3, 4, 5
@@ -406,26 +407,43 @@ in cache: there the hint only costs instructions."""
 
 
 @njit(cache=True, inline="always")
-def _fire_list(wr, er, js, n, d_up, fired, s, z, code, consts, grid, tab_up, tab_dn, sigma, noisy, additive):
+def _fire_list(wr, er, js, n, d_up, fired, ring, code, consts, grid, tab_up, tab_dn, sigma, noisy, additive):
     """Fire the pulses of one slot list js[:n] into row wr, er its parameters; the pulses are numbers
-    fired .. fired + n - 1 of the row's noise stream (s, z). Returns the stream's (s, z)."""
+    fired .. fired + n - 1 of the row, and pulse k takes normal k of the row's noise stream from
+    ring[k % ring.size] (_refill_normals put it there)."""
+    last = uint64(ring.shape[0] - 1)
     for a in range(n):
         e = js[a]
         j = e & INDEX
         up = (d_up ^ (e >> uint32(31))) != 0  # up where x and lr d have opposite signs
-        xi = 0.0
+        xi = np.float32(0.0)
         if noisy:
-            xi, s, z = normal_half_step(s, z, fired + a)
+            xi = ring[uint64(fired + a) & last]
         wr[j] = _noisy_pulse(wr[j], up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi, np.float32,
                              noisy)
-    return s, z
+
+
+@njit(cache=True)
+def _refill_normals(ring, key, filled, need) -> int:
+    """Make normals filled .. need - 1 of the stream `key` available in ring (a power-of-two length, at
+    least one slot list + BLOCK): normal k at ring[k % ring.size]; fills whole blocks (devices.normals),
+    returns the new count of normals filled. A call of its own: its vector loop stays out of the pulse
+    loop's registers."""
+    target = (need + BLOCK - 1) // BLOCK * BLOCK
+    size = ring.shape[0]
+    while filled < target:
+        start = filled & (size - 1)
+        count = min(target - filled, size - start)
+        fill_normals(ring, start, count, key, filled)
+        filled += count
+    return filled
 
 
 @njit(cache=True, inline="always")
 def _coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                  ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
-    """The coincidences of row i (see coincidence_update_kernel), noise from stream (seed, counter, i);
-    returns the pulses fired into the row.
+                  ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, ring) -> int:
+    """The coincidences of row i (see coincidence_update_kernel), noise from stream (seed, counter, i)
+    through `ring` (a float32 work array of ring_size(in) slots); returns the pulses fired into the row.
 
     Three copies of the pulse loop, each with its family and noise switches fixed where they can be:
     LINEAR with multiplicative noise (SoftBounds, LinearStep: aihwkit's defaults), LINEAR without noise
@@ -435,25 +453,25 @@ def _coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
     to the kernel's first compilation."""
     if code == LINEAR and sigma > 0.0 and not additive:
         return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                         ep, LINEAR, consts, grid, tab_up, tab_dn, sigma, True, False, seed, counter)
+                         ep, LINEAR, consts, grid, tab_up, tab_dn, sigma, True, False, seed, counter, ring)
     if code == LINEAR and not sigma > 0.0:
         return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                         ep, LINEAR, consts, grid, tab_up, tab_dn, sigma, False, False, seed, counter)
+                         ep, LINEAR, consts, grid, tab_up, tab_dn, sigma, False, False, seed, counter, ring)
     return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                     ep, code, consts, grid, tab_up, tab_dn, sigma, sigma > 0.0, additive, seed, counter)
+                     ep, code, consts, grid, tab_up, tab_dn, sigma, sigma > 0.0, additive, seed, counter, ring)
 
 
 @njit(cache=True, inline="always")
 def _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-              ep, code, consts, grid, tab_up, tab_dn, sigma, noisy, additive, seed, counter) -> int:
+              ep, code, consts, grid, tab_up, tab_dn, sigma, noisy, additive, seed, counter, ring) -> int:
     """_coincide_row for one family code and noise (noisy: draw cycle noise; additive: its form), each a
     constant where _coincide_row can fix it.
 
     The samples that fire on row i are first gathered into a 64-bit mask per 64 samples and then visited
     by their set bits: a loop that tested every sample's train inside this (large, inlined) function kept
     its counters on the stack and took 16% of a 512x512 batch-64 update (perf, session 9)."""
-    s = stream_seed(uint64(seed), uint64(counter), uint64(i))
-    z = uint64(0)
+    key = stream_seed(uint64(seed), uint64(counter), uint64(i))
+    filled = 0  # normals of the row's stream in ring so far
     fired = 0
     wr = w[i]
     er = ep[i]
@@ -471,13 +489,16 @@ def _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
                 t = lowest_bit(md)
                 md &= md - uint32(1)
                 js = x_lists[b, t]
-                if x_counts[b, t] <= PREFETCH_PULSES:
-                    for a in range(x_counts[b, t]):
+                n = x_counts[b, t]
+                if n <= PREFETCH_PULSES:
+                    for a in range(n):
                         prefetch(w, i, js[a] & INDEX)
                         prefetch(ep, i, js[a] & INDEX)
-                s, z = _fire_list(wr, er, js, x_counts[b, t], d_up, fired, s, z, code, consts, grid, tab_up,
-                                  tab_dn, sigma, noisy, additive)
-                fired += x_counts[b, t]
+                if noisy and fired + n > filled:
+                    filled = _refill_normals(ring, key, filled, fired + n)
+                _fire_list(wr, er, js, n, d_up, fired, ring, code, consts, grid, tab_up, tab_dn, sigma, noisy,
+                           additive)
+                fired += n
     return fired
 
 
@@ -550,13 +571,27 @@ def _fill_trains_parallel(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_
                         d_counts)
 
 
+@njit(cache=True)
+def ring_size(cols: int) -> int:
+    """Slots of the noise ring of a row of `cols` columns: the power of two >= cols + BLOCK (one slot list
+    of up to cols pulses plus a block filled ahead, _refill_normals)."""
+    size = BLOCK
+    while size < cols + BLOCK:
+        size *= 2
+    return size
+
+
 @njit(cache=True, parallel=True)
 def _coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
                             ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> None:
-    """_coincide_row for every row, in parallel; fired[i] gets row i's pulses."""
+    """_coincide_row for every row, in parallel; fired[i] gets row i's pulses. The noise ring allocated
+    in the loop body is hoisted by Numba into each thread's share of the loop (parallel diagnostics,
+    "Allocation hoisting"): one ring per thread and call, never shared by two threads."""
+    size = ring_size(w.shape[1])
     for i in prange(w.shape[0]):
+        ring = np.empty(size, np.float32)
         fired[i] = _coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
+                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, ring)
 
 
 @njit(cache=True, inline="always")
@@ -603,9 +638,10 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     fired = np.empty(w.shape[0], np.int64)
     if _coincidences(x_counts, d_counts) <= SERIAL_PULSES:
+        ring = np.empty(ring_size(w.shape[1]), np.float32)
         for i in range(w.shape[0]):
             fired[i] = _coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                                     ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
+                                     ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, ring)
     else:
         _coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)

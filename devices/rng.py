@@ -178,21 +178,6 @@ def normal_step(s: uint64) -> tuple[float, uint64]:
 
 
 @njit(cache=True, inline="always")
-def normal_half_step(s: uint64, z: uint64, k: int) -> tuple[float, uint64, uint64]:
-    """Draw k of a normal stream that takes two draws from each 64-bit output: an even k advances the
-    state s and keeps the output in z, using its high 32 bits; an odd k uses the low 32 bits of z.
-    Returns (standard normal, state, output). Half the mixing of normal_step, for the per-pulse noise."""
-    if k & 1 == 0:
-        s = s + GOLDEN
-        z = mix64(s)
-        hz = _signed32(z >> uint64(32))
-    else:
-        hz = _signed32(z & LOW32)
-    x, s = _ziggurat(hz, s)
-    return x, s, z
-
-
-@njit(cache=True, inline="always")
 def next_normal(state: np.ndarray) -> float:
     """Standard normal draw; `state` is a uint64 array of length 1 (new_state), advanced in place. For
     Python-side loops and tests; kernels use normal_step."""

@@ -10,7 +10,7 @@ import numba
 import numpy as np
 import pytest
 from conftest import FAMILY_CONFIGS, SPREAD_CONFIGS, ref_bounds, ref_q
-from numba import njit, uint64
+from numba import njit
 from scipy import stats
 from scipy.optimize import brentq
 
@@ -18,8 +18,9 @@ from devices import DEVICE_KINDS, ConductanceArray, PeripheryConfig, UpdateConfi
 from devices import kernels as K
 from devices.bits import lowest_bit
 from devices.prefetch import prefetch
-from devices.rng import (ZIG_K, ZIG_LAYERS, ZIG_R, ZIG_V, Stream, bits31_at, new_state, next_normal, next_uniform,
-                         normal_half_step, normal_step, stream_seed)
+from devices.normals import BLOCK, fill_normals
+from devices.rng import (ZIG_K, ZIG_LAYERS, ZIG_R, ZIG_V, Stream, bits31_at, new_state, next_normal,
+                         next_uniform, normal_step)
 
 
 def _params(cfg, shape):
@@ -97,36 +98,6 @@ def test_generator_is_uniform_and_normal():
     assert (np.abs(z) > 3.5).mean() == pytest.approx(2 * stats.norm.sf(3.5), rel=0.2)  # the ziggurat's tail
     z2 = _normals(new_state(1, 2, 4), 1000)
     assert abs(np.corrcoef(z[:1000], z2)[0, 1]) < 0.15  # streams of different indices are unrelated
-
-
-@njit
-def _half_normals(state, n):
-    """n draws of normal_half_step from state[0], and the states after each draw."""
-    out = np.empty(n)
-    states = np.empty(n, np.uint64)
-    s = state[0]
-    z = np.uint64(0)
-    for k in range(n):
-        out[k], s, z = normal_half_step(s, z, k)
-        states[k] = s
-    return out, states
-
-
-def test_half_step_normals_are_normal_and_take_two_draws_per_output():
-    """normal_half_step (the pulsed update's noise): standard normal by the same checks as normal_step,
-    with even and odd draws (high and low halves of one output) each normal and uncorrelated; an odd
-    draw does not advance the state unless the ziggurat's slow path needs uniforms (0.8% of draws)."""
-    z, states = _half_normals(new_state(1, 2, 3), 400_000)
-    assert stats.kstest(z, "norm").pvalue > 1e-3
-    assert abs(z.mean()) < 5 / np.sqrt(z.size)
-    assert z.var() == pytest.approx(1.0, abs=0.01)
-    assert stats.kurtosis(z, fisher=False) == pytest.approx(3.0, abs=0.05)
-    assert (np.abs(z) > 3.5).mean() == pytest.approx(2 * stats.norm.sf(3.5), rel=0.2)
-    for half in (z[0::2], z[1::2]):
-        assert stats.kstest(half, "norm").pvalue > 1e-3
-    assert abs(np.corrcoef(z[0::2], z[1::2])[0, 1]) < 5 / np.sqrt(z.size / 2)
-    kept = states[1::2] == states[0::2]  # odd draw k + 1 after even draw k
-    assert 0.97 < kept.mean() < 1.0
 
 
 def _strip_closure(r: float, v: float, layers: int) -> tuple[float, float]:
@@ -316,15 +287,11 @@ def test_coincidence_update_matches_numpy_popcount():
         np.testing.assert_array_equal(w, (net * dw).astype(np.float32))
 
 
-@njit
 def _row_pulse_normals(seed, counter, i, n):
     """The first n normals of row i's pulse-noise stream in a pulsed update (seed, call counter)."""
-    s = stream_seed(uint64(seed), uint64(counter), uint64(i))
-    z = uint64(0)
-    out = np.empty(n)
-    for k in range(n):
-        out[k], s, z = normal_half_step(s, z, k)
-    return out
+    out = np.empty(-(-n // BLOCK) * BLOCK, np.float32)
+    fill_normals(out, 0, out.size, new_state(seed, counter, i)[0], 0)
+    return out[:n].astype(np.float64)
 
 
 @pytest.mark.parametrize("noise, sigma, c", [("additive", 0.0, 0.2), ("multiplicative", 0.4, 0.2),

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import trainers as T
-from devices import Ideal, PeripheryConfig, Stream, analog_mvm
+from devices import Ideal, PeripheryConfig
 
 PERFECT = T.TileConfig(device=Ideal(tau=2.0, dw_min=1e-3), forward=PeripheryConfig.perfect(),
                        backward=PeripheryConfig.perfect())
