@@ -14,10 +14,10 @@ from devices.response import (  # noqa: E402
 from devices.rng import Stream  # noqa: E402
 from devices.tile import AnalogTile  # noqa: E402
 from devices.update import UpdateConfig  # noqa: E402
-from devices import bits, kernels, normals, periphery, prefetch, rng  # noqa: E402
+from devices import bits, kernels, normals, periphery, prefetch, rng, threads  # noqa: E402
 from devices.jit_cache import flush_stale  # noqa: E402
 
-flush_stale([rng, prefetch, bits, normals, kernels, periphery], [])  # before any kernel runs: no stale cached kernels
+flush_stale([rng, prefetch, bits, normals, threads, kernels, periphery], [])  # before any kernel runs: no stale cached kernels
 
 __all__ = [
     "AnalogTile", "ConductanceArray", "ConfigError", "ConstantStep", "DEVICE_KINDS", "DeviceConfig",

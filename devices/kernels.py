@@ -11,13 +11,14 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from numba import njit, prange, uint32, uint64
+from numba import get_thread_id, njit, prange, uint32, uint64
 from numba.core.errors import NumbaPerformanceWarning
 
 from devices.bits import lowest_bit
 from devices.prefetch import prefetch
 from devices.normals import BLOCK, fill_normals
 from devices.rng import bits31_at, normal_step, stream_seed, uniform_step
+from devices.threads import kernel_thread_count
 
 # response family codes
 CONST, LINEAR, POWER, EXP_R1, EXP_STEP, TABLE = 0, 1, 2, 3, 4, 5
@@ -584,14 +585,14 @@ def ring_size(cols: int) -> int:
 @njit(cache=True, parallel=True)
 def _coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
                             ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> None:
-    """_coincide_row for every row, in parallel; fired[i] gets row i's pulses. The noise ring allocated
-    in the loop body is hoisted by Numba into each thread's share of the loop (parallel diagnostics,
-    "Allocation hoisting"): one ring per thread and call, never shared by two threads."""
-    size = ring_size(w.shape[1])
+    """_coincide_row for every row, in parallel; fired[i] gets row i's pulses. Each thread takes the noise
+    ring of its id: a ring allocated per row (with its reference counting) cost as much as the noise
+    it saved in a small update."""
+    rings = np.empty((kernel_thread_count(), ring_size(w.shape[1])), np.float32)
     for i in prange(w.shape[0]):
-        ring = np.empty(size, np.float32)
         fired[i] = _coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, ring)
+                                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter,
+                                 rings[get_thread_id()])
 
 
 @njit(cache=True, inline="always")

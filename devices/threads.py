@@ -23,6 +23,10 @@ if "OMP_WAIT_POLICY" not in os.environ:
     os.environ.setdefault("GOMP_SPINCOUNT", SPIN_ROUNDS)
 
 import numba  # noqa: E402
+from llvmlite import ir  # noqa: E402
+from numba import types  # noqa: E402
+from numba.core import cgutils  # noqa: E402
+from numba.extending import intrinsic  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 _BLAS_LIMIT = None
@@ -39,3 +43,21 @@ def limit_blas_threads() -> None:
 def set_kernel_threads(n: int) -> None:
     """Number of threads the Numba kernels use (results do not depend on it)."""
     numba.set_num_threads(int(n))
+
+
+@intrinsic
+def kernel_thread_count(typingctx):
+    """numba.get_num_threads() for kernels kept in Numba's on-disk cache: Numba's own version reads a
+    ctypes pointer, which keeps a kernel out of the cache. This calls the threading layer's C function
+    `get_num_threads` by name, as Numba's get_thread_id calls `get_thread_id` (the layer is started by
+    the numba.get_num_threads() call below, so the name resolves). Thread ids in a parallel loop lie in
+    [0, kernel_thread_count())."""
+
+    def codegen(context, builder, signature, args):
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(cgutils.intp_t, []), "get_num_threads")
+        return builder.call(fn, [])
+
+    return types.intp(), codegen
+
+
+numba.get_num_threads()  # starts Numba's threading layer, which defines get_num_threads for the kernels

@@ -18,6 +18,7 @@ from devices import DEVICE_KINDS, ConductanceArray, PeripheryConfig, UpdateConfi
 from devices import kernels as K
 from devices.bits import lowest_bit
 from devices.prefetch import prefetch
+from devices.threads import kernel_thread_count
 from devices.normals import BLOCK, fill_normals
 from devices.rng import (ZIG_K, ZIG_LAYERS, ZIG_R, ZIG_V, Stream, bits31_at, new_state, next_normal,
                          next_uniform, normal_step)
@@ -487,6 +488,22 @@ def test_same_seed_same_result_on_1_and_2_threads():
         numba.set_num_threads(before)
     for one, two in zip(*runs):
         assert np.array_equal(one, two)
+
+
+@njit
+def _thread_count():
+    return kernel_thread_count()
+
+
+def test_kernel_thread_count_is_numbas():
+    """The cache-friendly thread count the pulsed update sizes its noise rings by."""
+    before = numba.get_num_threads()
+    try:
+        for n in range(1, numba.config.NUMBA_NUM_THREADS + 1):
+            numba.set_num_threads(n)
+            assert _thread_count() == numba.get_num_threads() == n
+    finally:
+        numba.set_num_threads(before)
 
 
 def test_different_seeds_differ():
