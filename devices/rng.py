@@ -124,15 +124,9 @@ ZIG_MASK = ZIG_LAYERS - 1
 
 
 @njit(cache=True, inline="always")
-def _signed32(v: uint64) -> int:
-    """The 32-bit value v (held in 64 bits) shifted to a signed integer in [-2^31, 2^31)."""
-    return np.int64(v) - 2147483648
-
-
-@njit(cache=True, inline="always")
 def _int32_at(s: uint64) -> int:
-    """Signed 32-bit integer from the top bits of the 64-bit output at state s."""
-    return _signed32(mix64(s) >> uint64(32))
+    """Signed 32-bit integer in [-2^31, 2^31) from the top bits of the 64-bit output at state s."""
+    return np.int64(mix64(s) >> uint64(32)) - 2147483648
 
 
 @njit(cache=True)

@@ -18,10 +18,10 @@ from devices import DEVICE_KINDS, ConductanceArray, PeripheryConfig, UpdateConfi
 from devices import kernels as K
 from devices.bits import lowest_bit
 from devices.prefetch import prefetch
-from devices.threads import kernel_thread_count
 from devices.normals import BLOCK, fill_normals
 from devices.rng import (ZIG_K, ZIG_LAYERS, ZIG_R, ZIG_V, Stream, bits31_at, new_state, next_normal,
                          next_uniform, normal_step)
+from devices.threads import kernel_thread_count
 
 
 def _params(cfg, shape):
