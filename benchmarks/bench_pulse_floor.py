@@ -1,0 +1,162 @@
+#!/usr/bin/env python
+"""How close a per-pulse simulation can come to the digital update: the large update of bench_update.py
+(512x512 SoftBounds, batch 64, BL 31, ~1e6 coincidences), its coincidence stage taken apart, in one run.
+
+On the same pulse trains and slot lists (built once by the staged kernels, bit-identical to the fused
+update's) it times:
+- torch: the digital update `W -= lr * d.T @ x` (float32);
+- scatter: each coincidence adds a signed constant step to its element (`w[i, j] += s`): one load, one
+  add and one store per pulse, walked as the real stage walks them (row by row, firing samples, slots);
+- scatter + noise: the same with multiplicative cycle noise, `w[i, j] += s (1 + sigma xi)`, xi the
+  vectorized normals the real stage uses (devices.normals);
+- coincidences: the real stage (devices.kernels.coincidence_update_kernel): SoftBounds response with the
+  element's own drawn parameters, noise, clip at the element's bounds;
+- pulsed update: the whole update (train plan, trains, slot lists, coincidences) as a tile runs it.
+The first two are not device models (no response, no bounds): they are floors, the least work any
+simulator that applies every pulse must do. Medians over rounds that alternate the contestants; ratios
+to torch from the same run. Prints a table, then one JSON line.
+
+    python benchmarks/bench_pulse_floor.py --threads 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+
+import numpy as np
+from numba import get_thread_id, njit, prange, uint32
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench_update import _times_ms  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+
+from devices import kernels as K  # noqa: E402
+from devices.bits import lowest_bit  # noqa: E402
+from devices.threads import kernel_thread_count  # noqa: E402
+
+
+@njit(cache=False, parallel=True)
+def scatter_kernel(w, x_lists, x_counts, d, lr_sign, d_masks, step, sigma, noisy, seed, counter):
+    """w[i, j] += step[up] (1 + sigma xi) for every coincidence (sigma ignored unless noisy), up as in
+    coincidence_update_kernel, xi normal k of row i's stream for the row's pulse k. Returns the pulses."""
+    rows = w.shape[0]
+    fired = np.empty(rows, np.int64)
+    rings = np.empty((kernel_thread_count(), K.ring_size(w.shape[1])), np.float32)
+    for i in prange(rows):
+        ring = rings[get_thread_id()]
+        last = ring.shape[0] - 1
+        key = K.stream_seed(np.uint64(seed), np.uint64(counter), np.uint64(i))
+        filled = 0
+        n_row = 0
+        wr = w[i]
+        for b in range(d_masks.shape[0]):
+            md = d_masks[b, i]
+            if md == 0:
+                continue
+            d_up = uint32(lr_sign * d[b, i] < 0.0)
+            while md != 0:
+                t = lowest_bit(md)
+                md &= md - uint32(1)
+                js = x_lists[b, t]
+                n = x_counts[b, t]
+                if noisy:
+                    if n_row + n > filled:
+                        filled = K._refill_normals(ring, key, filled, n_row + n)
+                    for a in range(n):
+                        e = js[a]
+                        up = (d_up ^ (e >> uint32(31))) & uint32(1)
+                        wr[e & K.INDEX] += step[up] * (np.float32(1.0) + sigma * ring[(n_row + a) & last])
+                else:
+                    for a in range(n):
+                        e = js[a]
+                        up = (d_up ^ (e >> uint32(31))) & uint32(1)
+                        wr[e & K.INDEX] += step[up]
+                n_row += n
+        fired[i] = n_row
+    return fired.sum()
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--threads", type=int, default=2, help="Numba and torch threads")
+    p.add_argument("--repeats", type=int, default=50, help="timed calls per round and contestant")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args()
+
+    from devices import ConductanceArray, SoftBounds, UpdateConfig, set_kernel_threads
+
+    import torch
+
+    torch.set_num_threads(a.threads)
+    set_kernel_threads(a.threads)
+    size, batch, lr = 512, 64, 0.1  # bench_update.py's large regime
+    rng = np.random.default_rng(a.seed)
+    dev = SoftBounds()
+    arr = ConductanceArray(size, size, dev, seed=a.seed)
+    w0 = rng.uniform(-0.1, 0.1, arr.shape).astype(np.float32)
+    x = (0.25 * rng.standard_normal((batch, size))).astype(np.float32)
+    d = (3.75e-3 * rng.standard_normal((batch, size))).astype(np.float32)
+    prm = arr.params
+    bl, x_scale, d_scale, _ = K.plan_kernel(x, d, lr, prm.granularity, 31, True, True)
+    max_bl = max(1, int(bl.max()))
+    x_masks = K.pulse_trains_kernel(x, x_scale, bl, arr.seed, 0, 0)
+    d_masks = K.pulse_trains_kernel(d, d_scale, bl, arr.seed, 0, batch)
+    x_lists, x_counts = K.slot_lists_kernel(x_masks, x, max_bl)
+    step = np.array([-dev.dw_min, dev.dw_min], np.float32)  # index 1: up
+    sigma = np.float32(dev.dw_min_std)
+    cfg = UpdateConfig(mode="pulsed")
+    W = torch.from_numpy(w0.copy())
+    xt, dt = torch.from_numpy(x), torch.from_numpy(d)
+
+    def reset():
+        arr.w[...] = w0
+
+    def torch_reset():
+        W.copy_(torch.from_numpy(w0))
+
+    def torch_update():
+        W.sub_(lr * dt.T @ xt)
+
+    contestants = {
+        "torch": (torch_update, torch_reset),
+        "scatter": (lambda: scatter_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks, step, sigma, False,
+                                           arr.seed, 0), reset),
+        "scatter_noise": (lambda: scatter_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks, step, sigma, True,
+                                                 arr.seed, 0), reset),
+        "coincidences": (lambda: K.coincidence_update_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks,
+                                                             *prm.response, *prm.noise, arr.seed, 0), reset),
+        "pulsed_update": (lambda: arr.update(x, d, lr, cfg), reset),
+    }
+    pulses = {k: int(f()) for k, (f, _) in contestants.items() if k != "torch"}
+    times: dict[str, list[float]] = {k: [] for k in contestants}
+    for _ in range(a.rounds):
+        for name, (fn, rs) in contestants.items():
+            times[name] += _times_ms(fn, rs, a.repeats, a.warmup)
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    fastest = {k: float(np.min(v)) for k, v in times.items()}
+    out = {"threads": a.threads, "rounds": a.rounds, "repeats": a.repeats, "pulses": pulses,
+           "machine": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+           "torch": torch.__version__, "median_ms": med, "fastest_ms": fastest,
+           "over_torch": {k: med[k] / med["torch"] for k in med},
+           "ns_per_pulse_per_thread": {k: med[k] * 1e6 * a.threads / pulses[k] for k in pulses}}
+    print(f"512x512 SoftBounds, batch 64, BL 31, large regime, {a.threads} threads, median of "
+          f"{a.rounds} x {a.repeats} calls")
+    print(f"{'':14s} {'pulses':>9s} {'median ms':>10s} {'fastest ms':>11s} {'/ torch':>8s} {'ns/pulse/thread':>16s}")
+    for k in contestants:
+        per = out["ns_per_pulse_per_thread"].get(k)
+        print(f"{k:14s} {pulses.get(k, 0):9d} {med[k]:10.3f} {fastest[k]:11.3f} {out['over_torch'][k]:8.2f} "
+              f"{'' if per is None else f'{per:16.2f}'}")
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
