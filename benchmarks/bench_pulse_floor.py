@@ -8,7 +8,10 @@ update's) it times:
 - scatter: each coincidence adds a signed constant step to its element (`w[i, j] += s`): one load, one
   add and one store per pulse, walked as the real stage walks them (row by row, firing samples, slots);
 - scatter + noise: the same with multiplicative cycle noise, `w[i, j] += s (1 + sigma xi)`, xi the
-  vectorized normals the real stage uses (devices.normals);
+  vectorized normals the real stage uses (devices.normals), a row's normals filled in one call before
+  its pulses (the real stage fills them in blocks as it goes: a little slower);
+- coincidences, noiseless: the real stage without cycle noise (SoftBounds response with the element's
+  own drawn parameters, clip at its bounds);
 - coincidences: the real stage (devices.kernels.coincidence_update_kernel): SoftBounds response with the
   element's own drawn parameters, noise, clip at the element's bounds;
 - pulsed update: the whole update (train plan, trains, slot lists, coincidences) as a tile runs it.
@@ -29,6 +32,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import numba
 from numba import get_thread_id, njit, prange, uint32
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,48 +42,73 @@ from bench_update import _times_ms  # noqa: E402  (benchmarks/ is on sys.path wh
 
 from devices import kernels as K  # noqa: E402
 from devices.bits import lowest_bit  # noqa: E402
-from devices.threads import kernel_thread_count  # noqa: E402
+from devices.normals import BLOCK, fill_normals  # noqa: E402
 
 
-@njit(cache=False, parallel=True)
-def scatter_kernel(w, x_lists, x_counts, d, lr_sign, d_masks, step, sigma, noisy, seed, counter):
-    """w[i, j] += step[up] (1 + sigma xi) for every coincidence (sigma ignored unless noisy), up as in
-    coincidence_update_kernel, xi normal k of row i's stream for the row's pulse k. Returns the pulses."""
-    rows = w.shape[0]
-    fired = np.empty(rows, np.int64)
-    rings = np.empty((kernel_thread_count(), K.ring_size(w.shape[1])), np.float32)
-    for i in prange(rows):
-        ring = rings[get_thread_id()]
-        last = ring.shape[0] - 1
-        key = K.stream_seed(np.uint64(seed), np.uint64(counter), np.uint64(i))
-        filled = 0
-        n_row = 0
-        wr = w[i]
+@njit(cache=True, inline="always")
+def _scatter_row(i, w, x_lists, x_counts, d, lr_sign, d_masks, step, sigma, noisy, normals) -> int:
+    """Row i of the floors: w[i, j] += step[up] (1 + sigma xi) for every coincidence of the row (sigma and
+    normals unused unless noisy), up as in coincidence_update_kernel, xi = normals[k] for the row's pulse
+    k; the walk over firing samples and slots is the real stage's (devices.kernels._fire_row). Returns the
+    row's pulses."""
+    wr = w[i]
+    fired = 0
+    for b in range(d_masks.shape[0]):
+        md = d_masks[b, i]
+        if md == 0:
+            continue
+        d_up = uint32(lr_sign * d[b, i] < 0.0)
+        while md != 0:
+            t = lowest_bit(md)
+            md &= md - uint32(1)
+            js = x_lists[b, t]
+            n = x_counts[b, t]
+            for a in range(n):
+                e = js[a]
+                up = (d_up ^ (e >> uint32(31))) & uint32(1)
+                if noisy:
+                    wr[e & K.INDEX] += step[up] * (np.float32(1.0) + sigma * normals[fired + a])
+                else:
+                    wr[e & K.INDEX] += step[up]
+            fired += n
+    return fired
+
+
+@njit(cache=True, parallel=True)
+def scatter_kernel(w, x_lists, x_counts, d, lr_sign, d_masks, step):
+    """Floor 1: w[i, j] += step[up] for every coincidence. Returns the pulses."""
+    fired = np.empty(w.shape[0], np.int64)
+    none = np.empty(0, np.float32)
+    for i in prange(w.shape[0]):
+        fired[i] = _scatter_row(i, w, x_lists, x_counts, d, lr_sign, d_masks, step, np.float32(0.0), False, none)
+    return fired.sum()
+
+
+@njit(cache=True, parallel=True)
+def scatter_noise_kernel(w, x_lists, x_counts, d, lr_sign, d_masks, step, sigma, seed, counter, normals):
+    """Floor 2: w[i, j] += step[up] (1 + sigma xi), row i's normals filled in one call (devices.normals,
+    stream (seed, counter, i)) before its pulses, into normals[thread] ((threads, room) float32, room >=
+    the most pulses of a row rounded up to BLOCK). Returns the pulses."""
+    fired = np.empty(w.shape[0], np.int64)
+    for i in prange(w.shape[0]):
+        row_normals = normals[get_thread_id()]
+        n = 0
         for b in range(d_masks.shape[0]):
             md = d_masks[b, i]
-            if md == 0:
-                continue
-            d_up = uint32(lr_sign * d[b, i] < 0.0)
             while md != 0:
-                t = lowest_bit(md)
+                n += x_counts[b, lowest_bit(md)]
                 md &= md - uint32(1)
-                js = x_lists[b, t]
-                n = x_counts[b, t]
-                if noisy:
-                    if n_row + n > filled:
-                        filled = K._refill_normals(ring, key, filled, n_row + n)
-                    for a in range(n):
-                        e = js[a]
-                        up = (d_up ^ (e >> uint32(31))) & uint32(1)
-                        wr[e & K.INDEX] += step[up] * (np.float32(1.0) + sigma * ring[(n_row + a) & last])
-                else:
-                    for a in range(n):
-                        e = js[a]
-                        up = (d_up ^ (e >> uint32(31))) & uint32(1)
-                        wr[e & K.INDEX] += step[up]
-                n_row += n
-        fired[i] = n_row
+        fill_normals(row_normals, 0, (n + BLOCK - 1) // BLOCK * BLOCK,
+                     K.stream_seed(np.uint64(seed), np.uint64(counter), np.uint64(i)), 0)
+        fired[i] = _scatter_row(i, w, x_lists, x_counts, d, lr_sign, d_masks, step, sigma, True, row_normals)
     return fired.sum()
+
+
+def _most_row_pulses(x_counts: np.ndarray, d_masks: np.ndarray, max_bl: int) -> int:
+    """The most coincidences of any row: sum over samples b and slots t of x_counts[b, t] where d's train
+    of the row fires in slot t."""
+    fires = np.stack([(d_masks >> np.uint32(t)) & 1 for t in range(max_bl)], -1)  # (B, out, max_bl)
+    return int((fires * x_counts[:, None, :]).sum((0, 2)).max())
 
 
 def main() -> int:
@@ -113,6 +142,8 @@ def main() -> int:
     step = np.array([-dev.dw_min, dev.dw_min], np.float32)  # index 1: up
     sigma = np.float32(dev.dw_min_std)
     cfg = UpdateConfig(mode="pulsed")
+    most = _most_row_pulses(x_counts, d_masks, max_bl)
+    normals = np.empty((numba.get_num_threads(), (most + BLOCK - 1) // BLOCK * BLOCK), np.float32)
     W = torch.from_numpy(w0.copy())
     xt, dt = torch.from_numpy(x), torch.from_numpy(d)
 
@@ -127,10 +158,12 @@ def main() -> int:
 
     contestants = {
         "torch": (torch_update, torch_reset),
-        "scatter": (lambda: scatter_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks, step, sigma, False,
-                                           arr.seed, 0), reset),
-        "scatter_noise": (lambda: scatter_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks, step, sigma, True,
-                                                 arr.seed, 0), reset),
+        "scatter": (lambda: scatter_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks, step), reset),
+        "scatter_noise": (lambda: scatter_noise_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks, step, sigma,
+                                                       arr.seed, 0, normals), reset),
+        "coincidences_noiseless": (lambda: K.coincidence_update_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks,
+                                                                       *prm.response, 0.0, False, arr.seed, 0),
+                                   reset),
         "coincidences": (lambda: K.coincidence_update_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks,
                                                              *prm.response, *prm.noise, arr.seed, 0), reset),
         "pulsed_update": (lambda: arr.update(x, d, lr, cfg), reset),
@@ -149,10 +182,10 @@ def main() -> int:
            "ns_per_pulse_per_thread": {k: med[k] * 1e6 * a.threads / pulses[k] for k in pulses}}
     print(f"512x512 SoftBounds, batch 64, BL 31, large regime, {a.threads} threads, median of "
           f"{a.rounds} x {a.repeats} calls")
-    print(f"{'':14s} {'pulses':>9s} {'median ms':>10s} {'fastest ms':>11s} {'/ torch':>8s} {'ns/pulse/thread':>16s}")
+    print(f"{'':22s} {'pulses':>9s} {'median ms':>10s} {'fastest ms':>11s} {'/ torch':>8s} {'ns/pulse/thread':>16s}")
     for k in contestants:
         per = out["ns_per_pulse_per_thread"].get(k)
-        print(f"{k:14s} {pulses.get(k, 0):9d} {med[k]:10.3f} {fastest[k]:11.3f} {out['over_torch'][k]:8.2f} "
+        print(f"{k:22s} {pulses.get(k, 0):9d} {med[k]:10.3f} {fastest[k]:11.3f} {out['over_torch'][k]:8.2f} "
               f"{'' if per is None else f'{per:16.2f}'}")
     print(json.dumps(out))
     return 0
