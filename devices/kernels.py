@@ -93,7 +93,20 @@ def mean_step(code, up, w, er, j, consts, grid, tab_up, tab_dn, F=np.float64):
         return dw * v**g  # pow is the slow path: the exponents of R1's devices above skip it
     if g < F(1e-9):
         return dw * v
-    return dw * F(np.expm1(float(g) * float(v)) / np.expm1(float(g)))  # float64, as EXP_STEP
+    # float64 whatever F, as EXP_STEP (float() keeps a float32 float32 in Numba); the denominator is
+    # consts[1 + k] where all elements share g (devices.response), NaN where they do not
+    g64 = np.float64(g)
+    denom = consts[uint64(1) + k]
+    if denom != denom:
+        denom = np.expm1(g64)
+    return dw * F(np.expm1(g64 * np.float64(v)) / denom)
+
+
+@njit(cache=True)
+def expm1(x: float) -> float:
+    """exp(x) - 1 as the kernels compute it (the C library's, where numpy may use a SIMD one that differs
+    in the last bit): for constants that stand in for a kernel's own evaluation."""
+    return np.expm1(x)
 
 
 SIGNS = np.array([1.0, -1.0], np.float32)

@@ -288,6 +288,33 @@ def test_coincidence_update_matches_numpy_popcount():
         np.testing.assert_array_equal(w, (net * dw).astype(np.float32))
 
 
+@pytest.mark.parametrize("gamma_dtod", [0.0, 0.05])
+def test_exponential_pulse_is_float64_for_steep_devices(gamma_dtod):
+    """R1's exponential family, g = 90: one up pulse at w = 0 (distance to the bound tau, v = 1) steps by
+    dw_min (expm1(g) / expm1(g) = 1). In float32 both exponentials overflow (e^88.7) and the step is NaN;
+    the pulsed update takes them in float64, from the family's shared denominator (no spread) or the
+    element's own (spread)."""
+    from devices import Exponential
+    dev = Exponential(gamma=90.0, tau=1.0, c=0.0, dw_min=1e-3, gamma_dtod=gamma_dtod)
+    arr = ConductanceArray(1, 2, dev, seed=0)
+    p = arr.params
+    shared = p.consts[1:3]
+    if gamma_dtod == 0.0:
+        np.testing.assert_array_equal(shared, np.expm1(np.float64(np.float32(90.0))))
+    else:
+        assert np.isnan(shared).all()
+    g = float(p.ep[0, 0, K.GAMMA_UP])
+    lists = np.zeros((1, 1, 2), np.uint32)  # sample 0, slot 0: element 0
+    counts = np.ones((1, 1), np.int32)
+    d_masks = np.ones((1, 1), np.uint32)
+    w = np.zeros((1, 2), np.float32)
+    fired = K.coincidence_update_kernel(w, lists, counts, np.array([[-1.0]], np.float32), 1.0, d_masks,
+                                        *p.response, 0.0, False, 0, 1)
+    want = float(p.ep[0, 0, K.DW_UP]) * (math.expm1(g * 1.0) / math.expm1(g))
+    assert fired == 1 and w[0, 1] == 0.0
+    assert w[0, 0] == pytest.approx(want, rel=1e-6)
+
+
 def _row_pulse_normals(seed, counter, i, n):
     """The first n normals of row i's pulse-noise stream in a pulsed update (seed, call counter)."""
     out = np.empty(-(-n // BLOCK) * BLOCK, np.float32)
