@@ -305,7 +305,8 @@ class Exponential(_PaperDevice):
     1 + w/tau and (1 - c) (R1 Table 1). Symmetric point 0 for c = 0, else found by bisection."""
 
     kind: Literal["exponential"] = "exponential"
-    gamma: float = Field(1.0, gt=0, description="curvature g of the response (R1 uses 0.5 to 4)")
+    gamma: float = Field(1.0, gt=0, le=700, description="curvature g of the response (R1 uses 0.5 to 4; at most "
+                                                        "700: expm1(g) overflows float64 above 709.8)")
     gamma_dtod: float = Field(0.0, ge=0, description="device-to-device relative std of gamma")
 
     def _code(self) -> int:

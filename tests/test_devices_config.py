@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -39,6 +40,16 @@ def test_out_of_range_value_is_named(kind):
         parse_device(dict(FAMILY_CONFIGS[kind], **{field: value}))
     assert f".{field}" in str(err.value)
     assert f"{kind}.{field}" in str(err.value)
+
+
+def test_exponential_curvature_beyond_float64_is_named():
+    """R1's exponential step expm1(g v) / expm1(g) is inf / inf (NaN weights) once expm1(g) overflows float64,
+    g > 709.8 (math.expm1(710) raises OverflowError); the config refuses g > 700."""
+    with pytest.raises(OverflowError):
+        math.expm1(710.0)
+    parse_device(dict(FAMILY_CONFIGS["exponential"], gamma=700.0))
+    with pytest.raises(ConfigError, match=r"exponential\.gamma: Input should be less than or equal to 700"):
+        parse_device(dict(FAMILY_CONFIGS["exponential"], gamma=710.0))
 
 
 @pytest.mark.parametrize("kind", DEVICE_KINDS)
