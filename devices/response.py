@@ -322,9 +322,10 @@ class Exponential(_PaperDevice):
         mean step's denominator, which otherwise costs a second expm1 per step (an expected update of
         r1_exp_2 0.80-0.96 of the time with it, docs/performance.md)."""
         out = self._consts()
-        shared = ep.shape[0] * ep.shape[1] == 1 or (ep.strides[0] == 0 and ep.strides[1] == 0)
         for k, column in enumerate((K.GAMMA_UP, K.GAMMA_DOWN)):
-            out[1 + k] = K.expm1(float(ep[0, 0, column])) if shared and ep.size else np.nan
+            g = ep[..., column]
+            shared = g.size > 0 and bool((g == g.flat[0]).all())
+            out[1 + k] = K.expm1(float(g.flat[0])) if shared else np.nan
         return out
 
     def _fill(self, ep, rng) -> None:

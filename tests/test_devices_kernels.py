@@ -14,7 +14,7 @@ from numba import njit
 from scipy import stats
 from scipy.optimize import brentq
 
-from devices import DEVICE_KINDS, ConductanceArray, PeripheryConfig, UpdateConfig, parse_device
+from devices import DEVICE_KINDS, ConductanceArray, Exponential, PeripheryConfig, UpdateConfig, parse_device
 from devices import kernels as K
 from devices.bits import lowest_bit
 from devices.prefetch import prefetch
@@ -294,7 +294,6 @@ def test_exponential_pulse_is_float64_for_steep_devices(gamma_dtod):
     dw_min (expm1(g) / expm1(g) = 1). In float32 both exponentials overflow (e^88.7) and the step is NaN;
     the pulsed update takes them in float64, from the family's shared denominator (no spread) or the
     element's own (spread)."""
-    from devices import Exponential
     dev = Exponential(gamma=90.0, tau=1.0, c=0.0, dw_min=1e-3, gamma_dtod=gamma_dtod)
     arr = ConductanceArray(1, 2, dev, seed=0)
     p = arr.params
