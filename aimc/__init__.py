@@ -1,12 +1,16 @@
-"""aimc: train neural networks on simulated analog in-memory computing tiles with non-ideal devices."""
+"""aimc: train neural networks on simulated analog in-memory computing tiles with non-ideal devices.
+
+Layers: `aimc.devices` (physics, numpy and Numba), `aimc.trainers` (torch layers and training algorithms),
+`aimc.calibration` (measurement, fitting, reports), the application modules beside them (configs, CLI,
+sweeps, data) and `aimc.common` (errors, atomic files, strict config models) under all of them.
+"""
 
 import os
-from importlib.metadata import PackageNotFoundError, version
+
+from aimc.common.errors import ConfigError
+from aimc.common.version import VERSION as __version__
 
 if "OMP_WAIT_POLICY" not in os.environ:  # before torch starts its OpenMP pool (devices/threads.py)
     os.environ.setdefault("GOMP_SPINCOUNT", "30000")
 
-try:
-    __version__ = version("aimc")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0+source"
+__all__ = ["ConfigError", "__version__"]

@@ -6,9 +6,7 @@ import argparse
 import sys
 
 import aimc
-from aimc import cmd_train
-from aimc import cmd_sweep
-from aimc import cmd_fit, cmd_report
+from aimc import cmd_fit, cmd_report, cmd_sweep, cmd_train
 
 
 def _fmt(v: float) -> str:
@@ -17,7 +15,7 @@ def _fmt(v: float) -> str:
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:
-    from devices.presets import PRESETS
+    from aimc.devices.presets import PRESETS
 
     rows = [("name", "family", "states", "dw_min", "w_min", "w_max", "w_sym", "description")]
     for name, p in PRESETS.items():

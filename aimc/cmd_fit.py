@@ -6,7 +6,7 @@ import argparse
 
 
 def _run(args: argparse.Namespace) -> int:
-    from calibration import fit, read_csv, write_report
+    from aimc.calibration import fit, read_csv, write_report
 
     traces = read_csv(args.traces)
     kinds = [k.strip() for k in args.families.split(",")] if args.families else None

@@ -6,7 +6,7 @@ import argparse
 
 
 def _run(args: argparse.Namespace) -> int:
-    from calibration import write_report
+    from aimc.calibration import write_report
 
     page = write_report(args.devices, args.out, n_elements=args.elements, seed=args.seed)
     print(f"report {page}")

@@ -9,7 +9,7 @@ import time
 import tomllib
 from pathlib import Path
 
-from devices import ConfigError
+from aimc.common.errors import ConfigError
 
 
 def _parse_set(items: list[str]) -> dict:

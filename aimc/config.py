@@ -15,12 +15,12 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from devices import DEVICE_KINDS, ConfigError, load_device
-from trainers.config import ALGORITHMS, AnalogSGDConfig, TileConfig, TrainerConfig
-
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+from aimc.common.errors import ConfigError
+from aimc.common.validation import STRICT, format_validation_error
+from aimc.devices import DEVICE_KINDS, load_device
+from aimc.trainers.config import ALGORITHMS, AnalogSGDConfig, TileConfig, TrainerConfig
 
 Activation = Literal["sigmoid", "relu", "tanh"]
 
@@ -28,7 +28,7 @@ Activation = Literal["sigmoid", "relu", "tanh"]
 class FCNConfig(BaseModel):
     """Fully connected network on the flattened image (R1's FCN: 784-256-128-10, sigmoid)."""
 
-    model_config = _STRICT
+    model_config = STRICT
     name: Literal["fcn"] = "fcn"
     hidden: tuple[Annotated[int, Field(ge=1)], ...] = Field((256, 128), description="hidden layer widths")
     activation: Activation = Field("sigmoid", description="activation after every hidden layer")
@@ -37,7 +37,7 @@ class FCNConfig(BaseModel):
 class LeNet5Config(BaseModel):
     """LeNet-5: two 5x5 convolutions (6, 16 channels) with 2x2 max pooling, then 120-84-classes."""
 
-    model_config = _STRICT
+    model_config = STRICT
     name: Literal["lenet5"] = "lenet5"
     activation: Activation = Field("tanh", description="activation after every hidden layer")
 
@@ -45,7 +45,7 @@ class LeNet5Config(BaseModel):
 class ResNetConfig(BaseModel):
     """A small ResNet: a 3x3 stem and three stages of basic blocks (width, 2 width, 4 width channels)."""
 
-    model_config = _STRICT
+    model_config = STRICT
     name: Literal["resnet"] = "resnet"
     width: int = Field(16, ge=1, description="channels of the first stage")
     blocks: int = Field(1, ge=1, description="basic blocks per stage")
@@ -59,7 +59,7 @@ MODEL_NAMES = ("fcn", "lenet5", "resnet")
 class DataConfig(BaseModel):
     """The data set: 28x28 grayscale images with 10 classes, pixel values scaled to [0, 1]."""
 
-    model_config = _STRICT
+    model_config = STRICT
     name: Literal["mnist_small", "mnist", "fashion_mnist"] = Field(
         "mnist_small", description="mnist_small: the MNIST subset shipped with the package; mnist, "
                                    "fashion_mnist: the IDX files in `path` (or torchvision's copy)")
@@ -69,7 +69,7 @@ class DataConfig(BaseModel):
     n_test: int | None = Field(None, ge=1, description="use the first n_test test images (none: all)")
 
     @model_validator(mode="after")
-    def _path_only_for_files(self) -> "DataConfig":
+    def _path_only_for_files(self) -> DataConfig:
         if self.name == "mnist_small" and self.path is not None:
             raise ValueError("data.path: mnist_small is shipped with the package and takes no path")
         return self
@@ -78,7 +78,7 @@ class DataConfig(BaseModel):
 class CheckpointConfig(BaseModel):
     """Checkpoints in the run folder, written at the end of an epoch."""
 
-    model_config = _STRICT
+    model_config = STRICT
     every: int = Field(1, ge=1, description="epochs between two checkpoints")
     keep: int = Field(1, ge=1, description="newest checkpoints kept on disk")
 
@@ -87,7 +87,7 @@ class LrDecayConfig(BaseModel):
     """Step decay of the gradient rate, as torch's StepLR: in epoch e the trainer's `lr` times
     factor^floor((e - 1) / every). R1's code halves its rate every 15 epochs. Transfer rates stay fixed."""
 
-    model_config = _STRICT
+    model_config = STRICT
     every: int = Field(..., ge=1, description="epochs between two decays")
     factor: float = Field(0.5, gt=0, le=1, description="multiplier of lr at each decay")
 
@@ -99,7 +99,7 @@ class LrDecayConfig(BaseModel):
 class ExperimentConfig(BaseModel):
     """One training run: model, data, tiles, trainer and schedule; or, with `compare`, one run per trainer."""
 
-    model_config = _STRICT
+    model_config = STRICT
     name: str = Field("run", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="run name (folder-safe)")
     seed: int = Field(0, ge=0, description="seed of model init, data order and every device draw")
     tile: TileConfig = Field(default_factory=TileConfig, description="device and periphery of the tiles")
@@ -142,12 +142,12 @@ class ExperimentConfig(BaseModel):
         return tile
 
     @model_validator(mode="after")
-    def _check(self) -> "ExperimentConfig":
+    def _check(self) -> ExperimentConfig:
         if self.compare and self.trainer is not None:
             raise ValueError("trainer: give either `trainer` or `compare`, not both")
         return self
 
-    def runs(self) -> list[tuple[str, "ExperimentConfig"]]:
+    def runs(self) -> list[tuple[str, ExperimentConfig]]:
         """(label, single-trainer config) of every run: one per `compare` entry, or this config itself.
         Labels are the algorithm names, with `-2`, `-3`... on repeats."""
         if not self.compare:
@@ -179,33 +179,8 @@ def canonical_json(cfg: BaseModel) -> str:
 
 
 # -- validation with dotted-path errors ------------------------------------------------------------------
-_TAGS = set(ALGORITHMS) | set(MODEL_NAMES) | set(DEVICE_KINDS)
-
-
-def _dotted(loc: tuple) -> str:
-    """Dotted path of a pydantic error location, without the tags pydantic inserts for tagged unions."""
-    parts = [str(p) for i, p in enumerate(loc)
-             if not (i > 0 and isinstance(p, str) and (p in _TAGS or p == "str" or "[" in p))]
-    return ".".join(parts)
-
-
-def format_errors(err: ValidationError) -> str:
-    """One line per problem: `dotted.path: message (got value)`."""
-    lines = []
-    for e in err.errors():
-        if e["type"] == "value_error" and "error" in e.get("ctx", {}):
-            msg, loc = str(e["ctx"]["error"]), _dotted(e["loc"])
-            lines.append(msg if msg.startswith(loc) else f"{loc}: {msg}")  # ours name the full path
-            continue
-        if e["type"] == "union_tag_not_found":
-            lines.append(f"{_dotted(e['loc'])}.{e['ctx']['discriminator'].strip(chr(39))}: Field required")
-            continue
-        if e["type"] == "string_type" and e["loc"][-1:] == ("str",):
-            continue  # the `str` branch of a `str | table` union, when a table was given
-        got = e.get("input")
-        shown = "" if isinstance(got, (dict, list)) or e["type"] == "missing" else f" (got {got!r})"
-        lines.append(f"{_dotted(e['loc']) or '<root>'}: {e['msg']}{shown}")
-    return "\n".join(dict.fromkeys(lines))
+UNION_TAGS = frozenset(ALGORITHMS) | frozenset(MODEL_NAMES) | frozenset(DEVICE_KINDS)
+"""The tags of the config's tagged unions, left out of error paths (`trainer.lr`, not `trainer.residual.lr`)."""
 
 
 def validate_config(data: dict[str, Any], where: str = "config") -> ExperimentConfig:
@@ -213,7 +188,7 @@ def validate_config(data: dict[str, Any], where: str = "config") -> ExperimentCo
     try:
         return ExperimentConfig.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(f"invalid {where}:\n{format_errors(err)}") from None
+        raise ConfigError(f"invalid {where}:\n{format_validation_error(err, hidden=UNION_TAGS)}") from None
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:

@@ -42,7 +42,7 @@ class Dataset:
         return (img(self.x_train), torch.from_numpy(self.y_train), img(self.x_test),
                 torch.from_numpy(self.y_test))
 
-    def subset(self, n_train: int | None, n_test: int | None) -> "Dataset":
+    def subset(self, n_train: int | None, n_test: int | None) -> Dataset:
         """The first n_train / n_test samples of each split (None: all); more than there are is an error."""
         for field, n, have in (("n_train", n_train, len(self.y_train)), ("n_test", n_test, len(self.y_test))):
             if n is not None and n > have:

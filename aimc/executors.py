@@ -18,7 +18,8 @@ import socket
 import time
 import traceback
 from collections import deque
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 DEFAULT_RUNNER = "aimc.train:run_experiment"
 
@@ -96,7 +97,7 @@ class Executor(abc.ABC):
     def _outcome(self, future: Any, task: dict[str, Any]) -> dict[str, Any]:
         """The outcome of a finished future; a failed outcome where the worker could not report one."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027  (a no-op for executors that hold no workers)
         """Release the workers; tasks still queued or running are cancelled."""
 
     def run(self, tasks: list[dict[str, Any]], on_submit: Callable[[dict[str, Any]], None] = lambda t: None
@@ -112,7 +113,7 @@ class Executor(abc.ABC):
                 task = inflight.pop(fut)
                 yield task, self._outcome(fut, task)
 
-    def __enter__(self) -> "Executor":
+    def __enter__(self) -> Executor:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -17,16 +17,17 @@ import platform
 import re
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import torch
 
 import aimc
+from aimc.common.errors import ConfigError
 from aimc.config import ExperimentConfig
-from devices import ConfigError
 
 STATUSES = ("running", "finished", "failed", "diverged", "interrupted")
 

@@ -22,22 +22,22 @@ import json
 import math
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Callable, Union
+from typing import Annotated, Any, Union
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, \
-    model_validator
+from pydantic import BaseModel, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 import aimc
-from aimc.config import ExperimentConfig, apply_overrides, format_errors, read_toml
+from aimc.common.errors import ConfigError
+from aimc.common.files import atomic_write_bytes
+from aimc.common.validation import STRICT, format_validation_error
+from aimc.config import UNION_TAGS, ExperimentConfig, apply_overrides, read_toml
 from aimc.executors import DEFAULT_RUNNER, Executor, LocalExecutor, make_task
 from aimc.results import to_toml, write_json, write_text
-from devices import ConfigError
-from devices.atomic_files import atomic_write_bytes
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
 _FIELD = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_-]+)*$"
 STATUSES = ("pending", "running", "done", "failed")
 RESULT_FILE = "result.json"
@@ -47,7 +47,7 @@ RESULT_FILE = "result.json"
 class Span(BaseModel):
     """`num` values from `start` to `stop`, both included."""
 
-    model_config = _STRICT
+    model_config = STRICT
     start: int | float
     stop: int | float
     num: int = Field(ge=1, le=10_000, description="number of values")
@@ -56,7 +56,7 @@ class Span(BaseModel):
 class Axis(BaseModel):
     """One config field by dotted path and its grid: exactly one of `values`, `linspace`, `logspace`."""
 
-    model_config = _STRICT
+    model_config = STRICT
     field: str = Field(pattern=_FIELD, description="dotted path of the config field, e.g. tile.device.gamma")
     values: list[Any] | None = Field(None, min_length=1, description="the values, any TOML value or table")
     linspace: Span | None = Field(None, description="evenly spaced values (numpy.linspace)")
@@ -65,7 +65,7 @@ class Axis(BaseModel):
     labels: list[str] | None = Field(None, description="display label of each value (default: derived)")
 
     @model_validator(mode="after")
-    def _check(self) -> "Axis":
+    def _check(self) -> Axis:
         given = [k for k in ("values", "linspace", "logspace") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(f"give exactly one of values, linspace, logspace (got {given or 'none'})")
@@ -92,14 +92,14 @@ class Axis(BaseModel):
 class Zip(BaseModel):
     """Axes that advance together: point i takes the i-th value of each."""
 
-    model_config = _STRICT
+    model_config = STRICT
     zip: list[Axis] = Field(min_length=2, description="the zipped axes, all with the same number of values")
     name: str | None = Field(None, min_length=1, description="name in the summary (default: the fields, "
                                                               "joined by +)")
     labels: list[str] | None = Field(None, description="display label of each position (default: derived)")
 
     @model_validator(mode="after")
-    def _check(self) -> "Zip":
+    def _check(self) -> Zip:
         sizes = {a.field: len(a.grid()) for a in self.zip}
         if len(set(sizes.values())) != 1:
             raise ValueError(f"zipped axes need the same number of values (got {sizes})")
@@ -120,7 +120,7 @@ AxisSpec = Annotated[Union[Annotated[Axis, Tag("single")], Annotated[Zip, Tag("z
 class SweepConfig(BaseModel):
     """A sweep: the base experiment, the axes crossed with each other, and the seeds of every point."""
 
-    model_config = _STRICT
+    model_config = STRICT
     name: str = Field("sweep", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="sweep name (folder-safe)")
     base: str | dict[str, Any] = Field(default_factory=dict, description="the base experiment config: an "
                                        "inline table, or the path of a TOML file relative to the sweep file")
@@ -271,7 +271,7 @@ def expand(cfg: SweepConfig, base: dict[str, Any]) -> Sweep:
                 problems.setdefault(_blame(str(err).removeprefix("override "), dims, pos, base), None)
                 break
             except ValidationError as err:
-                for line in format_errors(err).splitlines():
+                for line in format_validation_error(err, hidden=UNION_TAGS).splitlines():
                     problems.setdefault(_blame(line, dims, pos, base), None)
                 break
             digest = run_cfg.hash()
@@ -290,7 +290,7 @@ def parse_sweep(data: dict[str, Any], where: str = "sweep", root: str | Path = "
     try:
         cfg = SweepConfig.model_validate(data)
     except ValidationError as err:
-        lines = re.sub(r"\.(single|zipped)(?=[.:])", "", format_errors(err))
+        lines = re.sub(r"\.(single|zipped)(?=[.:])", "", format_validation_error(err, hidden=UNION_TAGS))
         raise ConfigError(f"invalid {where}:\n{lines}") from None
     try:
         base = read_toml(Path(root) / cfg.base) if isinstance(cfg.base, str) else cfg.base

@@ -22,12 +22,12 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-import trainers
+from aimc import trainers
 from aimc.config import ExperimentConfig
 from aimc.datasets import Dataset, load_dataset
+from aimc.devices import set_kernel_threads
 from aimc.models import build_model
 from aimc.results import RunFolder, write_json, write_text
-from devices import set_kernel_threads
 
 _LAST_GOOD = ("epoch", "train_loss", "test_loss", "test_accuracy", "saturated_fraction", "pulses_per_weight")
 

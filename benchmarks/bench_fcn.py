@@ -22,13 +22,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import devices  # noqa: E402,F401  first: it sets the OpenMP spin policy before torch starts (devices/threads.py)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-import trainers as T  # noqa: E402
-from devices import UpdateConfig  # noqa: E402
+from aimc import devices  # noqa: E402,F401  first: it sets the OpenMP spin policy before torch starts (devices/threads.py)
+from aimc import trainers as T  # noqa: E402
+from aimc.devices import UpdateConfig  # noqa: E402
 
 SIZES = (784, 256, 128, 10)
 VARIANTS = ("digital", "analog_sgd", "tiki_taka", "residual", "residual_v2", "mixed_precision")

@@ -31,8 +31,8 @@ import platform
 import sys
 from pathlib import Path
 
-import numpy as np
 import numba
+import numpy as np
 from numba import get_thread_id, njit, prange, uint32
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,9 +40,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench_update import _times_ms  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
-from devices import kernels as K  # noqa: E402
-from devices.bits import lowest_bit  # noqa: E402
-from devices.normals import BLOCK, fill_normals  # noqa: E402
+from aimc.devices import kernels as K  # noqa: E402
+from aimc.devices.bits import lowest_bit  # noqa: E402
+from aimc.devices.normals import BLOCK, fill_normals  # noqa: E402
 
 
 @njit(cache=True, inline="always")
@@ -120,9 +120,9 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
 
-    from devices import ConductanceArray, SoftBounds, UpdateConfig, set_kernel_threads
-
     import torch
+
+    from aimc.devices import ConductanceArray, SoftBounds, UpdateConfig, set_kernel_threads
 
     torch.set_num_threads(a.threads)
     set_kernel_threads(a.threads)

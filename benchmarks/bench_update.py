@@ -75,9 +75,9 @@ def main() -> int:
 
     # devices first: it sets GOMP_SPINCOUNT (unless set) before torch starts its OpenMP pool, as the
     # aimc command does (devices/threads.py)
-    from devices import ConductanceArray, SoftBounds, UpdateConfig, set_kernel_threads
-
     import torch
+
+    from aimc.devices import ConductanceArray, SoftBounds, UpdateConfig, set_kernel_threads
 
     torch.set_num_threads(a.threads)
     set_kernel_threads(a.threads)
@@ -93,7 +93,8 @@ def main() -> int:
     results: dict = {"size": a.size, "batch": a.batch, "desired_bl": 31, "threads": a.threads,
                      "repeats": a.repeats, "rounds": a.rounds, "cpu_count": os.cpu_count(),
                      "machine": platform.processor() or platform.machine(), "python": platform.python_version(),
-                     "torch": torch.__version__, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "gomp_spincount": os.environ.get("GOMP_SPINCOUNT"),
+                     "torch": torch.__version__, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+                     "gomp_spincount": os.environ.get("GOMP_SPINCOUNT"),
                      "load_average_before": os.getloadavg()[0]}
     inputs = {}
     for name, reg in REGIMES.items():
@@ -154,7 +155,8 @@ def main() -> int:
         results["aihwkit"] = {k: ak[k] for k in ("aihwkit_version", "torch_version", "threads", "repeats")}
     results["load_average_after"] = os.getloadavg()[0]
     print(f"{a.size}x{a.size} SoftBounds, batch {a.batch}, BL 31, {a.threads} threads, "
-          f"median of {a.rounds} x {a.repeats}, load average {results['load_average_before']:.1f} -> {results['load_average_after']:.1f}")
+          f"median of {a.rounds} x {a.repeats}, load average {results['load_average_before']:.1f} -> "
+          f"{results['load_average_after']:.1f}")
     head = f"{'regime':7s} {'formula':>9s} {'pulses':>9s} {'torch ms':>9s} {'pulsed ms':>10s} {'expect ms':>10s} " \
            f"{'pulsed/torch':>12s} {'expect/torch':>12s}"
     if a.aihwkit_python:
@@ -163,10 +165,11 @@ def main() -> int:
     for name in REGIMES:
         r = results[name]
         line = f"{name:7s} {r['formula_pulses']:9.3g} {r['pulsed_pulses']:9.3g} {r['torch_ms']:9.3f} " \
-               f"{r['pulsed_ms']:10.3f} {r['expected_ms']:10.3f} {r['pulsed_over_torch']:12.2f} {r['expected_over_torch']:12.2f}"
+               f"{r['pulsed_ms']:10.3f} {r['expected_ms']:10.3f} {r['pulsed_over_torch']:12.2f} " \
+               f"{r['expected_over_torch']:12.2f}"
         if a.aihwkit_python:
-            line += f" {r['aihwkit_ms']:10.3f} {r['aihwkit_over_pulsed']:14.2f} {r['aihwkit_over_pulsed_fastest']:13.2f}" \
-                    f" {r['aihwkit_over_pulsed_paired']:13.2f}"
+            line += f" {r['aihwkit_ms']:10.3f} {r['aihwkit_over_pulsed']:14.2f}" \
+                    f" {r['aihwkit_over_pulsed_fastest']:13.2f} {r['aihwkit_over_pulsed_paired']:13.2f}"
         print(line)
     print(json.dumps(results))
     return 0

@@ -1,10 +1,22 @@
 """aimc calibration: measure simulated devices, fit response families to pulse traces, report responses."""
 
-from calibration.fit import (FAMILY_KINDS, FamilyFit, FitResult, PulseData, WeightMap, families, fit, fit_family,
-                             fit_tabulated, predict, pulse_data, weight_map_for)
-from calibration.protocols import cycle_polarity, measure, measure_cycles, measure_random
-from calibration.report import device_numbers, implicit_penalty, resolve, write_report
-from calibration.traces import TraceFormatError, TraceSet, from_arrays, read_csv, write_csv
+from aimc.calibration.fit import (
+                             FAMILY_KINDS,
+                             FamilyFit,
+                             FitResult,
+                             PulseData,
+                             WeightMap,
+                             families,
+                             fit,
+                             fit_family,
+                             fit_tabulated,
+                             predict,
+                             pulse_data,
+                             weight_map_for,
+)
+from aimc.calibration.protocols import cycle_polarity, measure, measure_cycles, measure_random
+from aimc.calibration.report import device_numbers, implicit_penalty, resolve, write_report
+from aimc.calibration.traces import TraceFormatError, TraceSet, from_arrays, read_csv, write_csv
 
 __all__ = [
     "FAMILY_KINDS", "FamilyFit", "FitResult", "PulseData", "TraceFormatError", "TraceSet", "WeightMap",

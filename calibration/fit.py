@@ -21,19 +21,30 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 from scipy import optimize, stats
 
-import aimc
-from calibration.traces import TraceSet
-from devices import DEVICE_KINDS, DeviceConfig, parse_device
-from devices.atomic_files import atomic_write_text
-from devices.kernels import DW_DOWN, DW_UP
-from devices.response import (ConstantStep, Exponential, ExpStep, Ideal, Linear, LinearStep, PiecewiseStep, Power,
-                              PowStep, SoftBounds, Tabulated)
+from aimc.calibration.traces import TraceSet
+from aimc.common.files import atomic_write_text
+from aimc.common.version import VERSION
+from aimc.devices import DEVICE_KINDS, DeviceConfig, parse_device
+from aimc.devices.kernels import DW_DOWN, DW_UP
+from aimc.devices.response import (
+    ConstantStep,
+    Exponential,
+    ExpStep,
+    Ideal,
+    Linear,
+    LinearStep,
+    PiecewiseStep,
+    Power,
+    PowStep,
+    SoftBounds,
+    Tabulated,
+)
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 MAX_NFEV = 60  # least-squares iterations per starting point
@@ -118,7 +129,7 @@ class PulseData:
     def n(self) -> int:
         return len(self.dw)
 
-    def subset(self, sel: np.ndarray) -> "PulseData":
+    def subset(self, sel: np.ndarray) -> PulseData:
         """The increments where sel is True (follows kept only where the predecessor is kept too)."""
         idx = np.flatnonzero(sel)
         follows = self.follows[idx].copy()
@@ -676,7 +687,7 @@ class FitResult:
         weight map and the provenance."""
         return {"device": self.device.model_dump(mode="json"), "weight_map": self.weight_map.as_dict(),
                 "fit": {"family": self.best.kind, "criterion": self.criterion, "traces": self.source,
-                        "aimc_version": aimc.__version__}}
+                        "aimc_version": VERSION}}
 
     def summary(self) -> dict:
         """All numbers of the fit (JSON-ready), with the data the fit figures need."""

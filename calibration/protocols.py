@@ -13,8 +13,8 @@ import json
 
 import numpy as np
 
-from calibration.traces import TraceSet, from_arrays
-from devices import ConductanceArray, DeviceConfig, load_device
+from aimc.calibration.traces import TraceSet, from_arrays
+from aimc.devices import ConductanceArray, DeviceConfig, load_device
 
 
 def cycle_polarity(n_pulses: int, n_cycles: int) -> np.ndarray:
@@ -25,7 +25,7 @@ def cycle_polarity(n_pulses: int, n_cycles: int) -> np.ndarray:
     return np.concatenate([[0], np.tile(one, n_cycles)]).astype(np.int8)
 
 
-def measure(device: "DeviceConfig | str", polarity: np.ndarray, n_devices: int = 16, read_noise: float = 0.0,
+def measure(device: DeviceConfig | str, polarity: np.ndarray, n_devices: int = 16, read_noise: float = 0.0,
             seed: int = 0, reset_pulses: int = 0, g_mid: float = 20.0, g_scale: float = 10.0,
             unit: str = "uS") -> TraceSet:
     """Run a pulse sequence on `n_devices` elements of `device` and read after every pulse.
@@ -56,7 +56,7 @@ def measure(device: "DeviceConfig | str", polarity: np.ndarray, n_devices: int =
     return from_arrays(g_mid + g_scale * reads, pol, unit=unit, meta=meta)
 
 
-def measure_cycles(device: "DeviceConfig | str", n_pulses: int | None = None, n_cycles: int = 2,
+def measure_cycles(device: DeviceConfig | str, n_pulses: int | None = None, n_cycles: int = 2,
                    n_devices: int = 16, read_noise: float = 0.0, seed: int = 0, **kw) -> TraceSet:
     """Potentiation/depression cycles: from the low state (a RESET of n_pulses down pulses), n_cycles times
     n_pulses up then n_pulses down, read after each. n_pulses defaults to 1.5 x the number of states, so the
@@ -68,7 +68,7 @@ def measure_cycles(device: "DeviceConfig | str", n_pulses: int | None = None, n_
     return measure(device, cycle_polarity(n_pulses, n_cycles), n_devices, read_noise, seed, **kw)
 
 
-def measure_random(device: "DeviceConfig | str", n_reads: int, n_devices: int = 16, p_up: float = 0.5,
+def measure_random(device: DeviceConfig | str, n_reads: int, n_devices: int = 16, p_up: float = 0.5,
                    read_noise: float = 0.0, seed: int = 0, **kw) -> TraceSet:
     """Random pulse sequence: before each read, each element gets an up pulse with probability p_up, else a
     down pulse (independent per element and read). Other keywords go to `measure`."""

@@ -27,10 +27,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from calibration.fit import FitResult, WeightMap, _finite  # noqa: E402
-from calibration.protocols import measure_cycles  # noqa: E402
-from devices import PRESETS, ConductanceArray, DeviceConfig, load_device  # noqa: E402
-from devices.atomic_files import atomic_write_bytes, atomic_write_text  # noqa: E402
+from aimc.calibration.fit import FitResult, WeightMap, _finite  # noqa: E402
+from aimc.calibration.protocols import measure_cycles  # noqa: E402
+from aimc.common.files import atomic_write_bytes, atomic_write_text  # noqa: E402
+from aimc.devices import PRESETS, ConductanceArray, DeviceConfig, load_device  # noqa: E402
 
 
 @dataclass
@@ -44,7 +44,7 @@ class Subject:
     fit: dict | None = None
 
 
-def resolve(spec: "str | DeviceConfig | FitResult", name: str | None = None) -> Subject:
+def resolve(spec: str | DeviceConfig | FitResult, name: str | None = None) -> Subject:
     """A report subject from a preset name, a device file (JSON/TOML), a fit output folder (device.json and
     fit.json), a device config or a FitResult."""
     if isinstance(spec, FitResult):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from devices.atomic_files import atomic_write_text
+from aimc.common.files import atomic_write_text
 
 UNITS = ("S", "mS", "uS", "nS", "pS", "a.u.")
 COLUMNS = ("device", "pulse", "polarity", "conductance")

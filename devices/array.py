@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from devices import kernels as K
-from devices.periphery import PeripheryConfig, analog_mvm
-from devices.response import DeviceConfig, ElementParams
-from devices.rng import Stream
-from devices.update import UpdateConfig, train_plan
+from aimc.devices import kernels as K
+from aimc.devices.periphery import PeripheryConfig, analog_mvm
+from aimc.devices.response import DeviceConfig, ElementParams
+from aimc.devices.rng import Stream
+from aimc.devices.update import UpdateConfig, train_plan
 
 
 class ConductanceArray:

@@ -17,7 +17,7 @@ from types import ModuleType
 from numba.core.caching import FunctionCache
 from numba.core.registry import CPUDispatcher
 
-from devices.atomic_files import atomic_write_text
+from aimc.common.files import atomic_write_text
 
 
 def _cached_kernels(module: ModuleType) -> list[CPUDispatcher]:

@@ -14,11 +14,11 @@ import numpy as np
 from numba import get_thread_id, njit, prange, uint32, uint64
 from numba.core.errors import NumbaPerformanceWarning
 
-from devices.bits import lowest_bit
-from devices.prefetch import prefetch
-from devices.normals import BLOCK, fill_normals
-from devices.rng import bits31_at, normal_step, stream_seed, uniform_step
-from devices.threads import kernel_thread_count
+from aimc.devices.bits import lowest_bit
+from aimc.devices.normals import BLOCK, fill_normals
+from aimc.devices.prefetch import prefetch
+from aimc.devices.rng import bits31_at, normal_step, stream_seed, uniform_step
+from aimc.devices.threads import kernel_thread_count
 
 # response family codes
 CONST, LINEAR, POWER, EXP_R1, EXP_STEP, TABLE = 0, 1, 2, 3, 4, 5

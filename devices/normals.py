@@ -23,8 +23,8 @@ import math
 import numpy as np
 from numba import njit, uint32, uint64
 
-from devices.bits import bits_float, float_bits
-from devices.rng import GOLDEN, mix64
+from aimc.devices.bits import bits_float, float_bits
+from aimc.devices.rng import GOLDEN, mix64
 
 BLOCK = 32
 """Normals per block of the stream (fill_normals fills whole blocks): 16 pairs, one AVX-512 vector of

@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange, uint64
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from devices.kernels import row_abs_max
-from devices.rng import Stream, normal_step, stream_seed
+from aimc.common.validation import STRICT
+from aimc.devices.kernels import row_abs_max
+from aimc.devices.rng import Stream, normal_step, stream_seed
 
 
 class PeripheryConfig(BaseModel):
     """DAC/ADC and noise of one read direction. Defaults are R1's hardware settings."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
 
     inp_bound: float = Field(1.0, gt=0, description="DAC input range +-inp_bound (normalized units)")
     inp_bits: int | None = Field(7, ge=1, le=24, description="DAC resolution in bits; None: no quantization")
@@ -35,7 +36,7 @@ class PeripheryConfig(BaseModel):
     ideal: bool = Field(False, description="exact floating-point MVM: no DAC, noise, ADC or bounds")
 
     @classmethod
-    def perfect(cls) -> "PeripheryConfig":
+    def perfect(cls) -> PeripheryConfig:
         """An exact read, y = W x."""
         return cls(ideal=True)
 

@@ -10,8 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from devices.response import (ConfigError, ConstantStep, DeviceConfig, Exponential, ExpStep, Ideal, Linear,
-                              LinearStep, Power, SoftBounds)
+from aimc.common.errors import ConfigError
+from aimc.devices.response import (
+    ConstantStep,
+    DeviceConfig,
+    Exponential,
+    ExpStep,
+    Ideal,
+    Linear,
+    LinearStep,
+    Power,
+    SoftBounds,
+)
 
 
 @dataclass(frozen=True)
@@ -85,14 +95,14 @@ def get_preset(name: str) -> DeviceConfig:
         raise ConfigError(f"unknown device preset {name!r}; known: {', '.join(PRESETS)}") from None
 
 
-def load_device(spec: "str | dict | DeviceConfig") -> DeviceConfig:
+def load_device(spec: str | dict | DeviceConfig) -> DeviceConfig:
     """Resolve a device given as a preset name, a path to a JSON/TOML device file (the device table at the top
     level or under a `device` key, as `aimc fit` writes it), an inline dict with `kind`, or a config object."""
     import json
     import tomllib
     from pathlib import Path
 
-    from devices.response import _Device, parse_device
+    from aimc.devices.response import _Device, parse_device
 
     if isinstance(spec, _Device):
         return spec

@@ -23,24 +23,11 @@ from dataclasses import dataclass
 from typing import Annotated, Literal, Union
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError, model_validator
 
-from devices import kernels as K
-
-
-class ConfigError(ValueError):
-    """A configuration that failed validation; the message names each offending field."""
-
-
-def format_validation_error(err: ValidationError, prefix: str = "") -> str:
-    """One line per problem: `dotted.field.path: message (got value)`."""
-    lines = []
-    for e in err.errors():
-        loc = ".".join(str(p) for p in (prefix, *e["loc"]) if p != "")
-        got = e.get("input")
-        shown = "" if isinstance(got, dict) else f" (got {got!r})"
-        lines.append(f"{loc or '<root>'}: {e['msg']}{shown}")
-    return "\n".join(lines)
+from aimc.common.errors import ConfigError
+from aimc.common.validation import STRICT, format_validation_error
+from aimc.devices import kernels as K
 
 
 @dataclass
@@ -89,13 +76,12 @@ def _shared_if_uniform(ep: np.ndarray) -> np.ndarray:
 
 
 _EMPTY = np.zeros(2)
-_STRICT = ConfigDict(extra="forbid", frozen=True)
 
 
 class _Device(BaseModel):
     """Fields and methods common to all families."""
 
-    model_config = _STRICT
+    model_config = STRICT
 
     dw_min: float = Field(0.001, gt=0, description="granularity: mean step of one pulse at the reference point "
                                                    "(weight units)")
@@ -475,7 +461,8 @@ class ExpStep(_AihwkitDevice):
 
 
 class PowStep(_AihwkitDevice):
-    """aihwkit PowStep: up + dw_up ((b_max - w)/r)^gamma_up, down - dw_down ((w - b_min)/r)^gamma_down, r = b_max - b_min.
+    """aihwkit PowStep: up + dw_up ((b_max - w)/r)^gamma_up, down - dw_down ((w - b_min)/r)^gamma_down,
+    r = b_max - b_min.
 
     gamma = pow_gamma (1 + pow_gamma_dtod xi); gamma_up/down = gamma (1 +- (pow_up_down + pow_up_down_dtod xi)).
     """
@@ -614,7 +601,7 @@ DEVICE_KINDS = ("ideal", "linear", "power", "exponential", "ConstantStep", "Line
 _ADAPTER = TypeAdapter(DeviceConfig)
 
 
-def parse_device(data: dict, where: str = "device") -> "DeviceConfig":
+def parse_device(data: dict, where: str = "device") -> DeviceConfig:
     """Validate a device config dict (with its `kind`); errors name the field, e.g. `device.tau`."""
     try:
         return _ADAPTER.validate_python(data)

@@ -7,16 +7,16 @@ MVMs it performs (forward, backward and column reads) for the cost model of the 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from devices import kernels as K
-from devices.array import ConductanceArray
-from devices.periphery import PeripheryConfig, analog_mvm
-from devices.response import DeviceConfig
-from devices.rng import Stream
-from devices.update import UpdateConfig
+from aimc.devices import kernels as K
+from aimc.devices.array import ConductanceArray
+from aimc.devices.periphery import PeripheryConfig, analog_mvm
+from aimc.devices.response import DeviceConfig
+from aimc.devices.rng import Stream
+from aimc.devices.update import UpdateConfig
 
 
 class AnalogTile:

@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from devices import kernels as K
+from aimc.common.validation import STRICT
+from aimc.devices import kernels as K
 
 
 class UpdateConfig(BaseModel):
     """Update scheme of a tile (aihwkit's StochasticCompressed defaults; DOMAIN.md, AIHWKIT.md)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
 
     mode: Literal["pulsed", "expected"] = Field(
         "pulsed", description="pulsed: coincidences of stochastic pulse trains (hardware); expected: the "

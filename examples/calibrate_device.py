@@ -8,8 +8,8 @@ The fitted device file OUT_DIR/fit/device.json can be given to `aimc train` or `
 import sys
 from pathlib import Path
 
-from calibration import fit, measure_cycles, read_csv, write_csv, write_report
-from devices import get_preset
+from aimc.calibration import fit, measure_cycles, read_csv, write_csv, write_report
+from aimc.devices import get_preset
 
 preset = sys.argv[1] if len(sys.argv) > 1 else "pcm_like"
 out = Path(sys.argv[2] if len(sys.argv) > 2 else "calibrate_out")

@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from torch import nn
 
-import trainers
-from devices import Linear, PeripheryConfig, UpdateConfig
+from aimc import trainers
+from aimc.devices import Linear, PeripheryConfig, UpdateConfig
 
 
 def problem(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -7,14 +7,7 @@ the code under test: tests compare the code against them.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
-
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 # Spread- and noise-free aihwkit fields (its defaults draw device-to-device variation and cycle noise).
 NO_SPREAD = dict(dw_min_dtod=0.0, w_max_dtod=0.0, w_min_dtod=0.0, up_down_dtod=0.0, dw_min_std=0.0)

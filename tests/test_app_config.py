@@ -4,10 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from aimc.config import (ExperimentConfig, apply_overrides, config_schema, default_job, load_config,
-                         validate_config)
+from aimc.common.errors import ConfigError
+from aimc.config import ExperimentConfig, apply_overrides, config_schema, default_job, load_config, validate_config
 from aimc.results import to_toml
-from devices import ConfigError
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "configs"
 

@@ -6,9 +6,20 @@ import json
 import numpy as np
 import pytest
 
-from calibration import fit, measure_cycles
-from devices import (ConstantStep, Exponential, ExpStep, Ideal, Linear, LinearStep, PiecewiseStep, Power, PowStep,
-                     SoftBounds, load_device)
+from aimc.calibration import fit, measure_cycles
+from aimc.devices import (
+    ConstantStep,
+    Exponential,
+    ExpStep,
+    Ideal,
+    Linear,
+    LinearStep,
+    PiecewiseStep,
+    Power,
+    PowStep,
+    SoftBounds,
+    load_device,
+)
 
 # Where a bound acts as a hard clip (the step there is not zero) its fit carries a bias of the order of the
 # read noise toward the centre: reads on the plateau scatter below the bound (docs/calibration.md).

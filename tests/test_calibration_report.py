@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
+from aimc.calibration import device_numbers, implicit_penalty, measure_cycles, write_csv, write_report
 from aimc.cli import main
-from calibration import device_numbers, implicit_penalty, measure_cycles, write_csv, write_report
-from devices import Linear, load_device
+from aimc.devices import Linear, load_device
 
 
 def test_linear_device_numbers_match_closed_forms():

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from calibration import TraceFormatError, from_arrays, measure_cycles, read_csv, write_csv
-from calibration.protocols import cycle_polarity
-from devices import Ideal
+from aimc.calibration import TraceFormatError, from_arrays, measure_cycles, read_csv, write_csv
+from aimc.calibration.protocols import cycle_polarity
+from aimc.devices import Ideal
 
 
 def test_csv_round_trip(tmp_path):

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from conftest import NO_SPREAD
 
-from devices import ConductanceArray, UpdateConfig, parse_device
+from aimc.devices import ConductanceArray, UpdateConfig, parse_device
 
 PYTHON = Path(os.path.expanduser(os.environ.get("AIMC_AIHWKIT_PYTHON", "~/aihwkit-venv/bin/python")))
 

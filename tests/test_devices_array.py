@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from devices import AnalogTile, ConductanceArray, PeripheryConfig, UpdateConfig, parse_device
-from devices import kernels as K
+from aimc.devices import AnalogTile, ConductanceArray, PeripheryConfig, UpdateConfig, parse_device
+from aimc.devices import kernels as K
 
 CONST = dict(kind="ConstantStep", dw_min=2e-3, dw_min_std=0.0, dw_min_dtod=0.0, up_down_dtod=0.0,
              w_max=1.0, w_min=-1.0, w_max_dtod=0.0, w_min_dtod=0.0)

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 
 import pytest
-from conftest import FAMILY_CONFIGS, ROOT
+from conftest import FAMILY_CONFIGS
 
-from devices import (DEVICE_KINDS, PRESETS, ConfigError, PeripheryConfig, UpdateConfig, device_schema, load_device,
-                     parse_device)
+from aimc.common.errors import ConfigError
+from aimc.devices import DEVICE_KINDS, PRESETS, PeripheryConfig, UpdateConfig, device_schema, load_device, parse_device
 
 # a value out of range (or of the wrong kind) for one field of each family
 BAD_VALUES = {
@@ -147,14 +146,14 @@ def test_load_device_errors(tmp_path):
 # -- CLI -----------------------------------------------------------------------------------------------
 
 
-def _cli(*args):
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "aimc", *args], capture_output=True, text=True, env=env, cwd=ROOT,
+def _cli(*args, cwd):
+    """The installed `aimc` CLI, run from a folder that is not the repository."""
+    return subprocess.run([sys.executable, "-m", "aimc", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=120)
 
 
-def test_cli_devices_lists_every_preset():
-    out = _cli("devices", "--sources")
+def test_cli_devices_lists_every_preset(tmp_path):
+    out = _cli("devices", "--sources", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     for name, p in PRESETS.items():
@@ -163,9 +162,9 @@ def test_cli_devices_lists_every_preset():
         assert any(line.startswith(f"{name}: {p.source}") for line in lines)
 
 
-def test_cli_version():
+def test_cli_version(tmp_path):
     import aimc
 
-    out = _cli("--version")
+    out = _cli("--version", cwd=tmp_path)
     assert out.returncode == 0
     assert out.stdout.strip() == f"aimc {aimc.__version__}"

@@ -9,8 +9,8 @@ from pathlib import Path
 TABLE = "import numpy as np\nfrom numba import njit\nSTEP = np.array([{step}])\n\n\n" \
         "@njit(cache=True, inline='always')\ndef step(k):\n    return STEP[k]\n"
 KERNEL = "from numba import njit\nfrom table import step\n\n\n@njit(cache=True)\ndef kernel():\n    return step(0)\n"
-RUN = "import sys; sys.path.insert(0, {root!r})\nimport kernel, table\nfrom devices.jit_cache import flush_stale\n" \
-      "{flush}print(kernel.kernel())\n"
+RUN = "import sys; sys.path.insert(0, {root!r})\nimport kernel, table\n" \
+      "from aimc.devices.jit_cache import flush_stale\n{flush}print(kernel.kernel())\n"
 
 
 def _run(root: Path, flush: bool) -> str:

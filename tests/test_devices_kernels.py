@@ -14,14 +14,24 @@ from numba import njit
 from scipy import stats
 from scipy.optimize import brentq
 
-from devices import DEVICE_KINDS, ConductanceArray, Exponential, PeripheryConfig, UpdateConfig, parse_device
-from devices import kernels as K
-from devices.bits import lowest_bit
-from devices.prefetch import prefetch
-from devices.normals import BLOCK, fill_normals
-from devices.rng import (ZIG_K, ZIG_LAYERS, ZIG_R, ZIG_V, Stream, bits31_at, new_state, next_normal,
-                         next_uniform, normal_step)
-from devices.threads import kernel_thread_count
+from aimc.devices import DEVICE_KINDS, ConductanceArray, Exponential, PeripheryConfig, UpdateConfig, parse_device
+from aimc.devices import kernels as K
+from aimc.devices.bits import lowest_bit
+from aimc.devices.normals import BLOCK, fill_normals
+from aimc.devices.prefetch import prefetch
+from aimc.devices.rng import (
+    ZIG_K,
+    ZIG_LAYERS,
+    ZIG_R,
+    ZIG_V,
+    Stream,
+    bits31_at,
+    new_state,
+    next_normal,
+    next_uniform,
+    normal_step,
+)
+from aimc.devices.threads import kernel_thread_count
 
 
 def _params(cfg, shape):

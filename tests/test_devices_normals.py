@@ -10,8 +10,8 @@ import pytest
 from numba import njit
 from scipy import stats
 
-from devices.bits import bits_float, float_bits
-from devices.normals import BLOCK, PAIRS, fill_normals, log_unit, sin_cos_octant
+from aimc.devices.bits import bits_float, float_bits
+from aimc.devices.normals import BLOCK, PAIRS, fill_normals, log_unit, sin_cos_octant
 
 
 @njit

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from devices import ConductanceArray, PeripheryConfig, analog_mvm, parse_device
-from devices.rng import Stream
+from aimc.devices import ConductanceArray, PeripheryConfig, analog_mvm, parse_device
+from aimc.devices.rng import Stream
 
 CLEAN = dict(out_noise=0.0, inp_bits=None, out_bits=None, out_bound=1e9, bound_management=False)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import (FAMILY_CONFIGS, SPREAD_CONFIGS, ref_bounds, ref_multiplicative, ref_q, ref_step_scale)
+from conftest import FAMILY_CONFIGS, SPREAD_CONFIGS, ref_bounds, ref_multiplicative, ref_q, ref_step_scale
 from scipy.optimize import brentq
 
-from devices import DEVICE_KINDS, ConductanceArray, parse_device
-from devices import kernels as K
+from aimc.devices import DEVICE_KINDS, ConductanceArray, parse_device
+from aimc.devices import kernels as K
 
 
 def test_every_kind_has_a_reference_config():

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from conftest import FAMILY_CONFIGS, NO_SPREAD, ref_q
 
-from devices import ConductanceArray, UpdateConfig, parse_device
-from devices.update import train_plan
+from aimc.devices import ConductanceArray, UpdateConfig, parse_device
+from aimc.devices.update import train_plan
 
 PULSED = UpdateConfig(mode="pulsed")
 EXPECTED = UpdateConfig(mode="expected")

@@ -10,8 +10,8 @@ import torch
 from scipy.optimize import fsolve
 from torch import nn
 
-import trainers as T
-from devices import Ideal, Linear, PeripheryConfig, UpdateConfig
+from aimc import trainers as T
+from aimc.devices import Ideal, Linear, PeripheryConfig, UpdateConfig
 
 P = PeripheryConfig.perfect()
 

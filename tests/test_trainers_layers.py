@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-import trainers as T
-from devices import Ideal, PeripheryConfig
+from aimc import trainers as T
+from aimc.devices import Ideal, PeripheryConfig
 
 PERFECT = T.TileConfig(device=Ideal(tau=2.0, dw_min=1e-3), forward=PeripheryConfig.perfect(),
                        backward=PeripheryConfig.perfect())

@@ -6,11 +6,22 @@
     opt.costs(); opt.latency_estimate(); trainers.to_digital(model)
 """
 
-from trainers.algorithms import OPTIMIZERS, AnalogOptimizer, LatencyModel, build_optimizer
-from trainers.config import (ALGORITHMS, AnalogSGDConfig, DigitalSGDConfig, MixedPrecisionConfig, MultiTileConfig,
-                             ResidualConfig, ResidualV2Config, TikiTakaConfig, TileConfig, TrainerConfig, TTv2Config)
-from trainers.convert import convert, to_digital
-from trainers.layers import AnalogConv2d, AnalogLinear, analog_layers, set_tile_stack
+from aimc.trainers.algorithms import OPTIMIZERS, AnalogOptimizer, LatencyModel, build_optimizer
+from aimc.trainers.config import (
+                             ALGORITHMS,
+                             AnalogSGDConfig,
+                             DigitalSGDConfig,
+                             MixedPrecisionConfig,
+                             MultiTileConfig,
+                             ResidualConfig,
+                             ResidualV2Config,
+                             TikiTakaConfig,
+                             TileConfig,
+                             TrainerConfig,
+                             TTv2Config,
+)
+from aimc.trainers.convert import convert, to_digital
+from aimc.trainers.layers import AnalogConv2d, AnalogLinear, analog_layers, set_tile_stack
 
 __all__ = [
     "ALGORITHMS", "AnalogConv2d", "AnalogLinear", "AnalogOptimizer", "AnalogSGDConfig", "DigitalSGDConfig",

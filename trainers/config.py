@@ -9,17 +9,16 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from devices import DeviceConfig, PeripheryConfig, UpdateConfig, load_device
-
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+from aimc.common.validation import STRICT
+from aimc.devices import DeviceConfig, PeripheryConfig, UpdateConfig, load_device
 
 
 class TileConfig(BaseModel):
     """How a torch layer becomes analog tiles."""
 
-    model_config = _STRICT
+    model_config = STRICT
 
     device: Union[str, DeviceConfig] = Field("r1_power_1", description="device preset name, device file path, "
                                                                      "or an inline device table with `kind`")
@@ -38,7 +37,7 @@ class TileConfig(BaseModel):
 
 
 class _Trainer(BaseModel):
-    model_config = _STRICT
+    model_config = STRICT
     lr: float = Field(0.05, gt=0, description="gradient step (weight units per unit gradient)")
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import copy
-from typing import Iterable
+from collections.abc import Iterable
 
 from torch import nn
 
-from trainers.config import TileConfig
-from trainers.layers import AnalogConv2d, AnalogLinear, _AnalogBase
+from aimc.trainers.config import TileConfig
+from aimc.trainers.layers import AnalogConv2d, AnalogLinear, _AnalogBase
 
 
 def convert(model: nn.Module, tile_cfg: TileConfig | None = None, layers: Iterable[str] | None = None,

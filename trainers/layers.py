@@ -17,17 +17,15 @@ values (loadable with `torch.load(weights_only=True)`).
 
 from __future__ import annotations
 
-import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from devices import AnalogTile, ConductanceArray, analog_mvm
-from trainers.config import TileConfig
-
+from aimc.devices import AnalogTile, ConductanceArray, analog_mvm
+from aimc.trainers.config import TileConfig
 
 # ------------------------------------------------------------------------------------------------------
 # tile helpers
@@ -122,7 +120,7 @@ class _AnalogMatmul(torch.autograd.Function):
     autograd node per layer instead of two (about 20 us less per layer and step, R1's FCN)."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, anchor: torch.Tensor, bias: torch.Tensor | None, layer: "_AnalogBase",
+    def forward(ctx, x: torch.Tensor, anchor: torch.Tensor, bias: torch.Tensor | None, layer: _AnalogBase,
                 save: bool) -> torch.Tensor:
         xn = x.detach().contiguous().numpy()
         y, xe = layer._read_forward(xn)
@@ -362,7 +360,7 @@ class AnalogLinear(_AnalogBase):
         return self._finish(y, 1).reshape(*lead, self.out_features)
 
     @classmethod
-    def from_digital(cls, lin: nn.Linear, cfg: TileConfig, seed: int = 0) -> "AnalogLinear":
+    def from_digital(cls, lin: nn.Linear, cfg: TileConfig, seed: int = 0) -> AnalogLinear:
         m = cls(lin.in_features, lin.out_features, lin.bias is not None, cfg, seed)
         m.set_weights(lin.weight, lin.bias)
         return m
@@ -403,7 +401,7 @@ class AnalogConv2d(_AnalogBase):
         return self._finish(y, 1)
 
     @classmethod
-    def from_digital(cls, conv: nn.Conv2d, cfg: TileConfig, seed: int = 0) -> "AnalogConv2d":
+    def from_digital(cls, conv: nn.Conv2d, cfg: TileConfig, seed: int = 0) -> AnalogConv2d:
         if conv.groups != 1:
             raise ValueError(f"AnalogConv2d supports groups=1 only (got {conv.groups})")
         if conv.padding_mode != "zeros":

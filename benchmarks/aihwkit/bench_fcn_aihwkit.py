@@ -18,14 +18,13 @@ import argparse
 import json
 import time
 
+import aihwkit
 import numpy as np
 import torch
-from torch import nn
-
-import aihwkit
 from aihwkit.nn import AnalogLinear
 from aihwkit.optim import AnalogSGD
 from aihwkit.simulator.configs import SingleRPUConfig, SoftBoundsDevice, build_config
+from torch import nn
 
 SIZES = (784, 256, 128, 10)
 

@@ -21,10 +21,9 @@ import json
 import math
 import time
 
+import aihwkit
 import numpy as np
 import torch
-
-import aihwkit
 from aihwkit.simulator.configs import SingleRPUConfig, SoftBoundsDevice
 from aihwkit.simulator.tiles import AnalogTile
 

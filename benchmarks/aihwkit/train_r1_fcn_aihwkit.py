@@ -27,12 +27,11 @@ import time
 
 import numpy as np
 import torch
-from torch import nn
-
 from aihwkit.nn.conversion import convert_to_analog
 from aihwkit.optim import AnalogSGD
 from aihwkit.simulator.configs import SingleRPUConfig
 from aihwkit.simulator.configs.devices import ExpStepDevice, PowStepDevice
+from torch import nn
 
 
 def read_idx(path: str) -> np.ndarray:

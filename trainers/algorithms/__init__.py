@@ -5,10 +5,10 @@ from __future__ import annotations
 from pydantic import TypeAdapter
 from torch import nn
 
-from trainers.algorithms.base import AnalogOptimizer, LatencyModel
-from trainers.algorithms.sgd import AnalogSGD, DigitalSGD
-from trainers.algorithms.transfer import MixedPrecision, MultiTile, Residual, ResidualV2, TikiTaka, TTv2
-from trainers.config import TrainerConfig
+from aimc.trainers.algorithms.base import AnalogOptimizer, LatencyModel
+from aimc.trainers.algorithms.sgd import AnalogSGD, DigitalSGD
+from aimc.trainers.algorithms.transfer import MixedPrecision, MultiTile, Residual, ResidualV2, TikiTaka, TTv2
+from aimc.trainers.config import TrainerConfig
 
 OPTIMIZERS: dict[str, type] = {"sgd": DigitalSGD, "analog_sgd": AnalogSGD, "tiki_taka": TikiTaka, "ttv2": TTv2,
                                "residual": Residual, "residual_v2": ResidualV2, "multi_tile": MultiTile,

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainers.layers import _AnalogBase, _Block, _to_numpy, _to_torch, analog_layers
+from aimc.trainers.layers import _AnalogBase, _Block, _to_numpy, _to_torch, analog_layers
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from trainers.algorithms.base import AnalogOptimizer, LatencyModel
-from trainers.layers import analog_layers
+from aimc.trainers.algorithms.base import AnalogOptimizer, LatencyModel
+from aimc.trainers.layers import analog_layers
 
 
 class DigitalSGD(torch.optim.SGD):

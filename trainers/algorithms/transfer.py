@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainers.algorithms._kernels import threshold_counts, threshold_counts_cols
-from trainers.algorithms.base import AnalogOptimizer, LatencyModel
+from aimc.devices.threshold import threshold_counts, threshold_counts_cols
+from aimc.trainers.algorithms.base import AnalogOptimizer, LatencyModel
 
 
 class _TransferBase(AnalogOptimizer):

@@ -1,5 +1,5 @@
 """Atomic file writes: a temp file in the target's folder, renamed over the target, so a reader sees the
-old file or the new one, never a part. In the lowest layer so that every package can use it."""
+old file or the new one, never a part. In the neutral base so that every layer can use it."""
 
 from __future__ import annotations
 

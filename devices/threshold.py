@@ -1,15 +1,12 @@
-"""Small Numba kernels of the digital side of the algorithms (buffers and thresholds)."""
+"""Threshold transfer: a digital buffer becomes pulse counts where it crosses a multiple of the granularity
+(TTv2 and residual learning v2 fire their transfers through these kernels)."""
 
 from __future__ import annotations
-
-import sys
 
 import numpy as np
 from numba import njit, prange
 
-from devices import kernels, prefetch, rng
-from devices.jit_cache import flush_stale
-from devices.kernels import total
+from aimc.devices.kernels import total
 
 
 @njit(cache=True, inline="always")
@@ -61,5 +58,3 @@ def threshold_counts_cols(h, cols, counts, dw_min, threshold, max_pulses, single
             counts[i, j] = n
     return total
 
-
-flush_stale([sys.modules[__name__]], [kernels, rng, prefetch])  # kernels inlines from devices (jit_cache)

@@ -1,0 +1,52 @@
+"""The distribution installs one import package, `aimc`, and its layers import without the repository."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = ("aimc.devices", "aimc.trainers", "aimc.calibration", "aimc.common")
+
+
+def _python(code: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_layers_import_from_outside_the_repository(tmp_path):
+    out = _python("import " + ", ".join(LAYERS) + "; import aimc.cli", tmp_path)
+    assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize("name", ["devices", "trainers", "calibration"])
+def test_layer_folders_are_not_top_level_packages(tmp_path, name):
+    out = _python(f"import {name}", tmp_path)
+    assert out.returncode != 0 and f"No module named '{name}'" in out.stderr
+
+
+def test_wheel_holds_one_import_package(tmp_path):
+    """A regular (non-editable) build: every file of the wheel is under `aimc/` or its dist-info, the layer
+    folders land as aimc's subpackages, and the package data and type marker ship. Built from a copy, so that
+    the build leaves nothing in the repository."""
+    src = tmp_path / "src"
+    for name in ("aimc", "devices", "trainers", "calibration"):
+        shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                          "-w", str(tmp_path), str(src)], capture_output=True, text=True, timeout=300)
+    if out.returncode != 0 and "No module named" in out.stderr:
+        pytest.skip(f"no build backend here: {out.stderr.strip().splitlines()[-1]}")
+    assert out.returncode == 0, out.stderr
+    (wheel,) = tmp_path.glob("aimc-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {n.split("/")[0] for n in names} == {"aimc", wheel.name.split("-py3")[0] + ".dist-info"}
+    for layer in LAYERS:
+        assert f"{layer.replace('.', '/')}/__init__.py" in names
+    for data in ("aimc/py.typed", "aimc/data/mnist_small.npz", "aimc/devices/response.py"):
+        assert data in names
