@@ -53,13 +53,8 @@ def analog_tiles(model: nn.Module) -> list:
 
 def saturated_fraction(tiles: list) -> float | None:
     """Fraction of analog elements (all arrays) within dw_min / 2 of their own bounds; None without tiles."""
-    hit = total = 0
-    for tile in tiles:
-        for a in tile.arrays:
-            lo, hi = a.bounds
-            half = 0.5 * a.device.dw_min
-            hit += int(np.count_nonzero((a.w <= lo + half) | (a.w >= hi - half)))
-            total += a.w.size
+    counts = [tile.saturation() for tile in tiles]
+    hit, total = sum(c[0] for c in counts), sum(c[1] for c in counts)
     return hit / total if total else None
 
 

@@ -8,7 +8,7 @@ analog_sgd, tiki_taka, residual, residual_v2, mixed_precision (lr 0.05, transfer
 most 512 x 512 (aihwkit's default mapping). The variants are timed in interleaved rounds (median over all
 steps), so a load change on the machine hits all of them alike; ratios are against digital in the same run.
 
-    PYTHONPATH=. python benchmarks/bench_fcn.py [--aihwkit-python ~/aihwkit-venv/bin/python] [--json out.json]
+    python3 benchmarks/bench_fcn.py [--aihwkit-python ~/aihwkit-venv/bin/python] [--json out.json]
 """
 
 from __future__ import annotations

@@ -12,12 +12,15 @@ update's) it times:
   its pulses (the real stage fills them in blocks as it goes: a little slower);
 - coincidences, noiseless: the real stage without cycle noise (SoftBounds response with the element's
   own drawn parameters, clip at its bounds);
-- coincidences: the real stage (devices.kernels.coincidence_update_kernel): SoftBounds response with the
+- coincidences: the real stage (devices.coincidences.coincidence_update_kernel): SoftBounds response with the
   element's own drawn parameters, noise, clip at the element's bounds;
 - pulsed update: the whole update (train plan, trains, slot lists, coincidences) as a tile runs it.
 The first two are not device models (no response, no bounds): they are floors, the least work any
-simulator that applies every pulse must do. Medians over rounds that alternate the contestants; ratios
-to torch from the same run. Prints a table, then one JSON line.
+simulator that applies every pulse must do. The floors walk the coincidences with a copy of the stage's
+row walk (devices.coincidences.coincide_row), because the stage inlines its response, prefetch and noise
+refill into that walk, and a walk with a pluggable per-pulse action would change the code it measures.
+Medians over rounds that alternate the contestants; ratios to torch from the same run. Prints a table,
+then one JSON line.
 
     python benchmarks/bench_pulse_floor.py --threads 2
 """
@@ -38,19 +41,21 @@ from numba import get_thread_id, njit, prange, uint32
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench_update import _times_ms  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+from bench_update import times_ms  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
-from aimc.devices import kernels as K  # noqa: E402
 from aimc.devices.bits import lowest_bit  # noqa: E402
+from aimc.devices.coincidences import coincidence_update_kernel  # noqa: E402
 from aimc.devices.normals import BLOCK, fill_normals  # noqa: E402
+from aimc.devices.pulse_trains import INDEX, plan_kernel, pulse_trains_kernel, slot_lists_kernel  # noqa: E402
+from aimc.devices.rng import stream_seed  # noqa: E402
 
 
 @njit(cache=True, inline="always")
 def _scatter_row(i, w, x_lists, x_counts, d, lr_sign, d_masks, step, sigma, noisy, normals) -> int:
     """Row i of the floors: w[i, j] += step[up] (1 + sigma xi) for every coincidence of the row (sigma and
     normals unused unless noisy), up as in coincidence_update_kernel, xi = normals[k] for the row's pulse
-    k; the walk over firing samples and slots is the real stage's (devices.kernels._fire_row). Returns the
-    row's pulses."""
+    k; the walk over firing samples and slots follows the real stage's (devices.coincidences.coincide_row).
+    Returns the row's pulses."""
     wr = w[i]
     fired = 0
     for b in range(d_masks.shape[0]):
@@ -67,9 +72,9 @@ def _scatter_row(i, w, x_lists, x_counts, d, lr_sign, d_masks, step, sigma, nois
                 e = js[a]
                 up = (d_up ^ (e >> uint32(31))) & uint32(1)
                 if noisy:
-                    wr[e & K.INDEX] += step[up] * (np.float32(1.0) + sigma * normals[fired + a])
+                    wr[e & INDEX] += step[up] * (np.float32(1.0) + sigma * normals[fired + a])
                 else:
-                    wr[e & K.INDEX] += step[up]
+                    wr[e & INDEX] += step[up]
             fired += n
     return fired
 
@@ -99,7 +104,7 @@ def scatter_noise_kernel(w, x_lists, x_counts, d, lr_sign, d_masks, step, sigma,
                 n += x_counts[b, lowest_bit(md)]
                 md &= md - uint32(1)
         fill_normals(row_normals, 0, (n + BLOCK - 1) // BLOCK * BLOCK,
-                     K.stream_seed(np.uint64(seed), np.uint64(counter), np.uint64(i)), 0)
+                     stream_seed(np.uint64(seed), np.uint64(counter), np.uint64(i)), 0)
         fired[i] = _scatter_row(i, w, x_lists, x_counts, d, lr_sign, d_masks, step, sigma, True, row_normals)
     return fired.sum()
 
@@ -134,11 +139,11 @@ def main() -> int:
     x = (0.25 * rng.standard_normal((batch, size))).astype(np.float32)
     d = (3.75e-3 * rng.standard_normal((batch, size))).astype(np.float32)
     prm = arr.params
-    bl, x_scale, d_scale, _ = K.plan_kernel(x, d, lr, prm.granularity, 31, True, True)
+    bl, x_scale, d_scale, _ = plan_kernel(x, d, lr, prm.granularity, 31, True, True)
     max_bl = max(1, int(bl.max()))
-    x_masks = K.pulse_trains_kernel(x, x_scale, bl, arr.seed, 0, 0)
-    d_masks = K.pulse_trains_kernel(d, d_scale, bl, arr.seed, 0, batch)
-    x_lists, x_counts = K.slot_lists_kernel(x_masks, x, max_bl)
+    x_masks = pulse_trains_kernel(x, x_scale, bl, arr.seed, 0, 0)
+    d_masks = pulse_trains_kernel(d, d_scale, bl, arr.seed, 0, batch)
+    x_lists, x_counts = slot_lists_kernel(x_masks, x, max_bl)
     step = np.array([-dev.dw_min, dev.dw_min], np.float32)  # index 1: up
     sigma = np.float32(dev.dw_min_std)
     cfg = UpdateConfig(mode="pulsed")
@@ -161,18 +166,18 @@ def main() -> int:
         "scatter": (lambda: scatter_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks, step), reset),
         "scatter_noise": (lambda: scatter_noise_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks, step, sigma,
                                                        arr.seed, 0, normals), reset),
-        "coincidences_noiseless": (lambda: K.coincidence_update_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks,
-                                                                       *prm.response, 0.0, False, arr.seed, 0),
+        "coincidences_noiseless": (lambda: coincidence_update_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks,
+                                                                     *prm.response, 0.0, False, arr.seed, 0),
                                    reset),
-        "coincidences": (lambda: K.coincidence_update_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks,
-                                                             *prm.response, *prm.noise, arr.seed, 0), reset),
+        "coincidences": (lambda: coincidence_update_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks,
+                                                           *prm.response, *prm.noise, arr.seed, 0), reset),
         "pulsed_update": (lambda: arr.update(x, d, lr, cfg), reset),
     }
     pulses = {k: int(f()) for k, (f, _) in contestants.items() if k != "torch"}
     times: dict[str, list[float]] = {k: [] for k in contestants}
     for _ in range(a.rounds):
         for name, (fn, rs) in contestants.items():
-            times[name] += _times_ms(fn, rs, a.repeats, a.warmup)
+            times[name] += times_ms(fn, rs, a.repeats, a.warmup)
     med = {k: float(np.median(v)) for k, v in times.items()}
     fastest = {k: float(np.min(v)) for k, v in times.items()}
     out = {"threads": a.threads, "rounds": a.rounds, "repeats": a.repeats, "pulses": pulses,

@@ -3,7 +3,7 @@
 torch update `W -= lr * d.T @ x` on the same inputs, and (with --aihwkit-python) aihwkit 1.1.0's SoftBounds
 tile run as a subprocess (benchmarks/aihwkit/bench_update_aihwkit.py) with the same x/d parameters.
 
-Two regimes as in ../shared/AIHWKIT.md: small (d_std 2e-4, lr 0.01, ~5e3 pulses per batch) and large
+Two regimes: small (d_std 2e-4, lr 0.01, ~5e3 pulses per batch) and large
 (d_std 3.75e-3, lr 0.1, ~1e6 pulses). Each timing is the median over --repeats calls from the same start
 weights (reset outside the timed region). Prints a table and, last, one JSON line with every number.
 aihwkit / pulsed is given three ways: by the medians over all rounds, by the fastest call of each
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 REGIMES = {"small": dict(d_std=2e-4, lr=0.01), "large": dict(d_std=3.75e-3, lr=0.1)}
 
 
-def _times_ms(fn, reset, repeats: int, warmup: int) -> list[float]:
+def times_ms(fn, reset, repeats: int, warmup: int) -> list[float]:
     """Wall times of fn() in ms; reset() runs before every call, untimed."""
     for _ in range(warmup):
         reset()
@@ -119,14 +119,14 @@ def main() -> int:
                 nonlocal W
                 W -= lr * dt.T @ xt
 
-            times[name, "torch"] += _times_ms(torch_update, torch_reset, a.repeats, a.warmup)
+            times[name, "torch"] += times_ms(torch_update, torch_reset, a.repeats, a.warmup)
             for mode in ("pulsed", "expected"):
                 cfg = UpdateConfig(mode=mode)
 
                 def ours():
                     fired[name, mode].append(arr.update(x, d, lr, cfg))
 
-                t = _times_ms(ours, reset, a.repeats, a.warmup)
+                t = times_ms(ours, reset, a.repeats, a.warmup)
                 times[name, mode] += t
                 if mode == "pulsed":
                     round_pulsed[name].append(float(np.median(t)))

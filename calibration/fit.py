@@ -30,10 +30,10 @@ from scipy import optimize, stats
 from aimc.calibration.traces import TraceSet
 from aimc.common.files import atomic_write_text
 from aimc.common.version import VERSION
-from aimc.devices import DEVICE_KINDS, DeviceConfig, parse_device
-from aimc.devices.kernels import DW_DOWN, DW_UP
-from aimc.devices.response import (
+from aimc.devices import (
+    DEVICE_KINDS,
     ConstantStep,
+    DeviceConfig,
     Exponential,
     ExpStep,
     Ideal,
@@ -44,7 +44,9 @@ from aimc.devices.response import (
     PowStep,
     SoftBounds,
     Tabulated,
+    parse_device,
 )
+from aimc.devices.response_step import DW_DOWN, DW_UP
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 MAX_NFEV = 60  # least-squares iterations per starting point

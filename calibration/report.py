@@ -111,8 +111,8 @@ def device_numbers(device: DeviceConfig, n_elements: int = 64, seed: int = 0, n_
     stiffness = float(np.interp(w_sym, w, np.gradient(gf0, w)))
 
     arr = ConductanceArray(n_elements, 1, device, seed=seed)
-    el_qp = np.stack([arr.mean_step(True, np.full(arr.shape, v))[:, 0] for v in w], axis=1) / device.dw_min
-    el_qm = np.stack([arr.mean_step(False, np.full(arr.shape, v))[:, 0] for v in w], axis=1) / device.dw_min
+    el_qp = np.stack([arr.element_steps(True, np.full(arr.shape, v))[:, 0] for v in w], axis=1) / device.dw_min
+    el_qm = np.stack([arr.element_steps(False, np.full(arr.shape, v))[:, 0] for v in w], axis=1) / device.dw_min
     b_lo, b_hi = (b[:, 0] for b in arr.bounds)
     inside = (w[None, :] >= b_lo[:, None]) & (w[None, :] <= b_hi[:, None])
     el = {"q_plus": el_qp, "q_minus": el_qm, "F": 0.5 * (el_qp + el_qm), "G": 0.5 * (el_qm - el_qp)}
@@ -124,7 +124,7 @@ def device_numbers(device: DeviceConfig, n_elements: int = 64, seed: int = 0, n_
                           "p95": np.nanpercentile(v, 95, axis=0).tolist()}
     sym = arr.symmetric_points()[:, 0]
     mid = 0.5 * (b_lo + b_hi)
-    step_mid = 0.5 * (arr.mean_step(True, mid[:, None]) + arr.mean_step(False, mid[:, None]))[:, 0]
+    step_mid = 0.5 * (arr.element_steps(True, mid[:, None]) + arr.element_steps(False, mid[:, None]))[:, 0]
     states = np.divide(b_hi - b_lo, step_mid, out=np.full(n_elements, np.nan), where=step_mid > 0)
 
     n_pulses = int(min(math.ceil(1.5 * device.n_states), max_pulses))

@@ -4,35 +4,47 @@ from aimc.devices.threads import limit_blas_threads, set_kernel_threads
 
 limit_blas_threads()
 
-from aimc.devices import bits, kernels, normals, periphery, prefetch, rng, threads, threshold  # noqa: E402
-from aimc.devices.array import ConductanceArray  # noqa: E402
-from aimc.devices.jit_cache import flush_stale  # noqa: E402
-from aimc.devices.periphery import PeripheryConfig, analog_mvm  # noqa: E402
-from aimc.devices.presets import PRESETS, Preset, get_preset, load_device  # noqa: E402
-from aimc.devices.response import (  # noqa: E402
-    DEVICE_KINDS,
+from aimc.devices import (  # noqa: E402
+    bits,
+    characteristics,
+    coincidences,
+    effective_weight,
+    expected_update,
+    loops,
+    normals,
+    periphery,
+    prefetch,
+    pulse_trains,
+    pulsed_update,
+    pulses,
+    response_step,
+    rng,
+    threads,
+    threshold,
+)
+from aimc.devices.aihwkit_families import (  # noqa: E402
     ConstantStep,
-    DeviceConfig,
-    ElementParams,
-    Exponential,
     ExpStep,
-    Ideal,
-    Linear,
     LinearStep,
     PiecewiseStep,
-    Power,
     PowStep,
     SoftBounds,
-    Tabulated,
-    device_schema,
-    parse_device,
 )
+from aimc.devices.array import ConductanceArray  # noqa: E402
+from aimc.devices.device_base import ElementParams  # noqa: E402
+from aimc.devices.jit_cache import flush_stale  # noqa: E402
+from aimc.devices.paper_families import Exponential, Ideal, Linear, Power  # noqa: E402
+from aimc.devices.periphery import PeripheryConfig, analog_mvm  # noqa: E402
+from aimc.devices.presets import PRESETS, Preset, get_preset, load_device  # noqa: E402
+from aimc.devices.response import DEVICE_KINDS, DeviceConfig, device_schema, parse_device  # noqa: E402
 from aimc.devices.rng import Stream  # noqa: E402
+from aimc.devices.tabulated import Tabulated  # noqa: E402
 from aimc.devices.tile import AnalogTile  # noqa: E402
 from aimc.devices.update import UpdateConfig  # noqa: E402
 
 # before any kernel runs: no stale cached kernels
-flush_stale([rng, prefetch, bits, normals, threads, kernels, periphery, threshold], [])
+flush_stale([rng, prefetch, bits, normals, threads, loops, response_step, pulses, pulse_trains, coincidences,
+             pulsed_update, expected_update, characteristics, effective_weight, periphery, threshold], [])
 
 __all__ = [
     "AnalogTile", "ConductanceArray", "ConstantStep", "DEVICE_KINDS", "DeviceConfig",

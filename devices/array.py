@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from aimc.devices import kernels as K
+from aimc.devices.characteristics import element_steps_kernel, symmetric_point_kernel
+from aimc.devices.device_base import ElementParams
+from aimc.devices.expected_update import expected_update_kernel
 from aimc.devices.periphery import PeripheryConfig, analog_mvm
-from aimc.devices.response import DeviceConfig, ElementParams
+from aimc.devices.pulsed_update import pulsed_update_kernel
+from aimc.devices.pulses import alternate_kernel, pulse_kernel
+from aimc.devices.response import DeviceConfig
+from aimc.devices.response_step import DW_DOWN, DW_UP, W_MAX, W_MIN
 from aimc.devices.rng import Stream
 from aimc.devices.update import UpdateConfig, train_plan
 
@@ -26,7 +31,7 @@ class ConductanceArray:
         setup = np.random.default_rng([self.seed, 0xD7D])
         self.params: ElementParams = device.draw(self.shape, setup)
         self.w = np.zeros(self.shape, np.float32)
-        np.clip(self.w, self.params.ep[..., K.W_MIN], self.params.ep[..., K.W_MAX], out=self.w, casting="unsafe")
+        np.clip(self.w, self.params.ep[..., W_MIN], self.params.ep[..., W_MAX], out=self.w, casting="unsafe")
         self.reference = np.zeros(self.shape, np.float32)
         self.counter = 0
         self.pulses = 0
@@ -62,7 +67,7 @@ class ConductanceArray:
         counts = np.ascontiguousarray(counts, dtype=np.int64)
         if counts.shape != self.shape:
             raise ValueError(f"counts has shape {counts.shape}, array is {self.shape}")
-        n = K.pulse_kernel(self.w, counts, *self.params.response, *self.params.noise, self.seed, self._next())
+        n = pulse_kernel(self.w, counts, *self.params.response, *self.params.noise, self.seed, self._next())
         self.pulses += int(n)
         return int(n)
 
@@ -82,15 +87,15 @@ class ConductanceArray:
         return int(n)
 
     def _update_pulsed(self, x, d, lr, cfg) -> int:
-        return K.pulsed_update_kernel(self.w, x, d, float(lr), self.params.granularity, cfg.desired_bl,
-                                      cfg.update_management, cfg.update_bl_management, *self.params.response,
-                                      *self.params.noise, self.seed, self._next())
+        return pulsed_update_kernel(self.w, x, d, float(lr), self.params.granularity, cfg.desired_bl,
+                                    cfg.update_management, cfg.update_bl_management, *self.params.response,
+                                    *self.params.noise, self.seed, self._next())
 
     def _update_expected(self, x, d, lr, cfg) -> int:
         _, _, _, d_clip = train_plan(x, d, lr, self.params.granularity, cfg)
         dw = (-float(lr)) * ((d * d_clip[:, None].astype(np.float32)).T @ x)
-        return K.expected_update_kernel(self.w, np.ascontiguousarray(dw, np.float64), self.params.granularity,
-                                        *self.params.response, *self.params.noise, self.seed, self._next())
+        return expected_update_kernel(self.w, np.ascontiguousarray(dw, np.float64), self.params.granularity,
+                                      *self.params.response, *self.params.noise, self.seed, self._next())
 
     # -- reads ------------------------------------------------------------------------------------------
     def read(self, x: np.ndarray, periphery: PeripheryConfig | None = None) -> np.ndarray:
@@ -109,26 +114,26 @@ class ConductanceArray:
         return w
 
     # -- device characteristics -------------------------------------------------------------------------
-    def mean_step(self, up: bool, w: np.ndarray | None = None) -> np.ndarray:
+    def element_steps(self, up: bool, w: np.ndarray | None = None) -> np.ndarray:
         """Mean pulse step magnitude of every element at raw weights w (default: the current ones)."""
         w = self.w if w is None else np.ascontiguousarray(w, dtype=np.float64)
-        return K.mean_step_kernel(w, up, *self.params.response)
+        return element_steps_kernel(w, up, *self.params.response)
 
     def symmetric_points(self) -> np.ndarray:
         """Per-element raw weight where mean up and down steps are equal (NaN where they always are)."""
-        return K.symmetric_point_kernel(*self.params.response)
+        return symmetric_point_kernel(*self.params.response)
 
     @property
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-element raw bounds (w_min, w_max)."""
-        return self.params.ep[..., K.W_MIN], self.params.ep[..., K.W_MAX]
+        return self.params.ep[..., W_MIN], self.params.ep[..., W_MAX]
 
     # -- programming ------------------------------------------------------------------------------------
     def program(self, target: np.ndarray, max_iters: int = 30, read_noise_std: float = 0.0,
                 tolerance: float | None = None, max_pulses: int | None = None) -> np.ndarray:
         """Closed-loop programming of the effective weights to `target`: read, fire round(error / granularity)
         pulses (at most max_pulses per element and iteration), repeat until every |error| < tolerance
-        (default granularity / 2; `_Device.granularity`, dw_min for most families) or max_iters. Returns
+        (default granularity / 2; `DeviceBase.granularity`, dw_min for most families) or max_iters. Returns
         the residual error target - weights (weight units)."""
         target = np.asarray(target, dtype=np.float32)
         if target.shape != self.shape:
@@ -147,14 +152,16 @@ class ConductanceArray:
 
     def zero_shift(self, n_cycles: int | None = None, read_noise_std: float = 0.0) -> np.ndarray:
         """Drive every element to its symmetric point by alternating up/down pulses, then program the
-        reference array to the value read there, so the effective weight is 0 where G = 0 (DOMAIN.md).
+        reference array to the value read there, so the effective weight w - reference is 0 where
+        G = (q_minus - q_plus) / 2 = 0: the zero shift that residual learning needs, G(0) = 0 in the shifted
+        coordinates ([R1] Wu et al., NeurIPS 2025, arXiv:2502.06309, Sec. 4).
 
         n_cycles: (up, down) pairs for every element. None: each element gets the pairs its own drift needs,
         `zero_shift_cycles`. Returns the reference.
         """
         cycles = (np.full(self.shape, int(n_cycles), np.int64) if n_cycles is not None
                   else self.zero_shift_cycles())
-        K.alternate_kernel(self.w, cycles, *self.params.response, *self.params.noise, self.seed, self._next())
+        alternate_kernel(self.w, cycles, *self.params.response, *self.params.noise, self.seed, self._next())
         self.pulses += 2 * int(cycles.sum())
         self.reference[...] = self.w
         if read_noise_std > 0:
@@ -171,10 +178,10 @@ class ConductanceArray:
         """
         w_sym = self.symmetric_points()
         lo, hi = self.bounds
-        step = np.maximum(0.5 * (self.params.ep[..., K.DW_UP] + self.params.ep[..., K.DW_DOWN]), 1e-12)
+        step = np.maximum(0.5 * (self.params.ep[..., DW_UP] + self.params.ep[..., DW_DOWN]), 1e-12)
         h = np.maximum(step, 1e-9)
         at = np.nan_to_num(w_sym)
-        net = lambda w: self.mean_step(True, w) - self.mean_step(False, w)  # noqa: E731
+        net = lambda w: self.element_steps(True, w) - self.element_steps(False, w)  # noqa: E731
         rate = (net(np.clip(at - h, lo, hi)) - net(np.clip(at + h, lo, hi))) / (2 * h)
         dist = np.abs(self.w - at)
         ok = np.isfinite(w_sym) & (rate > 1e-12) & (w_sym > lo) & (w_sym < hi)

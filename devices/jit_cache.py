@@ -2,7 +2,7 @@
 
 Numba re-validates a cached kernel against the modification time and size of the file that defines it,
 but not against the files whose functions it inlines or whose tables it bakes in: after a change to
-`devices/rng.py` alone, the cached kernels of `devices/kernels.py` would go on running the old generator.
+`devices/rng.py` alone, the cached kernels of `devices/pulses.py` would go on running the old generator.
 `flush_stale` closes that gap: it fingerprints the sources a package's kernels are built from, and when
 the fingerprint differs from the one stored beside the cache, it empties the cache index of each kernel
 (Numba then compiles afresh, once) and stores the new fingerprint.

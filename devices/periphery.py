@@ -1,12 +1,14 @@
 """Read periphery of a crossbar: y = W x through DAC, output noise, ADC and bound management.
 
-Model (aihwkit 1.1.0's forward pass, see ../shared/AIHWKIT.md; R1's settings in DOMAIN.md section 3):
-each input vector is divided by its absolute maximum (noise management), clipped to +-inp_bound and
-quantized to 2^inp_bits - 1 levels; the analog MVM adds N(0, out_noise^2) to every output; outputs are
-clipped to +-out_bound and quantized to 2^out_bits - 1 levels; where an output saturates and bound
-management is on, that sample is read again with its input halved, up to `max_bm_reads` times. The result
-is scaled back to the units of x. The output noise of sample b comes from stream (seed, counter, b) of
-the caller's `devices.rng.Stream`, one counter per read (and per bound-management re-read).
+Model (aihwkit 1.1.0's forward pass, forward and backward alike; the defaults are R1's hardware settings:
+DAC 7 bit, input bound 1, ADC 9 bit, output bound 12, output noise 0.06, noise and bound management on,
+[R1] Wu et al., NeurIPS 2025, arXiv:2502.06309): each input vector is divided by its absolute maximum
+(noise management), clipped to +-inp_bound and quantized to 2^inp_bits - 1 levels; the analog MVM adds
+N(0, out_noise^2) to every output; outputs are clipped to +-out_bound and quantized to 2^out_bits - 1
+levels; where an output saturates and bound management is on, that sample is read again with its input
+halved, up to `max_bm_reads` times. The result is scaled back to the units of x. The output noise of
+sample b comes from stream (seed, counter, b) of the caller's `devices.rng.Stream`, one counter per read
+(and per bound-management re-read).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from numba import njit, prange, uint64
 from pydantic import BaseModel, Field
 
 from aimc.common.validation import STRICT
-from aimc.devices.kernels import row_abs_max
+from aimc.devices.loops import row_abs_max
 from aimc.devices.rng import Stream, normal_step, stream_seed
 
 

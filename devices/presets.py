@@ -11,17 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aimc.common.errors import ConfigError
-from aimc.devices.response import (
-    ConstantStep,
-    DeviceConfig,
-    Exponential,
-    ExpStep,
-    Ideal,
-    Linear,
-    LinearStep,
-    Power,
-    SoftBounds,
-)
+from aimc.devices.aihwkit_families import ConstantStep, ExpStep, LinearStep, SoftBounds
+from aimc.devices.device_base import DeviceBase
+from aimc.devices.paper_families import Exponential, Ideal, Linear, Power
+from aimc.devices.response import DeviceConfig, parse_device
 
 
 @dataclass(frozen=True)
@@ -102,9 +95,7 @@ def load_device(spec: str | dict | DeviceConfig) -> DeviceConfig:
     import tomllib
     from pathlib import Path
 
-    from aimc.devices.response import _Device, parse_device
-
-    if isinstance(spec, _Device):
+    if isinstance(spec, DeviceBase):
         return spec
     if isinstance(spec, dict):
         return parse_device(spec)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from aimc.devices.kernels import total
+from aimc.devices.loops import total
 
 
 @njit(cache=True, inline="always")

@@ -1,8 +1,12 @@
 """An analog tile: a stack of conductance arrays read together with gains, behind one read periphery.
 
-Analog SGD uses one array; Tiki-Taka two with the gain of the fast array 0 in the forward pass; residual
-learning gains (1, gamma); multi-tile residual learning gains gamma^n (DESIGN.md). The tile counts the
-MVMs it performs (forward, backward and column reads) for the cost model of the trainers.
+The forward weight is sum_n gains[n] (w_n - reference_n). Analog SGD uses one array of gain 1; Tiki-Taka
+[R2] two, W and the fast array P, with P's gain 0 so that the forward pass sees W alone; residual learning
+[R1] gains (1, gamma), the mixed weight W + gamma P; multi-tile residual learning [R3] gains gamma^n. The
+tile counts the MVMs it performs (forward, backward and column reads) for the trainers' cost model.
+
+[R1] Wu et al., NeurIPS 2025, arXiv:2502.06309; [R2] Wu et al., NeurIPS 2024, arXiv:2406.12774;
+[R3] Li et al., arXiv:2510.02516.
 """
 
 from __future__ import annotations
@@ -11,8 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from aimc.devices import kernels as K
 from aimc.devices.array import ConductanceArray
+from aimc.devices.effective_weight import effective_weight_kernel
 from aimc.devices.periphery import PeripheryConfig, analog_mvm
 from aimc.devices.response import DeviceConfig
 from aimc.devices.rng import Stream
@@ -20,44 +24,101 @@ from aimc.devices.update import UpdateConfig
 
 
 class AnalogTile:
-    """`len(gains)` arrays of shape (out, in) with the same device; the forward weight is sum_n gains[n] W_n."""
+    """`len(gains)` arrays of shape (out, in) with the same device; the forward weight is sum_n gains[n] W_n.
+
+    Array n draws its device parameters and pulses from seed * 1009 + n. Reads use a cached forward
+    weight: every method that changes an array (`update`, `pulse`, `zero_shift`, `set_weight`,
+    `set_stack`, `load_state_dict`) refreshes it; code that writes `arrays[n].w` directly calls
+    `invalidate()`.
+    """
 
     def __init__(self, out_size: int, in_size: int, device: DeviceConfig, gains: Sequence[float] = (1.0,),
                  forward: PeripheryConfig | None = None, backward: PeripheryConfig | None = None,
                  update: UpdateConfig | None = None, seed: int = 0):
         self.out_size, self.in_size = int(out_size), int(in_size)
-        self.gains = np.asarray(gains, dtype=np.float32)
-        self.arrays = [ConductanceArray(out_size, in_size, device, seed=seed * 1009 + n)
-                       for n in range(len(self.gains))]
+        self.device = device
+        self.seed = int(seed)
+        self.gains = np.zeros(0, np.float32)
+        self.arrays: list[ConductanceArray] = []
+        self._w = np.zeros(0, np.float32)  # the cached forward weight, laid out by `_relayout`
+        self.set_stack(gains)
         self.forward_cfg = forward or PeripheryConfig()
         self.backward_cfg = backward or PeripheryConfig()
         self.update_cfg = update or UpdateConfig()
-        self.stream = Stream((int(seed) << 12) ^ 0x71E)  # read noise of the tile's periphery
+        self.stream = Stream((self.seed << 12) ^ 0x71E)  # read noise of the tile's periphery
         self.reads = 0
+
+    # -- the stack --------------------------------------------------------------------------------------
+    def set_stack(self, gains: Sequence[float]) -> None:
+        """Make the stack len(gains) arrays with these forward gains. Arrays that exist keep their state;
+        array n created here is fresh (weights at 0 clipped to its bounds), seeded seed * 1009 + n."""
+        gains = [float(g) for g in gains]
+        if len(gains) < 1:
+            raise ValueError("a tile needs at least one array")
+        arrays = self.arrays[: len(gains)]
+        for n in range(len(arrays), len(gains)):
+            arrays.append(ConductanceArray(self.out_size, self.in_size, self.device, seed=self.seed * 1009 + n))
+        self.arrays = arrays
+        self.gains = np.asarray(gains, dtype=np.float32)
+        self.invalidate(layout=True)
+
+    def set_weight(self, weight: np.ndarray) -> None:
+        """Write `weight` (out, in) exactly into array 0 as w - reference (clipped to each element's
+        bounds) and 0 into the others, as aihwkit's set_weights."""
+        for n, a in enumerate(self.arrays):
+            target = weight if n == 0 else np.zeros_like(a.w)
+            lo, hi = a.bounds
+            a.w[...] = np.clip(target + a.reference, lo, hi)
+        self.invalidate(layout=True)
+
+    # -- the cached forward weight ----------------------------------------------------------------------
+    def invalidate(self, layout: bool = False) -> None:
+        """Mark the cached forward weight stale (after a change of the arrays); layout=True after a change
+        of gains or references, which decides whether the cache is array 0's own weights."""
+        self._dirty = True
+        if layout:
+            self._direct = None
+
+    def _relayout(self) -> None:
+        """Where array 0 alone is live, with gain 1 and a zero reference, its raw weights are the forward
+        weight: reads use them in place and an update costs no recomputation. Otherwise the cache is a
+        buffer of its own, recomputed on the first read after a change."""
+        live = [n for n, g in enumerate(self.gains) if g != 0]
+        direct = live == [0] and self.gains[0] == 1 and not self.arrays[0].reference.any()
+        if direct:
+            self._w = self.arrays[0].w
+        elif self._direct is not False:
+            self._w = np.zeros((self.out_size, self.in_size), np.float32)
+        self._direct = direct
+        self._dirty = not direct
+
+    def forward_weight(self) -> np.ndarray:
+        """The forward weight the reads use (float32, out x in; cached, not to be written)."""
+        if self._direct is None:
+            self._relayout()
+        if self._dirty and not self._direct:
+            self.weight(out=self._w)
+            self._dirty = False
+        return self._w
 
     def weight(self, out: np.ndarray | None = None) -> np.ndarray:
         """Effective weight sum_n gains[n] W_n (float32, out x in), into `out` when given."""
         if out is None:
             out = np.empty((self.out_size, self.in_size), np.float32)
-        K.effective_weight_kernel(out, tuple(a.w for a in self.arrays), tuple(a.reference for a in self.arrays),
-                                  self.gains)
+        effective_weight_kernel(out, tuple(a.w for a in self.arrays), tuple(a.reference for a in self.arrays),
+                                self.gains)
         return out
 
+    # -- reads -----------------------------------------------------------------------------------------
     def forward(self, x: np.ndarray) -> np.ndarray:
         """y = W x for x (batch, in) through the forward periphery."""
         self.reads += len(x)
-        return analog_mvm(self.weight(), x, self.forward_cfg, self.stream)
+        return analog_mvm(self.forward_weight(), x, self.forward_cfg, self.stream)
 
     def backward(self, d: np.ndarray) -> np.ndarray:
         """z = W^T d for d (batch, out) through the backward periphery."""
         self.reads += len(d)
-        return analog_mvm(self.weight().T, d, self.backward_cfg, self.stream)
-
-    def update(self, x: np.ndarray, d: np.ndarray, lr: float, index: int = 0,
-               cfg: UpdateConfig | None = None) -> int:
-        """Pulsed (or expected) update W_index -= lr d^T x with the tile's update settings (or `cfg`);
-        returns pulses fired."""
-        return self.arrays[index].update(x, d, lr, cfg or self.update_cfg)
+        return analog_mvm(self.forward_weight().T, d, self.backward_cfg, self.stream)
 
     def read_columns(self, index: int, cols: np.ndarray) -> np.ndarray:
         """Read columns `cols` of array `index` through the forward periphery, one one-hot input each:
@@ -69,10 +130,46 @@ class AnalogTile:
         self.reads += len(cols)
         return analog_mvm(sub, np.eye(len(cols), dtype=np.float32), self.forward_cfg, self.stream)
 
+    # -- programming ------------------------------------------------------------------------------------
+    def update(self, x: np.ndarray, d: np.ndarray, lr: float, index: int = 0,
+               cfg: UpdateConfig | None = None) -> int:
+        """Pulsed (or expected) update W_index -= lr d^T x with the tile's update settings (or `cfg`);
+        returns pulses fired."""
+        n = self.arrays[index].update(x, d, lr, cfg or self.update_cfg)
+        self.invalidate()
+        return n
+
+    def pulse(self, counts: np.ndarray, index: int = 0) -> int:
+        """Fire counts[i, j] signed exact pulses into array `index` (ConductanceArray.pulse); returns pulses
+        fired."""
+        n = self.arrays[index].pulse(counts)
+        self.invalidate()
+        return n
+
+    def zero_shift(self, index: int, n_cycles: int | None = None) -> int:
+        """Zero-shift array `index` (ConductanceArray.zero_shift: its reference becomes its symmetric
+        point); returns pulses fired."""
+        a = self.arrays[index]
+        before = a.pulses
+        a.zero_shift(n_cycles)
+        self.invalidate(layout=True)
+        return a.pulses - before
+
+    # -- counters ---------------------------------------------------------------------------------------
     @property
     def pulses(self) -> int:
         """Pulses fired into all arrays so far."""
         return sum(a.pulses for a in self.arrays)
+
+    def saturation(self) -> tuple[int, int]:
+        """(elements within dw_min / 2 of their own bounds, elements), over all arrays."""
+        hit = total = 0
+        for a in self.arrays:
+            lo, hi = a.bounds
+            half = 0.5 * a.device.dw_min
+            hit += int(np.count_nonzero((a.w <= lo + half) | (a.w >= hi - half)))
+            total += a.w.size
+        return hit, total
 
     def state_dict(self) -> dict:
         return {"arrays": [a.state_dict() for a in self.arrays], "gains": self.gains.copy(),
@@ -86,3 +183,4 @@ class AnalogTile:
         self.gains = np.asarray(state["gains"], np.float32)
         self.stream.counter = int(state["read_counter"])
         self.reads = int(state["reads"])
+        self.invalidate(layout=True)

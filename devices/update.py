@@ -8,11 +8,12 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from aimc.common.validation import STRICT
-from aimc.devices import kernels as K
+from aimc.devices.pulse_trains import plan_kernel
 
 
 class UpdateConfig(BaseModel):
-    """Update scheme of a tile (aihwkit's StochasticCompressed defaults; DOMAIN.md, AIHWKIT.md)."""
+    """Update scheme of a tile; the defaults are aihwkit 1.1.0's pulsed update (StochasticCompressed pulse
+    trains, desired_bl 31, update management and BL management on)."""
 
     model_config = STRICT
 
@@ -33,8 +34,8 @@ def train_plan(x: np.ndarray, d: np.ndarray, lr: float, dw_min: float, cfg: Upda
     element (i, j) is |lr| |x_j| |d_i| / dw_min per sample; with update management A max|d| = B max|x|.
     Returns (bl int32 (B,), x_scale (B,), d_scale (B,), d_clip (B,)): p_x = x_scale |x|, p_d = d_scale |d|,
     and d_clip the saturation factor applied. A sample with x = 0 or d = 0 gets BL = 0 (no pulses).
-    `dw_min` is the device's granularity (`_Device.granularity`: dw_min, or aihwkit's value for PowStep,
+    `dw_min` is the device's granularity (`DeviceBase.granularity`: dw_min, or aihwkit's value for PowStep,
     ExpStep and PiecewiseStep).
     """
-    return K.plan_kernel(np.ascontiguousarray(x, np.float32), np.ascontiguousarray(d, np.float32), abs(float(lr)),
-                         float(dw_min), cfg.desired_bl, cfg.update_management, cfg.update_bl_management)
+    return plan_kernel(np.ascontiguousarray(x, np.float32), np.ascontiguousarray(d, np.float32), abs(float(lr)),
+                       float(dw_min), cfg.desired_bl, cfg.update_management, cfg.update_bl_management)

@@ -1,8 +1,10 @@
 """Shared test set-up: the repository on sys.path, and independent numpy references of the device families.
 
-The references below are written from the formulas of ../shared/DOMAIN.md (R1's families) and
-../shared/AIHWKIT.md (aihwkit's families), for elements without device-to-device spread. They never call
-the code under test: tests compare the code against them.
+The references below are written from the published formulas, for elements without device-to-device
+spread: R1's families from [R1] Wu et al., NeurIPS 2025, arXiv:2502.06309, Table 1 (on [-tau, tau], with the
+up/down asymmetry c scaling q_plus by 1 + c and q_minus by 1 - c), aihwkit's from the update equations of
+IBM aihwkit 1.1.0's pulsed devices. They never call the code under test: tests compare the code against
+them.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from aimc.devices import AnalogTile, ConductanceArray, PeripheryConfig, UpdateConfig, parse_device
-from aimc.devices import kernels as K
+from aimc.devices.response_step import DW_DOWN, DW_UP, N_ELEMENT_PARAMS, W_MAX, W_MIN
 
 CONST = dict(kind="ConstantStep", dw_min=2e-3, dw_min_std=0.0, dw_min_dtod=0.0, up_down_dtod=0.0,
              w_max=1.0, w_min=-1.0, w_max_dtod=0.0, w_min_dtod=0.0)
@@ -43,9 +43,9 @@ def test_zero_shift_makes_the_effective_weight_zero_at_the_symmetric_point():
     # in the shifted coordinates G(0) ~ 0: up and down steps agree to the order of one step's change
     # (within one step of w_sym: |q+ - q-| dw_min <= slope of the difference times one step)
     ep = a.params.ep
-    slope = ep[..., K.DW_UP] / ep[..., K.W_MAX] - ep[..., K.DW_DOWN] / ep[..., K.W_MIN]
-    bound = slope * np.maximum(ep[..., K.DW_UP], ep[..., K.DW_DOWN])
-    assert np.all(np.abs(a.mean_step(True) - a.mean_step(False)) <= 1.01 * bound)
+    slope = ep[..., DW_UP] / ep[..., W_MAX] - ep[..., DW_DOWN] / ep[..., W_MIN]
+    bound = slope * np.maximum(ep[..., DW_UP], ep[..., DW_DOWN])
+    assert np.all(np.abs(a.element_steps(True) - a.element_steps(False)) <= 1.01 * bound)
     assert a.pulses == 2 * 20_000 * 64
     # a noisy read of the reference leaves a residual of the read noise
     b = ConductanceArray(8, 8, dev, seed=2)
@@ -120,7 +120,7 @@ def test_array_rejects_wrong_shapes():
         a.update(np.ones((3, 5)), np.ones((2, 4)), 0.1)
     with pytest.raises(ValueError, match="shape"):
         a.program(np.zeros((3, 3)))
-    assert a.params.ep.shape == (4, 5, K.N_ELEMENT_PARAMS)
+    assert a.params.ep.shape == (4, 5, N_ELEMENT_PARAMS)
 
 
 def test_a_device_without_spread_shares_one_parameter_row_and_updates_alike():
@@ -129,7 +129,7 @@ def test_a_device_without_spread_shares_one_parameter_row_and_updates_alike():
     dev = parse_device(dict(kind="power", gamma=1.0, tau=0.6, dw_min=1e-3, dw_min_std=0.1))
     shared = ConductanceArray(16, 24, dev, seed=3)
     ep = shared.params.ep
-    assert ep.shape == (16, 24, K.N_ELEMENT_PARAMS) and ep.strides[:2] == (0, 0) and not ep.flags.writeable
+    assert ep.shape == (16, 24, N_ELEMENT_PARAMS) and ep.strides[:2] == (0, 0) and not ep.flags.writeable
     full = ConductanceArray(16, 24, dev, seed=3)
     full.params.ep = np.ascontiguousarray(ep)
     rng = np.random.default_rng(4)

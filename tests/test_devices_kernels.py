@@ -15,10 +15,16 @@ from scipy import stats
 from scipy.optimize import brentq
 
 from aimc.devices import DEVICE_KINDS, ConductanceArray, Exponential, PeripheryConfig, UpdateConfig, parse_device
-from aimc.devices import kernels as K
 from aimc.devices.bits import lowest_bit
+from aimc.devices.characteristics import element_steps_kernel, symmetric_point_kernel
+from aimc.devices.coincidences import coincidence_update_kernel
+from aimc.devices.expected_update import expected_update_kernel
 from aimc.devices.normals import BLOCK, fill_normals
 from aimc.devices.prefetch import prefetch
+from aimc.devices.pulse_trains import INDEX, NEGATIVE, plan_kernel, pulse_trains_kernel, slot_lists_kernel
+from aimc.devices.pulsed_update import SERIAL_PULSES, SERIAL_TRAIN_ELEMENTS, pulsed_update_kernel
+from aimc.devices.pulses import pulse_kernel
+from aimc.devices.response_step import DW_UP, GAMMA_UP, N_ELEMENT_PARAMS
 from aimc.devices.rng import (
     ZIG_K,
     ZIG_LAYERS,
@@ -38,7 +44,7 @@ def _params(cfg, shape):
     """The nominal element's float64 parameters for every element of `shape`: the kernels' arithmetic
     against the float64 formulas (arrays store theirs in float32: test_array_parameters_are_float32)."""
     p = parse_device(cfg).nominal()
-    return dataclasses.replace(p, ep=np.broadcast_to(p.ep, (*shape, K.N_ELEMENT_PARAMS)))
+    return dataclasses.replace(p, ep=np.broadcast_to(p.ep, (*shape, N_ELEMENT_PARAMS)))
 
 
 @pytest.mark.parametrize("kind", ["SoftBounds", "power", "tabulated"])
@@ -52,7 +58,7 @@ def test_array_parameters_are_float32(kind):
     assert arr.params.ep.dtype == np.float32
     for up in (True, False):
         want = cfg["dw_min"] * ref_q(cfg, w, up)
-        np.testing.assert_allclose(K.mean_step_kernel(w, up, *arr.params.response), want, rtol=2e-6,
+        np.testing.assert_allclose(element_steps_kernel(w, up, *arr.params.response), want, rtol=2e-6,
                                    atol=1e-6 * cfg["dw_min"])
 
 
@@ -70,7 +76,7 @@ def test_pulse_kernel_matches_a_python_loop(kind):
     w0 = rng.uniform(lo, hi, shape).astype(np.float32)
     counts = rng.integers(-60, 61, shape)
     w = w0.copy()
-    fired = K.pulse_kernel(w, counts, *p.response, 0.0, False, 1, 1)
+    fired = pulse_kernel(w, counts, *p.response, 0.0, False, 1, 1)
     assert fired == np.abs(counts).sum()
     ref = w0.astype(np.float64)
     for t in range(np.abs(counts).max()):
@@ -175,7 +181,7 @@ def test_local_state_draws_and_stream_normals_are_the_ziggurat_draws():
     assert np.array_equal(s.normal((400, 300)), z) and s.counter == 1
 
 
-# -- symmetric_point_kernel and mean_step_kernel -----------------------------------------------------------
+# -- symmetric_point_kernel and element_steps_kernel -------------------------------------------------------
 
 
 @pytest.mark.parametrize("kind", [k for k in DEVICE_KINDS if k not in ("ideal", "ConstantStep")])
@@ -192,21 +198,21 @@ def test_symmetric_point_kernel_matches_brentq(kind):
         h = lambda w: ref_q(cfg, w, True) - ref_q(cfg, w, False)  # noqa: E731
         want = brentq(h, lo, hi, xtol=1e-14) if h(lo) * h(hi) < 0 else (hi if h(lo) > 0 else lo)
         p = _params(cfg, (2, 2))
-        np.testing.assert_allclose(K.symmetric_point_kernel(*p.response), want, atol=1e-9, err_msg=str(cfg))
+        np.testing.assert_allclose(symmetric_point_kernel(*p.response), want, atol=1e-9, err_msg=str(cfg))
 
 
 # every family, and the power family at its exact exponents (sqrt, identity, square) and a general one
-MEAN_STEP_CASES = [pytest.param(FAMILY_CONFIGS[k], 1e-10, id=k) for k in DEVICE_KINDS] + [
+ELEMENT_STEP_CASES = [pytest.param(FAMILY_CONFIGS[k], 1e-10, id=k) for k in DEVICE_KINDS] + [
     pytest.param(dict(FAMILY_CONFIGS["power"], gamma=g), 1e-12, id=f"power-gamma-{g}") for g in (0.5, 1.0, 2.0, 1.3)]
 
 
-@pytest.mark.parametrize("cfg, rtol", MEAN_STEP_CASES)
-def test_mean_step_kernel_matches_the_formula(cfg, rtol):
+@pytest.mark.parametrize("cfg, rtol", ELEMENT_STEP_CASES)
+def test_element_steps_kernel_matches_the_formula(cfg, rtol):
     lo, hi = ref_bounds(cfg)
     w = np.linspace(lo, hi, 35).reshape(5, 7)
     p = _params(cfg, w.shape)
     for up in (True, False):
-        np.testing.assert_allclose(K.mean_step_kernel(w, up, *p.response), cfg["dw_min"] * ref_q(cfg, w, up),
+        np.testing.assert_allclose(element_steps_kernel(w, up, *p.response), cfg["dw_min"] * ref_q(cfg, w, up),
                                    rtol=rtol, atol=1e-15)
 
 
@@ -225,7 +231,7 @@ def test_pulse_trains_bit_probabilities():
     values[1] *= -1  # the sign does not matter
     values = values.astype(np.float32)
     bl = np.array([31, 7, 1], np.int32)  # BL = 1 has its own (vectorized) path
-    masks = K.pulse_trains_kernel(values, np.ones(3), bl, 5, 1, 0)
+    masks = pulse_trains_kernel(values, np.ones(3), bl, 5, 1, 0)
     assert masks.shape == values.shape and masks.dtype == np.uint32
     bits = np.unpackbits(masks.view(np.uint8), bitorder="little").reshape(3, -1, 32)
     for b in range(3):
@@ -246,15 +252,15 @@ def test_pulse_trains_bit_probabilities():
                 per_slot = sel.mean(0)  # each slot fires with the same probability
                 assert np.abs(per_slot - p_eff).max() < 5 * np.sqrt(p_eff * (1 - p_eff) / n_per)
     # samples draw from their own streams: the same seed and counter repeat, another counter does not
-    again = K.pulse_trains_kernel(values, np.ones(3), bl, 5, 1, 0)
-    other = K.pulse_trains_kernel(values, np.ones(3), bl, 5, 2, 0)
+    again = pulse_trains_kernel(values, np.ones(3), bl, 5, 1, 0)
+    other = pulse_trains_kernel(values, np.ones(3), bl, 5, 2, 0)
     assert np.array_equal(masks, again) and not np.array_equal(masks, other)
 
 
 def test_pulse_trains_zero_length_and_zero_values_fire_nothing():
     values = np.ones((3, 50), np.float32)
     values[1, ::2] = 0.0
-    masks = K.pulse_trains_kernel(values, np.full(3, 0.5), np.array([0, 20, 5], np.int32), 1, 1, 0)
+    masks = pulse_trains_kernel(values, np.full(3, 0.5), np.array([0, 20, 5], np.int32), 1, 1, 0)
     assert not masks[0].any()
     assert not masks[1, ::2].any() and masks[1, 1::2].any()
 
@@ -265,14 +271,14 @@ def test_slot_lists_match_the_masks(max_bl):
     top = 2**max_bl
     masks = (rng.integers(0, top, (3, 40)) & rng.integers(0, top, (3, 40))).astype(np.uint32)
     values = rng.normal(size=(3, 40)).astype(np.float32)
-    lists, counts = K.slot_lists_kernel(masks, values, max_bl)
+    lists, counts = slot_lists_kernel(masks, values, max_bl)
     for b in range(3):
         for t in range(max_bl):
             want = np.flatnonzero((masks[b] >> t) & 1)
             entries = lists[b, t, :counts[b, t]]
-            index = entries & K.INDEX
+            index = entries & INDEX
             np.testing.assert_array_equal(np.sort(index), want)
-            np.testing.assert_array_equal(entries >= K.NEGATIVE, values[b, index] < 0)  # the sign bit
+            np.testing.assert_array_equal(entries >= NEGATIVE, values[b, index] < 0)  # the sign bit
 
 
 def test_coincidence_update_matches_numpy_popcount():
@@ -286,10 +292,10 @@ def test_coincidence_update_matches_numpy_popcount():
     x = (rng.uniform(0.1, 1, (batch, cols)) * rng.choice([-1, 1], (batch, cols))).astype(np.float32)
     d = (rng.uniform(0.1, 1, (batch, rows)) * rng.choice([-1, 1], (batch, rows))).astype(np.float32)
     p = _params(dict(kind="ideal", tau=1000.0, dw_min=dw), (rows, cols))
-    lists, counts = K.slot_lists_kernel(x_masks, x, L)
+    lists, counts = slot_lists_kernel(x_masks, x, L)
     for lr_sign in (1.0, -1.0):
         w = np.zeros((rows, cols), np.float32)
-        fired = K.coincidence_update_kernel(w, lists, counts, d, lr_sign, d_masks, *p.response, 0.0, False, 3, 1)
+        fired = coincidence_update_kernel(w, lists, counts, d, lr_sign, d_masks, *p.response, 0.0, False, 3, 1)
         both = d_masks[:, :, None] & x_masks[:, None, :]  # (batch, rows, cols)
         c = _popcount(both)
         down = lr_sign * np.sign(d)[:, :, None] * np.sign(x)[:, None, :] > 0  # W -= lr d x^T
@@ -312,14 +318,14 @@ def test_exponential_pulse_is_float64_for_steep_devices(gamma_dtod):
         np.testing.assert_array_equal(shared, np.expm1(np.float64(np.float32(90.0))))
     else:
         assert np.isnan(shared).all()
-    g = float(p.ep[0, 0, K.GAMMA_UP])
+    g = float(p.ep[0, 0, GAMMA_UP])
     lists = np.zeros((1, 1, 2), np.uint32)  # sample 0, slot 0: element 0
     counts = np.ones((1, 1), np.int32)
     d_masks = np.ones((1, 1), np.uint32)
     w = np.zeros((1, 2), np.float32)
-    fired = K.coincidence_update_kernel(w, lists, counts, np.array([[-1.0]], np.float32), 1.0, d_masks,
-                                        *p.response, 0.0, False, 0, 1)
-    want = float(p.ep[0, 0, K.DW_UP]) * (math.expm1(g * 1.0) / math.expm1(g))
+    fired = coincidence_update_kernel(w, lists, counts, np.array([[-1.0]], np.float32), 1.0, d_masks,
+                                      *p.response, 0.0, False, 0, 1)
+    want = float(p.ep[0, 0, DW_UP]) * (math.expm1(g * 1.0) / math.expm1(g))
     assert fired == 1 and w[0, 1] == 0.0
     assert w[0, 0] == pytest.approx(want, rel=1e-6)
 
@@ -347,9 +353,9 @@ def test_linear_coincidence_update_matches_a_python_loop(noise, sigma, c):
     d = (rng.uniform(0.1, 1, (batch, rows)) * rng.choice([-1, 1], (batch, rows))).astype(np.float32)
     w0 = rng.uniform(-0.5, 0.5, (rows, cols)).astype(np.float32)
     p = _params(cfg, (rows, cols))
-    lists, counts = K.slot_lists_kernel(x_masks, x, L)
+    lists, counts = slot_lists_kernel(x_masks, x, L)
     w = w0.copy()
-    fired = K.coincidence_update_kernel(w, lists, counts, d, 1.0, d_masks, *p.response, *p.noise, 9, 2)
+    fired = coincidence_update_kernel(w, lists, counts, d, 1.0, d_masks, *p.response, *p.noise, 9, 2)
     ref = w0.astype(np.float64)
     total = 0
     for i in range(rows):
@@ -412,7 +418,7 @@ def test_fused_pulsed_update_equals_the_stages(kind, rows, cols, batch):
     whether the fused kernel runs its stages on the calling thread (small) or in parallel (large)."""
     cfg = SPREAD_CONFIGS[kind]
     rng = np.random.default_rng(7)
-    large = batch * (rows + cols) > K.SERIAL_TRAIN_ELEMENTS
+    large = batch * (rows + cols) > SERIAL_TRAIN_ELEMENTS
     x = rng.normal(0, 0.5, (batch, cols)).astype(np.float32)
     d = rng.normal(0, 0.05, (batch, rows)).astype(np.float32)
     x[2] = 0.0  # a sample without pulses
@@ -424,21 +430,21 @@ def test_fused_pulsed_update_equals_the_stages(kind, rows, cols, batch):
              (one_slot_lr, UpdateConfig())]
     for lr, ucfg in cases:
         w_staged = arr.w.copy()
-        bl, xs, ds, _ = K.plan_kernel(x, d, abs(lr), p.granularity, ucfg.desired_bl, ucfg.update_management,
-                                      ucfg.update_bl_management)
-        x_masks = K.pulse_trains_kernel(x, xs, bl, arr.seed, 5, 0)
-        d_masks = K.pulse_trains_kernel(d, ds, bl, arr.seed, 5, batch)
-        lists, counts = K.slot_lists_kernel(x_masks, x, int(bl.max()))
-        n_staged = K.coincidence_update_kernel(w_staged, lists, counts, d, float(np.sign(lr)), d_masks,
-                                               *p.response, *p.noise, arr.seed, 5)
+        bl, xs, ds, _ = plan_kernel(x, d, abs(lr), p.granularity, ucfg.desired_bl, ucfg.update_management,
+                                    ucfg.update_bl_management)
+        x_masks = pulse_trains_kernel(x, xs, bl, arr.seed, 5, 0)
+        d_masks = pulse_trains_kernel(d, ds, bl, arr.seed, 5, batch)
+        lists, counts = slot_lists_kernel(x_masks, x, int(bl.max()))
+        n_staged = coincidence_update_kernel(w_staged, lists, counts, d, float(np.sign(lr)), d_masks,
+                                             *p.response, *p.noise, arr.seed, 5)
         w_fused = arr.w.copy()
-        n_fused = K.pulsed_update_kernel(w_fused, x, d, lr, p.granularity, ucfg.desired_bl, ucfg.update_management,
-                                         ucfg.update_bl_management, *p.response, *p.noise, arr.seed, 5)
+        n_fused = pulsed_update_kernel(w_fused, x, d, lr, p.granularity, ucfg.desired_bl, ucfg.update_management,
+                                       ucfg.update_bl_management, *p.response, *p.noise, arr.seed, 5)
         assert n_staged > 0 and n_fused == n_staged
         if lr == one_slot_lr:
             assert bl.max() == 1
         else:
-            assert (n_fused > K.SERIAL_PULSES) == large  # the branch this case is meant to take
+            assert (n_fused > SERIAL_PULSES) == large  # the branch this case is meant to take
         assert np.array_equal(w_fused, w_staged)
 
 
@@ -456,7 +462,7 @@ def test_expected_update_kernel_whole_pulses_without_noise(kind):
     w0 = rng.uniform(lo, hi, shape).astype(np.float32)
     n = rng.integers(-8, 9, shape)
     w = w0.copy()
-    fired = K.expected_update_kernel(w, n * cfg["dw_min"], cfg["dw_min"], *p.response, 0.0, False, 1, 1)
+    fired = expected_update_kernel(w, n * cfg["dw_min"], cfg["dw_min"], *p.response, 0.0, False, 1, 1)
     assert fired == np.abs(n).sum()
     w64 = w0.astype(float)
     step = cfg["dw_min"] * np.where(n > 0, ref_q(cfg, w64, True), ref_q(cfg, w64, False))
@@ -472,8 +478,8 @@ def test_expected_update_kernel_noise_variance():
         p = _params(cfg, shape)
         w = np.full(shape, 0.1, np.float32)
         n = 4
-        K.expected_update_kernel(w, np.full(shape, n * cfg["dw_min"]), cfg["dw_min"], *p.response, 0.3,
-                                 not mult, 2, 1)
+        expected_update_kernel(w, np.full(shape, n * cfg["dw_min"]), cfg["dw_min"], *p.response, 0.3,
+                               not mult, 2, 1)
         s = cfg["dw_min"] * ref_q(cfg, 0.1, True)
         scale = s if mult else cfg["dw_min"]
         dws = w.astype(float) - float(np.float32(0.1))
@@ -498,7 +504,7 @@ def _run_all(seed: int) -> list[np.ndarray]:
     a.update(x, d, 0.1, UpdateConfig(mode="pulsed"))
     out.append(a.w.copy())
     big = np.tile(x, (30, 1)), np.tile(d, (30, 1))  # 480 x 88 train elements: the parallel stages
-    assert big[0].shape[0] * 88 > K.SERIAL_TRAIN_ELEMENTS
+    assert big[0].shape[0] * 88 > SERIAL_TRAIN_ELEMENTS
     a.update(*big, 0.1, UpdateConfig(mode="pulsed"))
     out.append(a.w.copy())
     a.update(x, d, 0.1, UpdateConfig(mode="expected"))

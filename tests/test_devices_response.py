@@ -8,7 +8,7 @@ from conftest import FAMILY_CONFIGS, SPREAD_CONFIGS, ref_bounds, ref_multiplicat
 from scipy.optimize import brentq
 
 from aimc.devices import DEVICE_KINDS, ConductanceArray, parse_device
-from aimc.devices import kernels as K
+from aimc.devices.response_step import DW_DOWN, DW_UP, W_MAX, W_MIN
 
 
 def test_every_kind_has_a_reference_config():
@@ -75,7 +75,7 @@ def test_single_pulse_mean_and_variance(kind, multiplicative, up):
 
 
 @pytest.mark.parametrize("kind", DEVICE_KINDS)
-def test_noise_free_pulse_is_exactly_the_mean_step(kind):
+def test_noise_free_pulse_is_exactly_the_element_step(kind):
     cfg = FAMILY_CONFIGS[kind]
     arr = ConductanceArray(3, len(_probe_weights(cfg)), parse_device(cfg), seed=0)
     w0 = _probe_weights(cfg).astype(np.float32)
@@ -135,7 +135,7 @@ def test_soft_bounds_symmetric_point_per_drawn_element():
     cfg = dict(kind="SoftBounds", up_down=0.05, up_down_dtod=0.05, dw_min=1e-3, dw_min_std=0.0)
     arr = ConductanceArray(6, 8, parse_device(cfg), seed=3)
     ep = arr.params.ep
-    up, dn, hi, lo = ep[..., K.DW_UP], ep[..., K.DW_DOWN], ep[..., K.W_MAX], ep[..., K.W_MIN]
+    up, dn, hi, lo = ep[..., DW_UP], ep[..., DW_DOWN], ep[..., W_MAX], ep[..., W_MIN]
     want = (up - dn) / (up / hi - dn / lo)
     assert np.ptp(want) > 10 * cfg["dw_min"]  # the spread matters
     np.testing.assert_allclose(arr.symmetric_points(), want, atol=1e-9)
@@ -171,7 +171,7 @@ def test_zero_shift_default_brings_every_element_to_its_symmetric_point():
     cfg = dict(kind="SoftBounds", up_down=0.1, up_down_dtod=0.1, dw_min=1e-3, dw_min_std=0.0)
     arr = ConductanceArray(32, 32, parse_device(cfg), seed=3)
     ep = arr.params.ep
-    up, dn, hi, lo = ep[..., K.DW_UP], ep[..., K.DW_DOWN], ep[..., K.W_MAX], ep[..., K.W_MIN]
+    up, dn, hi, lo = ep[..., DW_UP], ep[..., DW_DOWN], ep[..., W_MAX], ep[..., W_MIN]
     want = (up - dn) / (up / hi - dn / lo)
     ok = (lo < 0) & (hi > 0)  # the closed form needs bounds around 0 (else one step vanishes: a bound wins)
     assert ok.sum() > 1000
@@ -236,9 +236,9 @@ def test_spreads_are_drawn_per_element():
     cfg = SPREAD_CONFIGS["SoftBounds"]
     a = ConductanceArray(16, 16, parse_device(cfg), seed=1)
     ep = a.params.ep
-    gain = (ep[..., K.DW_UP] + ep[..., K.DW_DOWN]) / (2 * cfg["dw_min"])  # up_down bias cancels in the mean
+    gain = (ep[..., DW_UP] + ep[..., DW_DOWN]) / (2 * cfg["dw_min"])  # up_down bias cancels in the mean
     assert np.std(gain) == pytest.approx(0.3, rel=0.2)  # aihwkit default dw_min_dtod
-    assert np.std(ep[..., K.W_MAX] / 0.6) == pytest.approx(0.3, rel=0.2)
+    assert np.std(ep[..., W_MAX] / 0.6) == pytest.approx(0.3, rel=0.2)
     b = ConductanceArray(16, 16, parse_device(cfg), seed=1)
     c = ConductanceArray(16, 16, parse_device(cfg), seed=2)
     assert np.array_equal(a.params.ep, b.params.ep)

@@ -19,7 +19,7 @@ def _signed_uniform(rng, shape, lo=0.2, hi=1.0):
     return rng.uniform(lo, hi, shape) * rng.choice([-1.0, 1.0], shape)
 
 
-# -- train_plan (AIHWKIT.md's pulsed update) ------------------------------------------------------------
+# -- train_plan (aihwkit 1.1.0's pulsed update) ---------------------------------------------------------
 
 
 @pytest.mark.parametrize("bl_management", [True, False])

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from torch import nn
 
 from aimc.trainers.config import TileConfig
-from aimc.trainers.layers import AnalogConv2d, AnalogLinear, _AnalogBase
+from aimc.trainers.layers import AnalogConv2d, AnalogLayer, AnalogLinear
 
 
 def convert(model: nn.Module, tile_cfg: TileConfig | None = None, layers: Iterable[str] | None = None,
@@ -30,7 +30,7 @@ def convert(model: nn.Module, tile_cfg: TileConfig | None = None, layers: Iterab
     k = 0
     targets = []
     for name, m in model.named_modules():
-        if isinstance(m, _AnalogBase):
+        if isinstance(m, AnalogLayer):
             k += 1
             continue
         if isinstance(m, (nn.Linear, nn.Conv2d)) and (wanted is None or name in wanted):
@@ -58,10 +58,10 @@ def _set_module(model: nn.Module, name: str, new: nn.Module) -> None:
 def to_digital(model: nn.Module) -> nn.Module:
     """A deep copy of the model with every analog layer replaced by the equivalent nn.Linear / nn.Conv2d
     (effective weight sum_n gains[n] W_n, output scale folded in, noiseless)."""
-    if isinstance(model, _AnalogBase):
+    if isinstance(model, AnalogLayer):
         return model.to_digital()
     out = copy.deepcopy(model)
     for name, m in list(out.named_modules()):
-        if isinstance(m, _AnalogBase):
+        if isinstance(m, AnalogLayer):
             _set_module(out, name, m.to_digital())
     return out

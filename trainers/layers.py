@@ -9,105 +9,43 @@ runs the same matrix product, one "sample" per output pixel. Both use one autogr
 - the layer keeps x and d = dL/dy of the last forward/backward for the optimizer; the analog weights
   never get a `.grad` and are only changed by the optimizers of `trainers.algorithms`.
 
-W_eff = sum_n gains[n] (w_n - reference_n) is cached per tile and refreshed after each update (the
-optimizer calls `invalidate()`). State (arrays, references, gains, RNG states, counters) travels through
+The reads are the tiles' own (`AnalogTile.forward` / `backward`, with their periphery, RNG stream, read
+counter and cached W_eff = sum_n gains[n] (w_n - reference_n)); the layer places each tile's partial
+result in its rows or columns. State (arrays, references, gains, RNG states, counters) travels through
 the module's `state_dict` via `get_extra_state` / `set_extra_state`, as torch tensors and plain Python
 values (loadable with `torch.load(weights_only=True)`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from aimc.devices import AnalogTile, ConductanceArray, analog_mvm
+from aimc.devices import AnalogTile
 from aimc.trainers.config import TileConfig
+from aimc.trainers.state import state_to_numpy, state_to_torch
 
-# ------------------------------------------------------------------------------------------------------
-# tile helpers
-# ------------------------------------------------------------------------------------------------------
 
 def set_tile_stack(tile: AnalogTile, gains: Sequence[float]) -> None:
-    """Give `tile` len(gains) arrays with these forward gains. Existing arrays are kept (array n keeps
-    its state); new ones are created with the tile's own seeding rule (seed * 1009 + n), all zero."""
-    gains = [float(g) for g in gains]
-    if len(gains) < 1:
-        raise ValueError("a tile needs at least one array")
-    base_seed = tile.arrays[0].seed // 1009
-    arrays = list(tile.arrays[: len(gains)])
-    device = tile.arrays[0].device
-    for n in range(len(arrays), len(gains)):
-        arrays.append(ConductanceArray(tile.out_size, tile.in_size, device, seed=base_seed * 1009 + n))
-    tile.arrays = arrays
-    tile.gains = np.asarray(gains, dtype=np.float32)
+    """Give `tile` len(gains) arrays with these forward gains (`AnalogTile.set_stack`: existing arrays keep
+    their state, new ones are fresh, seeded by the tile's rule)."""
+    tile.set_stack(gains)
 
 
-def _to_torch(v):
-    """Numpy arrays inside a (nested) state dict -> torch tensors (for weights_only checkpoints)."""
-    if isinstance(v, np.ndarray):
-        return torch.from_numpy(v.copy())
-    if isinstance(v, dict):
-        return {k: _to_torch(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_to_torch(x) for x in v]
-    if isinstance(v, np.integer):
-        return int(v)
-    if isinstance(v, np.floating):
-        return float(v)
-    return v
-
-
-def _to_numpy(v):
-    if isinstance(v, torch.Tensor):
-        return v.detach().cpu().numpy().copy()
-    if isinstance(v, dict):
-        return {k: _to_numpy(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_to_numpy(x) for x in v]
-    return v
-
-
-class _Block:
+@dataclass(frozen=True, slots=True)
+class TileBlock:
     """One tile of a layer's grid: rows [r0, r1) of the outputs, columns [c0, c1) of the (extended) inputs."""
 
-    __slots__ = ("tile", "r0", "r1", "c0", "c1", "_w", "dirty", "direct")
-
-    def __init__(self, tile: AnalogTile, r0: int, r1: int, c0: int, c1: int):
-        self.tile, self.r0, self.r1, self.c0, self.c1 = tile, r0, r1, c0, c1
-        self._w = np.zeros((tile.out_size, tile.in_size), np.float32)
-        self.dirty = True
-        self.direct = None  # None: layout to be decided; True: W_eff is array 0's w itself (no copy)
-
-    def relayout(self) -> None:
-        """Decide whether W_eff can be array 0's raw weights directly (one array of gain 1 with a zero
-        reference, or all other gains 0): then reads use it in place and nothing is recomputed after an
-        update. Call after any change of the gains or of a reference."""
-        t = self.tile
-        live = [n for n, g in enumerate(t.gains) if g != 0]
-        direct = live == [0] and t.gains[0] == 1 and not t.arrays[0].reference.any()
-        if direct:
-            self._w = t.arrays[0].w
-        elif self.direct is not False:
-            self._w = np.zeros((t.out_size, t.in_size), np.float32)
-        self.direct = direct
-        self.dirty = not direct
-
-    def __deepcopy__(self, memo):
-        import copy
-        return _Block(copy.deepcopy(self.tile, memo), self.r0, self.r1, self.c0, self.c1)
-
-    def weight(self) -> np.ndarray:
-        """Cached effective weight sum_n gains[n] (w_n - reference_n) (float32, out x in)."""
-        if self.direct is None:
-            self.relayout()
-        if self.dirty and not self.direct:
-            self.tile.weight(out=self._w)
-            self.dirty = False
-        return self._w
+    tile: AnalogTile
+    r0: int
+    r1: int
+    c0: int
+    c1: int
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -117,10 +55,11 @@ class _Block:
 class _AnalogMatmul(torch.autograd.Function):
     """y = read(W, x) (+ bias) forward; grad_x = read(W^T, d) and grad_bias = sum_b d backward; saves x
     and d on the layer. The digital bias is added here rather than by a torch op after the bridge: one
-    autograd node per layer instead of two (about 20 us less per layer and step, R1's FCN)."""
+    autograd node per layer instead of two (about 20 us less per layer and step on R1's FCN, measured
+    2026-12-03 at commit 469ee17)."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, anchor: torch.Tensor, bias: torch.Tensor | None, layer: _AnalogBase,
+    def forward(ctx, x: torch.Tensor, anchor: torch.Tensor, bias: torch.Tensor | None, layer: AnalogLayer,
                 save: bool) -> torch.Tensor:
         xn = x.detach().contiguous().numpy()
         y, xe = layer._read_forward(xn)
@@ -144,7 +83,7 @@ class _AnalogMatmul(torch.autograd.Function):
         return gx, None, gb, None, None
 
 
-class _AnalogBase(nn.Module):
+class AnalogLayer(nn.Module):
     """Common machinery of AnalogLinear and AnalogConv2d: the tile grid, reads, saved x/d, state."""
 
     is_analog = True
@@ -156,7 +95,7 @@ class _AnalogBase(nn.Module):
         self.in_ext = self.in_features + (1 if self.analog_bias else 0)
         self.seed = int(seed)
         device = cfg.resolved_device()
-        self.blocks: list[_Block] = []
+        self.blocks: list[TileBlock] = []
         rows = list(range(0, self.out_features, cfg.max_out)) + [self.out_features]
         cols = list(range(0, self.in_ext, cfg.max_in)) + [self.in_ext]
         k = 0
@@ -164,7 +103,7 @@ class _AnalogBase(nn.Module):
             for c0, c1 in zip(cols[:-1], cols[1:]):
                 tile = AnalogTile(r1 - r0, c1 - c0, device, gains=(1.0,), forward=cfg.forward,
                                   backward=cfg.backward, update=cfg.update, seed=self.seed * 1000 + k)
-                self.blocks.append(_Block(tile, r0, r1, c0, c1))
+                self.blocks.append(TileBlock(tile, r0, r1, c0, c1))
                 k += 1
         self.n_row_blocks = len(rows) - 1
         self.n_col_blocks = len(cols) - 1
@@ -181,7 +120,6 @@ class _AnalogBase(nn.Module):
         self._xs: list[np.ndarray] = []
         self._ds: list[np.ndarray | None] = []
         self.algorithm: str | None = None  # set by the optimizer that prepared the tiles
-        self._ones = None
 
     # -- tiles ------------------------------------------------------------------------------------------
     @property
@@ -189,18 +127,19 @@ class _AnalogBase(nn.Module):
         return [b.tile for b in self.blocks]
 
     def set_gains(self, gains: Sequence[float]) -> None:
-        """Set the array stack of every tile of the layer (see `set_tile_stack`)."""
+        """Set the array stack of every tile of the layer (`AnalogTile.set_stack`)."""
         for b in self.blocks:
-            set_tile_stack(b.tile, gains)
-        self.invalidate(layout=True)
+            b.tile.set_stack(gains)
 
-    def invalidate(self, layout: bool = False) -> None:
-        """Mark the cached effective weights stale (after any change of the arrays); layout=True after a
-        change of gains or references (zero shift), which may change how W_eff is formed."""
-        for b in self.blocks:
-            b.dirty = True
-            if layout:
-                b.direct = None
+    def block_batches(self, x: np.ndarray, d: np.ndarray) -> Iterator[tuple[int, TileBlock, np.ndarray, np.ndarray]]:
+        """Each tile's part of a batch x (n, in_ext), d (n, out): (index, block, x's columns, d's rows)."""
+        if len(self.blocks) == 1:
+            yield 0, self.blocks[0], x, d
+            return
+        for bi, b in enumerate(self.blocks):
+            xb = x if self.n_col_blocks == 1 else x[:, b.c0:b.c1]
+            db = d if self.n_row_blocks == 1 else d[:, b.r0:b.r1]
+            yield bi, b, xb, db
 
     def _extend(self, x: np.ndarray) -> np.ndarray:
         if not self.analog_bias:
@@ -210,28 +149,24 @@ class _AnalogBase(nn.Module):
         xe[:, self.in_features] = 1.0
         return xe
 
-    def _read_forward(self, x: np.ndarray):
+    def _read_forward(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(y (batch, out) = the tiles' forward reads summed over each row of the grid, the extended x)."""
         xe = self._extend(x.astype(np.float32, copy=False))
         if len(self.blocks) == 1:
-            b = self.blocks[0]
-            b.tile.reads += len(xe)
-            return analog_mvm(b.weight(), xe, b.tile.forward_cfg, b.tile.stream), xe
+            return self.blocks[0].tile.forward(xe), xe
         y = np.zeros((len(xe), self.out_features), np.float32)
         for b in self.blocks:
-            b.tile.reads += len(xe)
-            y[:, b.r0:b.r1] += analog_mvm(b.weight(), xe[:, b.c0:b.c1], b.tile.forward_cfg, b.tile.stream)
+            y[:, b.r0:b.r1] += b.tile.forward(xe[:, b.c0:b.c1])
         return y, xe
 
     def _read_backward(self, d: np.ndarray) -> np.ndarray:
+        """grad_x (batch, in) = the tiles' backward reads summed over each column of the grid."""
         if len(self.blocks) == 1:
-            b = self.blocks[0]
-            b.tile.reads += len(d)
-            z = analog_mvm(b.weight().T, d, b.tile.backward_cfg, b.tile.stream)
+            z = self.blocks[0].tile.backward(d)
             return z[:, : self.in_features] if self.analog_bias else z
         z = np.zeros((len(d), self.in_ext), np.float32)
         for b in self.blocks:
-            b.tile.reads += len(d)
-            z[:, b.c0:b.c1] += analog_mvm(b.weight().T, d[:, b.r0:b.r1], b.tile.backward_cfg, b.tile.stream)
+            z[:, b.c0:b.c1] += b.tile.backward(d[:, b.r0:b.r1])
         return np.ascontiguousarray(z[:, : self.in_features]) if self.analog_bias else z
 
     # -- saved x and d ----------------------------------------------------------------------------------
@@ -262,7 +197,7 @@ class _AnalogBase(nn.Module):
         """Effective analog weight (out, in_ext) assembled from the tiles (exact, no read noise)."""
         w = np.zeros((self.out_features, self.in_ext), np.float32)
         for b in self.blocks:
-            w[b.r0:b.r1, b.c0:b.c1] = b.weight()
+            w[b.r0:b.r1, b.c0:b.c1] = b.tile.forward_weight()
         return w
 
     def get_weights(self) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -295,11 +230,7 @@ class _AnalogBase(nn.Module):
             with torch.no_grad():
                 self.bias.copy_(bias.detach())
         for b in self.blocks:
-            for n, a in enumerate(b.tile.arrays):
-                target = w[b.r0:b.r1, b.c0:b.c1] if n == 0 else np.zeros_like(a.w)
-                lo, hi = a.bounds
-                a.w[...] = np.clip(target + a.reference, lo, hi)
-        self.invalidate(layout=True)
+            b.tile.set_weight(w[b.r0:b.r1, b.c0:b.c1])
 
     # -- output -----------------------------------------------------------------------------------------
     def _finish(self, y: torch.Tensor, channel_dim: int) -> torch.Tensor:
@@ -323,7 +254,7 @@ class _AnalogBase(nn.Module):
     # -- state ------------------------------------------------------------------------------------------
     def get_extra_state(self):
         return {"version": 1, "seed": self.seed, "algorithm": self.algorithm,
-                "tiles": [_to_torch(b.tile.state_dict()) for b in self.blocks]}
+                "tiles": [state_to_torch(b.tile.state_dict()) for b in self.blocks]}
 
     def set_extra_state(self, state) -> None:
         tiles = state["tiles"]
@@ -333,11 +264,10 @@ class _AnalogBase(nn.Module):
             raise ValueError(f"checkpoint layer seed {state['seed']} differs from {self.seed}: the drawn "
                              "device parameters would differ; convert with the same seed")
         for b, s in zip(self.blocks, tiles):
-            s = _to_numpy(s)
-            set_tile_stack(b.tile, [float(g) for g in np.asarray(s["gains"]).ravel()])
+            s = state_to_numpy(s)
+            b.tile.set_stack([float(g) for g in np.asarray(s["gains"]).ravel()])
             b.tile.load_state_dict(s)
         self.algorithm = state.get("algorithm")
-        self.invalidate(layout=True)
         self.clear_saved()
 
     def extra_repr(self) -> str:
@@ -346,7 +276,7 @@ class _AnalogBase(nn.Module):
                 f"bias={'analog' if self.analog_bias else self.bias is not None}, gains={g}")
 
 
-class AnalogLinear(_AnalogBase):
+class AnalogLinear(AnalogLayer):
     """y = W x (+ b): a Linear layer on analog tiles."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
@@ -375,7 +305,7 @@ class AnalogLinear(_AnalogBase):
         return lin
 
 
-class AnalogConv2d(_AnalogBase):
+class AnalogConv2d(AnalogLayer):
     """2-D convolution on analog tiles through im2col: each output pixel is one read of the tile with the
     unfolded (C * kh * kw) patch; the weight is the (out, C * kh * kw) matrix of nn.Conv2d (groups = 1)."""
 
@@ -428,6 +358,6 @@ class AnalogConv2d(_AnalogBase):
                 f"stride={self.stride}, padding={self.padding}, " + super().extra_repr())
 
 
-def analog_layers(model: nn.Module) -> list[_AnalogBase]:
+def analog_layers(model: nn.Module) -> list[AnalogLayer]:
     """The analog layers of a model, in module order (the order optimizer state refers to)."""
-    return [m for m in model.modules() if isinstance(m, _AnalogBase)]
+    return [m for m in model.modules() if isinstance(m, AnalogLayer)]

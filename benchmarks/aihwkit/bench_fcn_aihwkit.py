@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Per-step training time of the R1 MNIST FCN (784-256-128-10) with IBM aihwkit.
 
-Runs inside the separate aihwkit venv (~/aihwkit-venv), not the aimc env.
+Runs inside the separate aihwkit venv (~/aihwkit-venv, built as docs/performance.md says), not the aimc env.
 Network: Linear 784->256, sigmoid, Linear 256->128, sigmoid, Linear 128->10,
 CrossEntropy on the logits, batch 10, random inputs uniform in [0, 1] with random
 labels. Three variants:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Time one pulsed mini-batch update of an IBM aihwkit analog tile.
 
-Runs inside the separate aihwkit venv (~/aihwkit-venv), not the aimc env.
+Runs inside the separate aihwkit venv (~/aihwkit-venv, built as docs/performance.md says), not the aimc env.
 Tile: 512 (out) x 512 (in), SingleRPUConfig(device=SoftBoundsDevice()) with the
 default pulsed update (desired_bl 31, update management and BL management on,
 stochastic compressed pulses). One call of ``tile.update(x, d)`` with batch 64

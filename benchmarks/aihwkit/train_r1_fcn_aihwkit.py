@@ -18,7 +18,7 @@ weight_scaling_columnwise on, and the device
 Writes one JSON line per epoch to --out: test accuracy (%), mean training loss, the output scales.
 
     ~/aihwkit-venv/bin/python benchmarks/aihwkit/train_r1_fcn_aihwkit.py --family pow --g 1 \
-        --data ../shared/data/mnist --out runs/aihwkit-pow1.jsonl          # about 10 minutes
+        --data data/mnist --out runs/aihwkit-pow1.jsonl          # about 10 minutes
 """
 import argparse
 import gzip

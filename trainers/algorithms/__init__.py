@@ -5,9 +5,15 @@ from __future__ import annotations
 from pydantic import TypeAdapter
 from torch import nn
 
-from aimc.trainers.algorithms.base import AnalogOptimizer, LatencyModel
-from aimc.trainers.algorithms.sgd import AnalogSGD, DigitalSGD
-from aimc.trainers.algorithms.transfer import MixedPrecision, MultiTile, Residual, ResidualV2, TikiTaka, TTv2
+from aimc.trainers.algorithms.analog_sgd import AnalogSGD
+from aimc.trainers.algorithms.base import AnalogOptimizer
+from aimc.trainers.algorithms.digital_sgd import DigitalSGD
+from aimc.trainers.algorithms.latency import LatencyModel
+from aimc.trainers.algorithms.mixed_precision import MixedPrecision
+from aimc.trainers.algorithms.multi_tile import MultiTile
+from aimc.trainers.algorithms.residual import Residual, ResidualV2
+from aimc.trainers.algorithms.tiki_taka import TikiTaka
+from aimc.trainers.algorithms.ttv2 import TTv2
 from aimc.trainers.config import TrainerConfig
 
 OPTIMIZERS: dict[str, type] = {"sgd": DigitalSGD, "analog_sgd": AnalogSGD, "tiki_taka": TikiTaka, "ttv2": TTv2,

@@ -1,4 +1,4 @@
-"""The optimizer base of the analog algorithms: digital parameters, per-tile updates, costs, state.
+"""The base of the analog training algorithms: digital parameters, per-tile updates, costs, state.
 
 An analog optimizer follows torch.optim conventions (`opt.zero_grad(); loss.backward(); opt.step()`).
 Its `step()`:
@@ -16,40 +16,30 @@ the other.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 import torch
 from torch import nn
 
-from aimc.trainers.layers import _AnalogBase, _Block, _to_numpy, _to_torch, analog_layers
-
-
-@dataclass(frozen=True)
-class LatencyModel:
-    """R1 Table 3's cost model of one layer (ns): an MVM (forward, backward or one column read) takes
-    t_mvm; a pulsed update takes bl pulse cycles of t_pulse plus t_pre of MVM pre-processing."""
-
-    t_mvm: float = 40.0
-    t_pulse: float = 5.0
-    t_pre: float = 5.9
-    bl: int = 32
-
-    @property
-    def t_update(self) -> float:
-        """One pulsed rank-update: 32 * 5 + 5.9 = 165.9 ns (R1 Table 3: 166 ns)."""
-        return self.bl * self.t_pulse + self.t_pre
+from aimc.trainers.algorithms.latency import LatencyModel
+from aimc.trainers.layers import AnalogLayer, TileBlock, analog_layers
+from aimc.trainers.state import state_to_numpy, state_to_torch
 
 
 class AnalogOptimizer(torch.optim.Optimizer):
-    """Base class; subclasses set `algorithm`, `gains()` and override `update_block` / `after_step`."""
+    """Base class; subclasses set `algorithm` and `update_block`, and where they differ `gains()`,
+    `init_block`, `after_step` and `update_latency`.
+
+    `tile_state[layer][tile]` is each tile's algorithm state (buffers, column pointers); keys that start
+    with "_" are scratch space, left out of the checkpoint."""
 
     algorithm = "base"
 
     def __init__(self, model: nn.Module, cfg):
         self.cfg = cfg
         self.model_names = {id(m): n for n, m in model.named_modules()}
-        self.layers: list[_AnalogBase] = analog_layers(model)
+        self.layers: list[AnalogLayer] = analog_layers(model)
         if not self.layers:
             raise ValueError(f"{type(self).__name__} needs a model with analog layers: call "
                              "trainers.convert(model, tile_cfg) first")
@@ -69,25 +59,23 @@ class AnalogOptimizer(torch.optim.Optimizer):
             for bi, b in enumerate(layer.blocks):
                 self.init_block(li, bi, b, fresh)
             layer.algorithm = self.algorithm
-            layer.invalidate(layout=True)
 
     # -- hooks ------------------------------------------------------------------------------------------
     def gains(self) -> list[float]:
+        """Forward gains of each tile's arrays."""
         return [1.0]
 
-    def init_block(self, li: int, bi: int, block: _Block, fresh: bool) -> None:
+    def init_block(self, li: int, bi: int, block: TileBlock, fresh: bool) -> None:
         """Prepare a tile (fresh: first time this algorithm sees it, e.g. zero-shift) and its state."""
 
-    def update_block(self, li: int, bi: int, block: _Block, x: np.ndarray, d: np.ndarray) -> None:
+    def update_block(self, li: int, bi: int, block: TileBlock, x: np.ndarray, d: np.ndarray) -> None:
+        """Apply the tile's part of a batch: x (n, in) its inputs, d (n, out) its output gradients."""
         raise NotImplementedError
 
     def after_step(self) -> None:
         """Transfers and other periodic work, once per step after all gradient updates."""
 
     # -- torch.optim API --------------------------------------------------------------------------------
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        super().zero_grad(set_to_none)
-
     @torch.no_grad()
     def step(self, closure=None):
         loss = None
@@ -103,15 +91,8 @@ class AnalogOptimizer(torch.optim.Optimizer):
             batch = layer.pop_batch()
             if batch is None:
                 continue
-            x, d = batch
-            if len(layer.blocks) == 1:
-                self.update_block(li, 0, layer.blocks[0], x, d)
-            else:
-                for bi, b in enumerate(layer.blocks):
-                    xb = x if layer.n_col_blocks == 1 else x[:, b.c0:b.c1]
-                    db = d if layer.n_row_blocks == 1 else d[:, b.r0:b.r1]
-                    self.update_block(li, bi, b, xb, db)
-            layer.invalidate()
+            for bi, block, x, d in layer.block_batches(*batch):
+                self.update_block(li, bi, block, x, d)
         self.steps += 1
         self.after_step()
         return loss
@@ -120,52 +101,17 @@ class AnalogOptimizer(torch.optim.Optimizer):
     def lr(self) -> float:
         return float(self.param_groups[0]["lr"])
 
-    # -- shared pieces ----------------------------------------------------------------------------------
-    def gradient_update(self, block: _Block, x: np.ndarray, d: np.ndarray, index: int) -> int:
+    def gradient_update(self, block: TileBlock, x: np.ndarray, d: np.ndarray, index: int) -> int:
         """W_index -= lr d^T x through the tile's pulsed/expected update; counts the pulses."""
         n = block.tile.update(x, d, self.lr, index)
         self.counts["update_pulses"] += n
         return n
 
-    def read_columns(self, block: _Block, index: int, cols: np.ndarray) -> np.ndarray:
-        """Noisy read of columns `cols` of array `index` (AnalogTile.read_columns); counts the reads."""
-        self.counts["transfer_reads"] += len(cols)
-        return block.tile.read_columns(index, cols)
-
-    def transfer_update(self, block: _Block, index: int, cols: np.ndarray, values: np.ndarray,
-                        lr: float) -> int:
-        """W_index[:, cols] += lr * values.T as a pulsed/expected update with one-hot inputs (one sample
-        per column), the way the hardware transfers a column. values: (n, out)."""
-        t = block.tile
-        onehot = np.zeros((len(cols), t.in_size), np.float32)
-        onehot[np.arange(len(cols)), cols] = 1.0
-        n = t.update(onehot, -values, lr, index, self.transfer_update_cfg(block))
-        self.counts["transfer_pulses"] += n
-        return n
-
-    def transfer_bl(self, block: _Block) -> int:
-        """Longest pulse train of a transfer: cfg.transfer_bl, else the tile's update BL."""
-        bl = getattr(self.cfg, "transfer_bl", None)
-        return int(bl) if bl is not None else int(block.tile.update_cfg.desired_bl)
-
-    def transfer_update_cfg(self, block: _Block):
-        """The tile's update settings with the transfer's BL."""
-        cfg = block.tile.update_cfg
-        bl = self.transfer_bl(block)
-        return cfg if bl == cfg.desired_bl else cfg.model_copy(update={"desired_bl": bl})
-
-    def next_columns(self, state: dict, key: str, n_cols: int, in_size: int) -> np.ndarray:
-        """The next n_cols column indices of a cyclic pointer stored in state[key]."""
-        ptr = state.get(key, 0)
-        cols = (ptr + np.arange(n_cols)) % in_size
-        state[key] = int((ptr + n_cols) % in_size)
-        return cols
-
     # -- costs ------------------------------------------------------------------------------------------
     def costs(self) -> dict:
         """What training cost on the chip so far: pulses (all arrays, setup included), reads (vector
         MVMs: forward, backward, column reads), transfers (transfer events), steps, and the breakdown."""
-        pulses = sum(a.pulses for layer in self.layers for t in layer.tiles for a in t.arrays)
+        pulses = sum(t.pulses for layer in self.layers for t in layer.tiles)
         reads = sum(t.reads for layer in self.layers for t in layer.tiles)
         weights = sum(layer.out_features * layer.in_ext for layer in self.layers)
         out = {"steps": self.steps, "pulses": int(pulses), "reads": int(reads),
@@ -176,7 +122,7 @@ class AnalogOptimizer(torch.optim.Optimizer):
         return out
 
     def update_latency(self, lm: LatencyModel) -> float:
-        """Mean update time of one layer per step (ns); Analog SGD: one pulsed update."""
+        """Mean update time of one layer per step (ns); here one pulsed update."""
         return lm.t_update
 
     def latency_estimate(self, model: LatencyModel | None = None) -> dict:
@@ -196,8 +142,8 @@ class AnalogOptimizer(torch.optim.Optimizer):
     def state_dict(self) -> dict:
         sd = super().state_dict()
         sd["analog"] = {"algorithm": self.algorithm, "steps": self.steps, "counts": dict(self.counts),
-                        "tile_state": _to_torch([[{k: v for k, v in st.items() if not k.startswith("_")}
-                                                  for st in layer] for layer in self.tile_state])}
+                        "tile_state": state_to_torch([[{k: v for k, v in st.items() if not k.startswith("_")}
+                                                       for st in layer] for layer in self.tile_state])}
         return sd
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -210,7 +156,7 @@ class AnalogOptimizer(torch.optim.Optimizer):
             raise ValueError(f"checkpoint is for {analog['algorithm']!r}, optimizer is {self.algorithm!r}")
         self.steps = int(analog["steps"])
         self.counts = {k: int(v) for k, v in analog["counts"].items()}
-        ts = _to_numpy(analog["tile_state"])
+        ts = state_to_numpy(analog["tile_state"])
         if len(ts) != len(self.tile_state) or any(len(a) != len(b) for a, b in zip(ts, self.tile_state)):
             raise ValueError("checkpoint optimizer state does not match the model's tiles")
         self.tile_state = ts

@@ -1,11 +1,11 @@
-"""Digital SGD (the floating-point reference) and Analog SGD (R1 Sec. 3)."""
+"""Digital SGD: the floating-point reference, torch.optim.SGD with the analog optimizers' cost API."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from aimc.trainers.algorithms.base import AnalogOptimizer, LatencyModel
+from aimc.trainers.algorithms.latency import LatencyModel
 from aimc.trainers.layers import analog_layers
 
 
@@ -47,19 +47,3 @@ class DigitalSGD(torch.optim.SGD):
         state_dict = dict(state_dict)
         self.steps = int(state_dict.pop("digital_steps", 0))
         super().load_state_dict(state_dict)
-
-
-class AnalogSGD(AnalogOptimizer):
-    """Analog SGD: W <- W - lr d^T x pulsed into the single array of each tile (R1 eq. 5 in expectation:
-    W <- W + dW F(W) - |dW| G(W), dW = -lr grad)."""
-
-    algorithm = "analog_sgd"
-
-    def gains(self):
-        return [1.0]
-
-    def update_block(self, li, bi, block, x, d):
-        self.gradient_update(block, x, d, 0)
-
-    def update_latency(self, lm: LatencyModel) -> float:
-        return lm.t_update

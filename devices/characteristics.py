@@ -1,0 +1,60 @@
+"""Per-element characteristics of an array's drawn devices: mean steps at given weights, symmetric points."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from aimc.devices.response_step import W_MAX, W_MIN, element_step
+
+
+@njit(cache=True, parallel=True)
+def element_steps_kernel(w, up, ep, code, consts, grid, tab_up, tab_dn):
+    """Mean pulse step magnitude of every element at the weights w (any float array of ep's shape)."""
+    rows, cols = w.shape
+    out = np.empty((rows, cols))
+    for i in prange(rows):
+        er = ep[i]
+        for j in range(cols):
+            out[i, j] = element_step(code, up, float(w[i, j]), er, j, consts, grid, tab_up, tab_dn)
+    return out
+
+
+@njit(cache=True, parallel=True)
+def symmetric_point_kernel(ep, code, consts, grid, tab_up, tab_dn):
+    """Per-element weight where the mean up and down steps are equal (bisection, 60 halvings).
+
+    Where up steps win everywhere the element drifts to its upper bound (returned), likewise the lower;
+    where both are equal everywhere (constant step, no asymmetry) there is no symmetric point: NaN.
+    """
+    rows, cols = ep.shape[0], ep.shape[1]
+    out = np.empty((rows, cols))
+    for i in prange(rows):
+        er = ep[i]
+        for j in range(cols):
+            lo = er[j, W_MIN]
+            hi = er[j, W_MAX]
+            h_lo = (element_step(code, True, lo, er, j, consts, grid, tab_up, tab_dn)
+                    - element_step(code, False, lo, er, j, consts, grid, tab_up, tab_dn))
+            h_hi = (element_step(code, True, hi, er, j, consts, grid, tab_up, tab_dn)
+                    - element_step(code, False, hi, er, j, consts, grid, tab_up, tab_dn))
+            if h_lo == 0.0 and h_hi == 0.0:
+                out[i, j] = np.nan
+                continue
+            if h_lo <= 0.0 and h_hi <= 0.0:
+                out[i, j] = lo
+                continue
+            if h_lo >= 0.0 and h_hi >= 0.0:
+                out[i, j] = hi
+                continue
+            for _ in range(60):
+                mid = 0.5 * (lo + hi)
+                h = (element_step(code, True, mid, er, j, consts, grid, tab_up, tab_dn)
+                     - element_step(code, False, mid, er, j, consts, grid, tab_up, tab_dn))
+                if (h > 0.0) == (h_lo > 0.0):
+                    lo = mid
+                    h_lo = h
+                else:
+                    hi = mid
+            out[i, j] = 0.5 * (lo + hi)
+    return out

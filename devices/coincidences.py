@@ -1,0 +1,166 @@
+"""The coincidence stage of a pulsed update: every coincidence of an x and a d pulse train fires one pulse
+into its element, sample after sample and slot after slot, as the hardware does (aihwkit 1.1.0 applies the
+steps of a sample in slot order too).
+
+Row i walks its own coincidences (the samples whose d train i fires, their slots, the slot lists of x) and
+draws its cycle-to-cycle noise from stream (seed, counter, i), so rows run in parallel and the result does
+not depend on the thread count. The pulses are computed in float32, as aihwkit's tiles compute.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import get_thread_id, njit, prange, uint32, uint64
+
+from aimc.devices.bits import lowest_bit
+from aimc.devices.normals import BLOCK, fill_normals
+from aimc.devices.prefetch import prefetch
+from aimc.devices.pulse_trains import INDEX
+from aimc.devices.pulses import noisy_pulse
+from aimc.devices.response_step import LINEAR
+from aimc.devices.rng import stream_seed
+from aimc.devices.threads import kernel_thread_count
+
+PREFETCH_PULSES = 32
+"""coincide_row prefetches the weights and parameters of a slot's list of at most PREFETCH_PULSES
+elements before it fires them: a small update fires a few pulses per row at scattered elements of arrays
+larger than the caches (512 x 512 SoftBounds: 1 MB of weights, 6.3 MB of float32 parameters), and the hint puts
+their cache misses in flight together. Longer lists (large updates) touch most of the row, which stays
+in cache: there the hint only costs instructions."""
+
+
+@njit(cache=True, inline="always")
+def _fire_list(wr, er, js, n, d_up, fired, ring, code, consts, grid, tab_up, tab_dn, sigma, noisy, additive):
+    """Fire the pulses of one slot list js[:n] into row wr, er its parameters; the pulses are numbers
+    fired .. fired + n - 1 of the row, and pulse k takes normal k of the row's noise stream from
+    ring[k % ring.size] (_refill_normals put it there)."""
+    last = uint64(ring.shape[0] - 1)
+    for a in range(n):
+        e = js[a]
+        j = e & INDEX
+        up = (d_up ^ (e >> uint32(31))) != 0  # up where x and lr d have opposite signs
+        xi = np.float32(0.0)
+        if noisy:
+            xi = ring[uint64(fired + a) & last]
+        wr[j] = noisy_pulse(wr[j], up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi, np.float32,
+                            noisy)
+
+
+@njit(cache=True)
+def _refill_normals(ring, key, filled, need) -> int:
+    """Make normals filled .. need - 1 of the stream `key` available in ring (a power-of-two length, at
+    least one slot list + BLOCK): normal k at ring[k % ring.size]; fills whole blocks (devices.normals),
+    returns the new count of normals filled. A call of its own: its vector loop stays out of the pulse
+    loop's registers."""
+    target = (need + BLOCK - 1) // BLOCK * BLOCK
+    size = ring.shape[0]
+    while filled < target:
+        start = filled & (size - 1)
+        count = min(target - filled, size - start)
+        fill_normals(ring, start, count, key, filled)
+        filled += count
+    return filled
+
+
+@njit(cache=True, inline="always")
+def coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
+                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, ring) -> int:
+    """The coincidences of row i (see coincidence_update_kernel), noise from stream (seed, counter, i)
+    through `ring` (a float32 work array of ring_size(in) slots); returns the pulses fired into the row.
+
+    Three copies of the pulse loop, each with its family and noise switches fixed where they can be:
+    LINEAR with multiplicative noise (SoftBounds, LinearStep: aihwkit's defaults), LINEAR without noise
+    (R1's and R3's linear devices), and one for every other case. A fixed switch is no instruction in the
+    loop; a LINEAR copy has no family switch (10% of a pulse), the noise copy no noise tests (a large
+    512x512 update: 0.87-0.92 of the time of a loop with both switches, same-process A/B against commit
+    0120d83 on a Zen 4, 2026-12-03). Each copy adds ~15 s to the kernel's first compilation."""
+    if code == LINEAR and sigma > 0.0 and not additive:
+        return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
+                         ep, LINEAR, consts, grid, tab_up, tab_dn, sigma, True, False, seed, counter, ring)
+    if code == LINEAR and not sigma > 0.0:
+        return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
+                         ep, LINEAR, consts, grid, tab_up, tab_dn, sigma, False, False, seed, counter, ring)
+    return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
+                     ep, code, consts, grid, tab_up, tab_dn, sigma, sigma > 0.0, additive, seed, counter, ring)
+
+
+@njit(cache=True, inline="always")
+def _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
+              ep, code, consts, grid, tab_up, tab_dn, sigma, noisy, additive, seed, counter, ring) -> int:
+    """coincide_row for one family code and noise (noisy: draw cycle noise; additive: its form), each a
+    constant where coincide_row can fix it.
+
+    The samples that fire on row i are first gathered into a 64-bit mask per 64 samples and then visited
+    by their set bits: a loop that tested every sample's train inside this (large, inlined) function kept
+    its counters on the stack and took 16% of a small 512x512 batch-64 update (perf on a Zen 3, 2026-12-03)."""
+    key = stream_seed(uint64(seed), uint64(counter), uint64(i))
+    filled = 0  # normals of the row's stream in ring so far
+    fired = 0
+    wr = w[i]
+    er = ep[i]
+    nb = d_masks.shape[0]
+    for b0 in range(0, nb, 64):
+        active = uint64(0)
+        for b in range(b0, min(b0 + 64, nb)):
+            active |= uint64(d_masks[b, i] != 0) << uint64(b - b0)
+        while active != 0:
+            b = b0 + lowest_bit(active)
+            active &= active - uint64(1)
+            md = d_masks[b, i]
+            d_up = uint32(lr_sign * d[b, i] < 0.0)
+            while md != 0:
+                t = lowest_bit(md)
+                md &= md - uint32(1)
+                js = x_lists[b, t]
+                n = x_counts[b, t]
+                if n <= PREFETCH_PULSES:
+                    for a in range(n):
+                        prefetch(w, i, js[a] & INDEX)
+                        prefetch(ep, i, js[a] & INDEX)
+                if noisy and fired + n > filled:
+                    filled = _refill_normals(ring, key, filled, fired + n)
+                _fire_list(wr, er, js, n, d_up, fired, ring, code, consts, grid, tab_up, tab_dn, sigma, noisy,
+                           additive)
+                fired += n
+    return fired
+
+
+@njit(cache=True)
+def coincidence_update_kernel(w, x_lists, x_counts, d, lr_sign, d_masks,
+                              ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
+    """Apply the coincidences of x and d pulse trains to w (float32, in place), sample after sample and
+    slot after slot, as the hardware does.
+
+    In slot t of sample b, element (i, j) gets one pulse where d's train i and x's train j both fire
+    (bit t of d_masks[b, i]; j in x_lists[b, t, :x_counts[b, t]] & INDEX, slot_lists_kernel), down when
+    lr_sign * d[b, i] * x[b, j] > 0 (the SGD sign: W -= lr d x^T; the sign of x[b, j] is the entry's
+    NEGATIVE bit). Row i draws its noise from stream i. The cost follows the number of
+    pulses. Returns pulses fired.
+    """
+    fired = np.zeros(w.shape[0], np.int64)
+    coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
+                           ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
+    return fired.sum()
+
+
+@njit(cache=True)
+def ring_size(cols: int) -> int:
+    """Slots of the noise ring of a row of `cols` columns: the power of two >= cols + BLOCK (one slot list
+    of up to cols pulses plus a block filled ahead, _refill_normals)."""
+    size = BLOCK
+    while size < cols + BLOCK:
+        size *= 2
+    return size
+
+
+@njit(cache=True, parallel=True)
+def coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
+                           ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> None:
+    """coincide_row for every row, in parallel; fired[i] gets row i's pulses. Each thread takes the noise
+    ring of its id: a ring allocated per row (with its reference counting) cost as much as the noise
+    it saved in a small update."""
+    rings = np.empty((kernel_thread_count(), ring_size(w.shape[1])), np.float32)
+    for i in prange(w.shape[0]):
+        fired[i] = coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
+                                ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter,
+                                rings[get_thread_id()])

@@ -1,0 +1,53 @@
+"""The expected update: the Analog Update with granularity, a fast stand-in for the pulsed update.
+
+The Analog Update of [R1] (Wu et al., NeurIPS 2025, arXiv:2502.06309, eq. 5) is the small-step limit of a
+pulse train, W <- W + dW F(W) - |dW| G(W) with F = (q_minus + q_plus) / 2 and G = (q_minus - q_plus) / 2
+(R1 Theorem 4 bounds the gap); here it keeps the granularity of whole pulses and their noise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange, uint64
+
+from aimc.devices.loops import total
+from aimc.devices.response_step import DW_UP, W_MAX, W_MIN, element_step
+from aimc.devices.rng import normal_step, stream_seed, uniform_step
+
+
+@njit(cache=True, parallel=True)
+def expected_update_kernel(w, dw, dw_min, ep, code, consts, grid, tab_up, tab_dn, sigma, additive,
+                           seed, counter) -> int:
+    """Analog Update with granularity: |dw|/dw_min stochastically rounded to n whole pulses, applied as
+    n mean steps at the current w plus noise of n pulses' variance, then clipped. Returns pulses fired."""
+    rows, cols = w.shape
+    fired = np.empty(rows, np.int64)
+    for i in prange(rows):
+        fired[i] = 0
+        rs = stream_seed(uint64(seed), uint64(counter), uint64(i))
+        er = ep[i]
+        for j in range(cols):
+            desired = dw[i, j]
+            if desired == 0.0:
+                continue
+            real = abs(desired) / dw_min
+            n = int(real)
+            u, rs = uniform_step(rs)
+            if u < real - n:
+                n += 1
+            if n == 0:
+                continue
+            up = desired > 0.0
+            k = 1 - int(up)  # branch-free direction, see element_step
+            v = float(w[i, j])
+            s = element_step(code, up, v, er, j, consts, grid, tab_up, tab_dn)
+            step = n * s
+            if sigma > 0.0:
+                scale = er[j, DW_UP + k] if additive else s
+                xi, rs = normal_step(rs)
+                step += sigma * scale * np.sqrt(n) * xi
+            v = v + (1.0 - 2.0 * k) * step
+            v = min(max(v, er[j, W_MIN]), er[j, W_MAX])
+            w[i, j] = v
+            fired[i] += n
+    return total(fired)

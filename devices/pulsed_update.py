@@ -1,0 +1,115 @@
+"""The whole pulsed update W -= lr d^T x of a mini-batch in one Numba call: train plan, x and d pulse trains
+with their slot lists (devices.pulse_trains), coincidences (devices.coincidences).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from numba import njit, prange
+from numba.core.errors import NumbaPerformanceWarning
+
+from aimc.devices.coincidences import coincide_row, coincide_rows_parallel, ring_size
+from aimc.devices.loops import total, zeros
+from aimc.devices.pulse_trains import fill_train, plan_kernel, slot_counts_of, slot_lists_of
+
+# pulsed_update_kernel is built with parallel=True for the parallel pipeline's clean-up of its serial code,
+# not for a parallel loop (its docstring); Numba's warning that it found none is expected there
+warnings.filterwarnings("ignore", r"(?s).*no transformation for parallel execution.*def pulsed_update_kernel",
+                        NumbaPerformanceWarning)
+
+
+MASK_PAD = 16
+"""Extra (zero) columns of d's train masks in pulsed_update_kernel. The coincidence stage reads them by
+column, one sample after the other; with 512 rows (a 2 KB stride) the 64 samples' lines fall into two of
+the 64 sets of a 32 KB L1 cache and every read missed it. 16 more columns (64 bytes) spread them over all
+sets."""
+
+SERIAL_TRAIN_ELEMENTS = 16384
+"""pulsed_update_kernel draws the pulse trains on the calling thread up to this many elements (batch x
+(in + out)), where a parallel launch costs more than it saves (R1's FCN: batch 10, up to 7 680)."""
+
+SERIAL_PULSES = 1000
+"""pulsed_update_kernel fires the coincidences on the calling thread up to this many pulses (a column
+transfer fires 2 to 120), in parallel over rows above."""
+
+
+@njit(cache=True)
+def _coincidences(x_counts, d_counts) -> int:
+    """Pulses the coincidence stage will fire: the sum over samples b and slots t of (x trains firing in
+    slot t) x (d trains firing in slot t); counts (B, max_bl) as slot_lists_kernel returns them."""
+    n = 0
+    for b in range(x_counts.shape[0]):
+        for t in range(x_counts.shape[1]):
+            n += x_counts[b, t] * d_counts[b, t]
+    return n
+
+
+@njit(cache=True, inline="always")
+def _fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts,
+                    d_counts) -> None:
+    """Train set k of an update: x's trains of sample k and their slot lists for k < B, else d's trains
+    of sample k - B and their slot counts (counts zero on entry)."""
+    batch = x.shape[0]
+    b = k % batch
+    if k < batch:
+        fill_train(x, b, x_scale[b], bl[b], seed, counter, k, x_masks)
+        slot_lists_of(x_masks, x, b, bl[b] == 1, x_lists, x_counts)
+    else:
+        fill_train(d, b, d_scale[b], bl[b], seed, counter, k, d_masks)
+        slot_counts_of(d_masks, b, bl[b] == 1, d_counts)
+
+
+@njit(cache=True, parallel=True)
+def _fill_trains_parallel(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts,
+                          d_counts) -> None:
+    """All train sets of an update, in parallel (nothing else in this function: in a parallel build every
+    array allocation or reduction is a parallel launch of its own)."""
+    for k in prange(2 * x.shape[0]):
+        _fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts,
+                        d_counts)
+
+
+@njit(cache=True, parallel=True)
+def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_management,
+                         ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
+    """The whole pulsed update W -= lr d^T x in one call: train plan (plan_kernel), the x
+    and d pulse trains (pulse_trains_kernel with offsets 0 and B) with their slot lists, coincidences
+    (coincidence_update_kernel). Bit-identical to running those stages one by one; one call instead of
+    five saves their fixed costs, which dominate small updates. Small stages run on the calling thread
+    (SERIAL_TRAIN_ELEMENTS, SERIAL_PULSES), large ones in parallel; the result does not depend on it.
+    x (B, in), d (B, out) float32.
+
+    Built with parallel=True although the function has no parallel loop of its own (the warning Numba
+    gives at compilation is filtered above): the parallel pipeline's copy propagation removes the
+    reference counting that inlined array arguments otherwise put on every pulse of the serial branch
+    (six atomic operations: 30 against 11 ms for 1e6 pulses on one thread)."""
+    batch = x.shape[0]
+    bl, x_scale, d_scale, _ = plan_kernel(x, d, abs(lr), dw_min, desired_bl, update_management, bl_management)
+    max_bl = 1
+    for b in range(batch):
+        max_bl = max(max_bl, bl[b])
+    x_masks = zeros(x.shape, np.uint32)
+    d_masks = zeros((batch, d.shape[1] + MASK_PAD), np.uint32)  # columns past d stay 0
+    x_lists = np.empty((batch, max_bl, x.shape[1]), np.uint32)
+    x_counts = zeros((batch, max_bl), np.int32)
+    d_counts = zeros((batch, max_bl), np.int32)
+    if batch * (x.shape[1] + d.shape[1]) <= SERIAL_TRAIN_ELEMENTS:
+        for k in range(2 * batch):
+            _fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts,
+                            d_counts)
+    else:
+        _fill_trains_parallel(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts,
+                              d_counts)
+    lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
+    fired = np.empty(w.shape[0], np.int64)
+    if _coincidences(x_counts, d_counts) <= SERIAL_PULSES:
+        ring = np.empty(ring_size(w.shape[1]), np.float32)
+        for i in range(w.shape[0]):
+            fired[i] = coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
+                                    ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, ring)
+    else:
+        coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
+                               ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
+    return total(fired)

@@ -1,0 +1,93 @@
+"""Pulses fired one at a time into chosen elements: the reference pulse kernel (programming) and the
+alternating up/down pulses of the zero shift, with the one-pulse step the pulsed update shares.
+
+Each kernel takes (seed, counter) and keys one random stream per row, so results do not depend on the
+thread count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange, uint64
+
+from aimc.devices.loops import total
+from aimc.devices.response_step import U_DW_UP, U_W_MAX, U_W_MIN, element_step
+from aimc.devices.rng import normal_step, stream_seed
+
+SIGNS = np.array([1.0, -1.0], np.float32)
+"""Sign of a pulse's change by direction (k = 0 up, 1 down): one load, where computing 1 - 2k in floating
+point took three instructions more."""
+
+
+@njit(cache=True, inline="always")
+def noisy_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi, F=np.float64,
+                noisy=True):
+    """w after one pulse whose cycle-to-cycle noise is sigma times the standard normal xi, clipped to the
+    element's bounds; arithmetic in F (float64 in the reference kernels, where a call keeps an element's
+    weight in float64 over its pulses; float32 in the pulsed update: aihwkit's tiles compute in float32,
+    and it takes 10%-15% off a pulse, docs/performance.md). noisy: apply the noise at all (callers pass
+    sigma > 0, a constant where they can fix it)."""
+    s = element_step(code, up, w, er, j, consts, grid, tab_up, tab_dn, F)
+    k = uint64(1 - int(up))  # branch-free direction and unsigned indices, see element_step
+    j = uint64(j)
+    if noisy:
+        if additive:
+            s += F(sigma) * F(er[j, U_DW_UP + k]) * F(xi)
+        else:
+            s *= F(1.0) + F(sigma) * F(xi)
+    w = F(w) + F(SIGNS[k]) * s
+    return min(max(w, F(er[j, U_W_MIN])), F(er[j, U_W_MAX]))
+
+
+@njit(cache=True, inline="always")
+def _one_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, rs):
+    """Apply one pulse with cycle-to-cycle noise (drawn from RNG state rs), then clip to the element's
+    bounds. Returns (new w, next state)."""
+    xi = 0.0
+    noisy = sigma > 0.0
+    if noisy:
+        xi, rs = normal_step(rs)
+    return noisy_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi, np.float64, noisy), rs
+
+
+@njit(cache=True, inline="always")
+def _pulses(w, n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s):
+    """Apply |n| pulses one at a time, up for n > 0, down for n < 0. Returns (new w, next state)."""
+    up = n > 0
+    for _ in range(abs(n)):
+        w, s = _one_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
+    return w, s
+
+
+@njit(cache=True, parallel=True)
+def pulse_kernel(w, counts, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
+    """Apply counts[i, j] signed pulses to every element of w (float32, in place); returns pulses fired."""
+    rows, cols = w.shape
+    fired = np.empty(rows, np.int64)
+    for i in prange(rows):
+        fired[i] = 0
+        s = stream_seed(uint64(seed), uint64(counter), uint64(i))
+        er = ep[i]
+        for j in range(cols):
+            n = counts[i, j]
+            if n != 0:
+                v, s = _pulses(float(w[i, j]), n, er, j, code, consts, grid, tab_up, tab_dn,
+                               sigma, additive, s)
+                w[i, j] = v
+                fired[i] += abs(n)
+    return total(fired)
+
+
+@njit(cache=True, parallel=True)
+def alternate_kernel(w, cycles, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter):
+    """Fire cycles[i, j] (up, down) pulse pairs into element (i, j) of w (float32, in place)."""
+    rows, cols = w.shape
+    for i in prange(rows):
+        s = stream_seed(uint64(seed), uint64(counter), uint64(i))
+        er = ep[i]
+        for j in range(cols):
+            v = float(w[i, j])
+            for _ in range(cycles[i, j]):
+                v, s = _one_pulse(v, True, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
+                v, s = _one_pulse(v, False, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
+            w[i, j] = v
