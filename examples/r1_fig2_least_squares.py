@@ -1,9 +1,10 @@
 """R1 Fig. 2: least squares on a shifted-linear device, Analog SGD vs Tiki-Taka vs residual learning.
 
-f(W) = 0.5 ||A W - b||^2 with A in R^(100x50) ~ N(0, 1), W* ~ N(0, 0.5^2), b = A W* (DOMAIN.md section 4);
-the device is R1's shifted linear response (tau = 3.5, dw_min = 1e-4, c in {0, 0.1, 0.2, 0.3}) with pulse
-trains of at most BL = 8, read exactly (the floor then comes from dw_min alone). Every step uses the full
-batch: the 100 rows of A are the 100 samples of one pulsed rank-100 update.
+The problem of [R1] Fig. 2 (Wu et al., NeurIPS 2025, arXiv:2502.06309): f(W) = 0.5 ||A W - b||^2 with
+A in R^(100x50) ~ N(0, 1), W* ~ N(0, 0.5^2), b = A W*; the device is R1's shifted linear response
+(tau = 3.5, dw_min = 1e-4, c in {0, 0.1, 0.2, 0.3}) with pulse trains of at most BL = 8, read exactly (the
+floor then comes from dw_min alone). Every step uses the full batch: the 100 rows of A are the 100 samples
+of one pulsed rank-100 update.
 
     python examples/r1_fig2_least_squares.py [--steps 1000] [--out docs/figures]
 
