@@ -12,13 +12,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import platform
 import re
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,56 +23,24 @@ import torch
 
 import aimc
 from aimc.common.errors import ConfigError
+from aimc.common.files import atomic_open, atomic_write_text, json_safe
 from aimc.config import ExperimentConfig
 
 STATUSES = ("running", "finished", "failed", "diverged", "interrupted")
 
 
-@contextmanager
-def _atomic(path: Path, mode: str = "w") -> Iterator:
-    """Open a temp file beside `path`; on success fsync and rename it over `path`, else remove it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, mode) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-def write_text(path: str | Path, text: str) -> None:
-    """Write a text file atomically."""
-    with _atomic(Path(path)) as f:
-        f.write(text)
-
-
 def write_json(path: str | Path, data: Any) -> None:
     """Write JSON (indented, non-finite floats as null) atomically."""
-    write_text(path, json.dumps(_finite(data), indent=2) + "\n")
+    atomic_write_text(path, json.dumps(json_safe(data), indent=2) + "\n")
 
 
 def write_jsonl(path: str | Path, records: list[dict]) -> None:
     """Write JSON lines, one record per line, atomically."""
-    write_text(path, "".join(json.dumps(_finite(r)) + "\n" for r in records))
+    atomic_write_text(path, "".join(json.dumps(json_safe(r)) + "\n" for r in records))
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-
-
-def _finite(v: Any) -> Any:
-    """JSON-safe copy: NaN and infinities become None (JSON has no such numbers)."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {k: _finite(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_finite(x) for x in v]
-    return v
 
 
 # -- TOML ------------------------------------------------------------------------------------------------
@@ -174,7 +138,7 @@ class RunFolder:
             self.root.mkdir(parents=True, exist_ok=True)
             data = cfg.model_dump(mode="json")
             write_json(self.root / "config.json", data)
-            write_text(self.root / "config.toml", to_toml(data))
+            atomic_write_text(self.root / "config.toml", to_toml(data))
             self.manifest = {
                 "name": cfg.name, "config_hash": digest, "seed": cfg.seed, "aimc_version": aimc.__version__,
                 "torch_version": torch.__version__, "numpy_version": np.__version__,
@@ -213,7 +177,7 @@ class RunFolder:
     def save_checkpoint(self, epoch: int, state: dict, keep: int) -> Path:
         """Write `state` as checkpoints/epoch-NNNN.pt atomically; delete all but the newest `keep`."""
         path = self.checkpoint_dir / f"epoch-{epoch:04d}.pt"
-        with _atomic(path, "wb") as f:
+        with atomic_open(path, "wb") as f:
             torch.save(state, f)
         for old in self.checkpoints()[:-keep]:
             old.unlink()

@@ -13,6 +13,8 @@ import io
 import math
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +25,12 @@ from torch import nn
 from tqdm import tqdm
 
 from aimc import trainers
+from aimc.common.files import atomic_write_text
 from aimc.config import ExperimentConfig
 from aimc.datasets import Dataset, load_dataset
 from aimc.devices import set_kernel_threads
 from aimc.models import build_model
-from aimc.results import RunFolder, write_json, write_text
+from aimc.results import RunFolder, write_json
 
 _LAST_GOOD = ("epoch", "train_loss", "test_loss", "test_accuracy", "saturated_fraction", "pulses_per_weight")
 
@@ -100,6 +103,23 @@ def _finite_params(model: nn.Module, tiles: list) -> bool:
 
 
 # -- one run ------------------------------------------------------------------------------------------------
+@contextmanager
+def _end_recorded(run: RunFolder, where: Callable[[], str] = str) -> Iterator[None]:
+    """Record in `run`'s manifest how its body ended when it raises ("diverged", "interrupted" or "failed"
+    with the error, behind `where()`), then re-raise."""
+    try:
+        yield
+    except TrainingDiverged as err:
+        run.finish("diverged", str(err))
+        raise
+    except KeyboardInterrupt:
+        run.finish("interrupted", "interrupted by the user (KeyboardInterrupt)")
+        raise
+    except Exception as err:
+        run.finish("failed", f"{where()}{type(err).__name__}: {err}")
+        raise
+
+
 def train_run(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = False,
               data: Dataset | None = None) -> dict[str, Any]:
     """Train one config (`cfg.trainer`) into `out_dir`, resuming from its newest checkpoint if the folder
@@ -114,16 +134,8 @@ def train_run(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = False
     run.start(cfg)
     t0 = time.perf_counter()
     try:
-        final = _train(cfg, data, run, progress)
-    except TrainingDiverged as err:
-        run.finish("diverged", str(err))
-        raise
-    except KeyboardInterrupt:
-        run.finish("interrupted", "interrupted by the user (KeyboardInterrupt)")
-        raise
-    except Exception as err:
-        run.finish("failed", f"{type(err).__name__}: {err}")
-        raise
+        with _end_recorded(run):
+            final = _train(cfg, data, run, progress)
     finally:
         timings = run.manifest.setdefault("timings", {})
         timings["wall_s"] = timings.get("wall_s", 0.0) + time.perf_counter() - t0
@@ -232,7 +244,8 @@ def run_comparison(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = 
     run.start(cfg)
     results: dict[str, dict] = {}
     histories: dict[str, list[dict]] = {}
-    try:
+    label = ""
+    with _end_recorded(run, lambda: f"{label}: "):
         for label, sub in cfg.runs():
             try:
                 results[label] = {"status": "finished", **train_run(sub, run.root / label, progress, data)}
@@ -243,15 +256,9 @@ def run_comparison(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = 
                 results[label] = {"status": "diverged", "error": str(err),
                                   **{k: v for k, v in last.items() if k in _LAST_GOOD}}
             histories[label] = RunFolder(run.root / label).read_metrics()
-    except KeyboardInterrupt:
-        run.finish("interrupted", "interrupted by the user (KeyboardInterrupt)")
-        raise
-    except Exception as err:
-        run.finish("failed", f"{label}: {type(err).__name__}: {err}")
-        raise
     write_json(run.root / "comparison.json", results)
-    write_text(run.root / "comparison.csv", _csv(results))
-    write_text(run.root / "comparison.md", comparison_table(results) + "\n")
+    atomic_write_text(run.root / "comparison.csv", _csv(results))
+    atomic_write_text(run.root / "comparison.md", comparison_table(results) + "\n")
     write_curves(histories, run.root / "curves")
     run.finish("finished", final=results)
     return results
@@ -336,4 +343,4 @@ def write_curves(histories: dict[str, list[dict]], stem: Path) -> None:
         for r in hist:
             w.writerow([label, r["epoch"], "" if r["train_loss"] is None else r["train_loss"], r["test_loss"],
                         r["test_accuracy"]])
-    write_text(stem.with_suffix(".csv"), buf.getvalue())
+    atomic_write_text(stem.with_suffix(".csv"), buf.getvalue())

@@ -1,20 +1,10 @@
 """aimc calibration: measure simulated devices, fit response families to pulse traces, report responses."""
 
-from aimc.calibration.fit import (
-                             FAMILY_KINDS,
-                             FamilyFit,
-                             FitResult,
-                             PulseData,
-                             WeightMap,
-                             families,
-                             fit,
-                             fit_family,
-                             fit_tabulated,
-                             predict,
-                             pulse_data,
-                             weight_map_for,
-)
+from aimc.calibration.families import FAMILY_KINDS, families
+from aimc.calibration.family_fit import FamilyFit, fit_family, fit_tabulated
+from aimc.calibration.fit import FitResult, fit
 from aimc.calibration.protocols import cycle_polarity, measure, measure_cycles, measure_random
+from aimc.calibration.pulse_data import PulseData, WeightMap, predict, pulse_data, weight_map_for
 from aimc.calibration.report import device_numbers, implicit_penalty, resolve, write_report
 from aimc.calibration.traces import TraceFormatError, TraceSet, from_arrays, read_csv, write_csv
 

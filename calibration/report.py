@@ -4,7 +4,8 @@ For each device (a preset, a device file, or a fit): conductance against pulse n
 with the device-to-device band; q_plus, q_minus, F, G, G/F over the weight range with their spread across
 elements; the symmetric point, dynamic range, number of states, the step dw_min F(w) at each w; the implicit
 penalty R_c(w) of Analog SGD (antiderivative of G/F from the symmetric point, R1 Theorem 1) and its predicted
-drift per step, -G(w) in units of alpha E|grad| (DOMAIN.md section 2). For a fit also: the data over the
+drift per step, -G(w) in units of alpha E|grad| (R1 Theorem 1; R1 = Wu et al., NeurIPS 2025,
+arXiv:2502.06309). For a fit also: the data over the
 models, residuals, the parameter table with intervals and the family ranking. Several devices side by side
 get overlay figures and one table.
 """
@@ -27,9 +28,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from aimc.calibration.fit import FitResult, WeightMap, _finite  # noqa: E402
+from aimc.calibration.fit import FitResult, WeightMap  # noqa: E402
 from aimc.calibration.protocols import measure_cycles  # noqa: E402
-from aimc.common.files import atomic_write_bytes, atomic_write_text  # noqa: E402
+from aimc.common.files import (  # noqa: E402
+    atomic_write_bytes,
+    atomic_write_text,
+    json_safe,  # noqa: E402
+)
 from aimc.devices import PRESETS, ConductanceArray, DeviceConfig, load_device  # noqa: E402
 
 
@@ -48,7 +53,7 @@ def resolve(spec: str | DeviceConfig | FitResult, name: str | None = None) -> Su
     """A report subject from a preset name, a device file (JSON/TOML), a fit output folder (device.json and
     fit.json), a device config or a FitResult."""
     if isinstance(spec, FitResult):
-        return Subject(name or f"fit ({spec.best.kind})", spec.device, spec.weight_map, _finite(spec.summary()))
+        return Subject(name or f"fit ({spec.best.kind})", spec.device, spec.weight_map, json_safe(spec.summary()))
     if not isinstance(spec, str):
         return Subject(name or spec.kind, load_device(spec))
     path = Path(spec)
@@ -436,8 +441,9 @@ def write_report(specs: list, out_dir: str | os.PathLike, n_elements: int = 64, 
     page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>"
             "<p>Weights in weight units unless a conductance map is given. Drift and penalty follow R1 "
-            "(DOMAIN.md section 2): Analog SGD drifts by -alpha E|grad| G(w) per step and minimises "
+            "(Wu et al., NeurIPS 2025, arXiv:2502.06309, Theorem 1): Analog SGD drifts by -alpha E|grad| G(w) "
+            "per step and minimises "
             "f + &lt;E|grad|, R_c&gt;. Bands: 5th to 95th percentile over the drawn elements.</p>"
             f"{head}{''.join(sections)}</body></html>")
-    atomic_write_text(out / "report.json", json.dumps(_finite(numbers), indent=1) + "\n")
+    atomic_write_text(out / "report.json", json.dumps(json_safe(numbers), indent=1) + "\n")
     return atomic_write_text(out / "report.html", page)

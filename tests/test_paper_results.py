@@ -1,9 +1,9 @@
 """Paper results that take a while (10 s on a quiet 2-core machine, minutes on a loaded one): marked slow,
 run with `python3 -m pytest -m slow`.
 
-R1 Fig. 2 (DOMAIN.md section 4): on the shifted-linear least-squares problem with c = 0.3, residual learning
-with a zero-shifted P converges to W* down to the floor set by dw_min (R1: near 1e-5), while Analog SGD's
-error stays of the order of ||W*||^2 (it settles near the symmetric point c tau).
+R1 Fig. 2 (Wu et al., NeurIPS 2025, arXiv:2502.06309): on the shifted-linear least-squares problem with
+c = 0.3, residual learning with a zero-shifted P converges to W* down to the floor set by dw_min (R1: near
+1e-5), while Analog SGD's error stays of the order of ||W*||^2 (it settles near the symmetric point c tau).
 """
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ import pytest
 
 from aimc.cli import main
 from aimc.executors import InlineExecutor, LocalExecutor, execute_run, make_task
-from aimc.sweep import SweepRunner, load_sweep, parse_sweep, run_sweep, summarize
+from aimc.sweep import SweepRunner, run_sweep
+from aimc.sweep_file import load_sweep, parse_sweep
+from aimc.sweep_summary import summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ROOT / "examples/sweeps/small.toml"

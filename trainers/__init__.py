@@ -21,11 +21,11 @@ from aimc.trainers.config import (
                              TTv2Config,
 )
 from aimc.trainers.convert import convert, to_digital
-from aimc.trainers.layers import AnalogConv2d, AnalogLinear, analog_layers, set_tile_stack
+from aimc.trainers.layers import AnalogConv2d, AnalogLinear, analog_layers
 
 __all__ = [
     "ALGORITHMS", "AnalogConv2d", "AnalogLinear", "AnalogOptimizer", "AnalogSGDConfig", "DigitalSGDConfig",
     "LatencyModel", "MixedPrecisionConfig", "MultiTileConfig", "OPTIMIZERS", "ResidualConfig", "ResidualV2Config",
     "TTv2Config", "TikiTakaConfig", "TileConfig", "TrainerConfig", "analog_layers", "build_optimizer", "convert",
-    "set_tile_stack", "to_digital",
+    "to_digital",
 ]

@@ -31,12 +31,6 @@ from aimc.trainers.config import TileConfig
 from aimc.trainers.state import state_to_numpy, state_to_torch
 
 
-def set_tile_stack(tile: AnalogTile, gains: Sequence[float]) -> None:
-    """Give `tile` len(gains) arrays with these forward gains (`AnalogTile.set_stack`: existing arrays keep
-    their state, new ones are fresh, seeded by the tile's rule)."""
-    tile.set_stack(gains)
-
-
 @dataclass(frozen=True, slots=True)
 class TileBlock:
     """One tile of a layer's grid: rows [r0, r1) of the outputs, columns [c0, c1) of the (extended) inputs."""

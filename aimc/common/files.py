@@ -1,29 +1,54 @@
-"""Atomic file writes: a temp file in the target's folder, renamed over the target, so a reader sees the
-old file or the new one, never a part. In the neutral base so that every layer can use it."""
+"""Atomic file writes (a temp file in the target's folder, fsynced and renamed over the target, so a reader
+sees the old file or the new one, never a part) and JSON-safe copies of results (JSON has no NaN or
+infinity). In the neutral base so that every layer writes the same way."""
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO, Any
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write bytes to path via a temp file in the same folder and os.replace (the temp file is removed on
-    failure)."""
+@contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
+    """Open a temp file in `path`'s folder for writing; on success flush, fsync and rename it over `path`
+    (a reader sees the old file or the new one, even after a power loss), on failure remove it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        with os.fdopen(fd, mode) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return path
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write bytes to `path` atomically (`atomic_open`)."""
+    with atomic_open(path, "wb") as fh:
+        fh.write(data)
+    return Path(path)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write text (UTF-8) to path atomically, as atomic_write_bytes."""
+    """Write text (UTF-8) to `path` atomically (`atomic_open`)."""
     return atomic_write_bytes(path, text.encode())
+
+
+def json_safe(value: Any) -> Any:
+    """A copy of nested dicts, lists and tuples in which NaN and infinities (not JSON) become None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value

@@ -14,16 +14,14 @@ labels. Three variants:
 A step = zero_grad + forward + loss + backward + optimizer step. Median over --steps
 after --warmup steps. Prints one JSON line to stdout.
 """
-import argparse
-import json
 import time
 
-import aihwkit
 import numpy as np
 import torch
 from aihwkit.nn import AnalogLinear
 from aihwkit.optim import AnalogSGD
 from aihwkit.simulator.configs import SingleRPUConfig, SoftBoundsDevice, build_config
+from harness import emit, parser, set_up
 from torch import nn
 
 SIZES = (784, 256, 128, 10)
@@ -62,20 +60,15 @@ def time_training(model, optimizer, data, steps, warmup):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--warmup", type=int, default=20)
-    p.add_argument("--threads", type=int, default=None)
     p.add_argument("--batch", type=int, default=10)
     p.add_argument("--lr-digital", type=float, default=0.1)
     p.add_argument("--lr-analog", type=float, default=0.05)
     p.add_argument("--lr-ttv1", type=float, default=0.05)
-    p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
-
-    if a.threads is not None:
-        torch.set_num_threads(a.threads)
-    torch.manual_seed(a.seed)
+    set_up(a)
 
     n_batches = 100
     data = [
@@ -118,12 +111,8 @@ def main():
         "lr_digital": a.lr_digital,
         "lr_analog": a.lr_analog,
         "lr_ttv1": a.lr_ttv1,
-        "threads": torch.get_num_threads(),
-        "seed": a.seed,
-        "aihwkit_version": aihwkit.__version__,
-        "torch_version": torch.__version__,
     }
-    print(json.dumps(out))
+    emit(out, a)
 
 
 if __name__ == "__main__":

@@ -16,16 +16,14 @@ Expected pulse (coincidence) count per batch, summed over samples:
 
 Prints one JSON line to stdout.
 """
-import argparse
-import json
 import math
 import time
 
-import aihwkit
 import numpy as np
 import torch
 from aihwkit.simulator.configs import SingleRPUConfig, SoftBoundsDevice
 from aihwkit.simulator.tiles import AnalogTile
+from harness import emit, parser, set_up
 
 
 def expected_pulses(x, d, lr, dw_min):
@@ -61,10 +59,9 @@ def time_update(tile, w0, x, d, lr, repeats, warmup):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--repeats", type=int, default=50)
     p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--threads", type=int, default=None)
     p.add_argument("--out-size", type=int, default=512)
     p.add_argument("--in-size", type=int, default=512)
     p.add_argument("--batch", type=int, default=64)
@@ -73,12 +70,8 @@ def main():
     p.add_argument("--d-std-large", type=float, default=3.75e-3)
     p.add_argument("--lr-small", type=float, default=0.01)
     p.add_argument("--lr-large", type=float, default=0.1)
-    p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
-
-    if a.threads is not None:
-        torch.set_num_threads(a.threads)
-    torch.manual_seed(a.seed)
+    set_up(a)
 
     device = SoftBoundsDevice()
     rpu_config = SingleRPUConfig(device=device)
@@ -122,12 +115,8 @@ def main():
         "update_bl_management": bool(up.update_bl_management),
         "pulse_type": str(up.pulse_type),
         "repeats": a.repeats,
-        "threads": torch.get_num_threads(),
-        "seed": a.seed,
-        "aihwkit_version": aihwkit.__version__,
-        "torch_version": torch.__version__,
     }
-    print(json.dumps(out))
+    emit(out, a)
 
 
 if __name__ == "__main__":

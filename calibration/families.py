@@ -1,0 +1,173 @@
+"""The families a fit can choose from: for every device family, its free parameters, their box and
+starting points, the fields held fixed, and how each device-to-device spread is measured."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from aimc.calibration.pulse_data import PulseData
+from aimc.devices import (
+    DEVICE_KINDS,
+    ConstantStep,
+    DeviceConfig,
+    Exponential,
+    ExpStep,
+    Ideal,
+    Linear,
+    LinearStep,
+    PiecewiseStep,
+    Power,
+    PowStep,
+    SoftBounds,
+)
+
+_PAPER_FIXED = {"dw_min_dtod": 0.0, "c_dtod": 0.0, "tau_dtod": 0.0, "dw_min_std": 0.0}
+_AIHW_FIXED = {"dw_min_dtod": 0.0, "up_down_dtod": 0.0, "w_max_dtod": 0.0, "w_min_dtod": 0.0, "dw_min_std": 0.0}
+
+
+def _by(name: str):
+    return lambda p, dw: p[name]
+
+
+def _gain(p: dict, dw: float) -> float:
+    """Mean of an aihwkit element's up and down steps at w = 0, in units of the nominal dw_min."""
+    up = p["dw_min"] * (1 + min(p["up_down"], 0.0))
+    down = p["dw_min"] * (1 - max(p["up_down"], 0.0))
+    return 0.5 * (up + down) / dw
+
+
+def _split(p: dict, dw: float) -> float:
+    """Half difference of an aihwkit element's up and down steps at w = 0, in units of the nominal dw_min."""
+    up = p["dw_min"] * (1 + min(p["up_down"], 0.0))
+    down = p["dw_min"] * (1 - max(p["up_down"], 0.0))
+    return 0.5 * (up - down) / dw
+
+
+# device-to-device spread: spread field -> (per-device quantity from the fitted parameters and the nominal
+# dw_min, how its between-device std becomes the field: "abs" as is, "rel" over |mean|, "rel2" over |mean| times
+# sqrt(2) (tau: the simulator draws the two bounds independently, a symmetric fit of one element sees their mean))
+_PAPER_SPREAD = {"dw_min_dtod": (_by("dw_min"), "rel"), "c_dtod": (_by("c"), "abs"), "tau_dtod": (_by("tau"), "rel2")}
+_AIHW_SPREAD = {"dw_min_dtod": (_gain, "abs"), "up_down_dtod": (_split, "abs"), "w_max_dtod": (_by("w_max"), "rel"),
+                "w_min_dtod": (_by("w_min"), "rel")}
+
+
+@dataclass(frozen=True)
+class Family:
+    """How one response family is fitted.
+
+    params: the fitted parameters; fixed: the other fields of the config during the fit; box: (lower, upper)
+    limits from the data; starts: starting points (the best of them wins); spread: field of a
+    device-to-device spread -> (per-device quantity, scaling) (see _PAPER_SPREAD); fields: parameter vector
+    -> config fields (default: by name).
+    """
+
+    kind: str
+    cls: type
+    params: tuple[str, ...]
+    box: Callable[[PulseData], tuple[list[float], list[float]]]
+    starts: Callable[[PulseData], list[list[float]]]
+    fixed: dict = field(default_factory=dict)
+    spread: dict = field(default_factory=dict)
+    fields: Callable[[np.ndarray], dict] | None = None
+
+    def config_fields(self, theta: np.ndarray) -> dict:
+        out = {"kind": self.kind, **self.fixed}
+        out.update(self.fields(theta) if self.fields else {k: float(v) for k, v in zip(self.params, theta)})
+        return out
+
+    def fast_config(self, theta: np.ndarray) -> DeviceConfig:
+        """Config without validation (inside the optimiser, where the box keeps parameters valid)."""
+        return self.cls.model_construct(**self.config_fields(theta))
+
+
+def _span(d: PulseData) -> float:
+    return d.hi - d.lo
+
+
+def _paper_box(d: PulseData, gamma: tuple[float, float] | None = None):
+    s = _span(d)
+    lo = [d.dw0 / 20, -0.99, 0.05 * s]
+    hi = [d.dw0 * 20, 0.99, 5.0 * s]
+    if gamma:
+        lo.append(gamma[0])
+        hi.append(gamma[1])
+    return lo, hi
+
+
+def _paper_start(d: PulseData) -> list[float]:
+    return [d.dw0, 0.0, max(abs(d.lo), abs(d.hi))]
+
+
+def _aihw_box(d: PulseData, extra_lo=(), extra_hi=()):
+    s, eps = _span(d), 1e-3 * _span(d)
+    mid = 0.5 * (d.lo + d.hi)
+    return ([d.dw0 / 20, -0.99, max(mid, 0.0) + eps, d.lo - 4 * s, *extra_lo],
+            [d.dw0 * 20, 0.99, d.hi + 4 * s, min(mid, 0.0) - eps, *extra_hi])
+
+
+def _aihw_start(d: PulseData, dw: float | None = None) -> list[float]:
+    return [d.dw0 if dw is None else dw, 0.0, d.hi, d.lo]
+
+
+def _piecewise(n_nodes: int, dw0: float) -> Family:
+    def fields(theta):
+        return {"piecewise_up": [float(v) for v in theta[:n_nodes]],
+                "piecewise_down": [float(v) for v in theta[n_nodes:2 * n_nodes]],
+                "w_max": float(theta[-2]), "w_min": float(theta[-1])}
+
+    def box(d):
+        lo, hi = _aihw_box(d)
+        return [0.0] * (2 * n_nodes) + lo[2:4], [1e3] * (2 * n_nodes) + hi[2:4]
+
+    names = tuple(f"up_{k}" for k in range(n_nodes)) + tuple(f"down_{k}" for k in range(n_nodes))
+    return Family("PiecewiseStep", PiecewiseStep, names + ("w_max", "w_min"), box,
+                  lambda d: [[1.0] * (2 * n_nodes) + [d.hi, d.lo]], {**_AIHW_FIXED, "dw_min": dw0, "up_down": 0.0},
+                  {"w_max_dtod": (_by("w_max"), "rel"), "w_min_dtod": (_by("w_min"), "rel")}, fields)
+
+
+def families(n_nodes: int = 6, dw0: float = 1e-3) -> dict[str, Family]:
+    """Fit specifications of every parametric family of the device layer; PiecewiseStep with n_nodes nodes
+    and its dw_min fixed to dw0 (the nodes carry the step size)."""
+    gp = (0.05, 10.0)
+    fams = [
+        Family("ideal", Ideal, ("dw_min", "c", "tau"), _paper_box, lambda d: [_paper_start(d)], _PAPER_FIXED,
+               _PAPER_SPREAD),
+        Family("linear", Linear, ("dw_min", "c", "tau"), _paper_box, lambda d: [_paper_start(d)], _PAPER_FIXED,
+               _PAPER_SPREAD),
+        Family("power", Power, ("dw_min", "c", "tau", "gamma"), lambda d: _paper_box(d, gp),
+               lambda d: [_paper_start(d) + [g] for g in (0.5, 1.0, 2.0, 4.0)], {**_PAPER_FIXED, "gamma_dtod": 0.0},
+               {**_PAPER_SPREAD, "gamma_dtod": (_by("gamma"), "rel")}),
+        Family("exponential", Exponential, ("dw_min", "c", "tau", "gamma"), lambda d: _paper_box(d, gp),
+               lambda d: [_paper_start(d) + [g] for g in (0.5, 1.0, 2.0, 4.0)], {**_PAPER_FIXED, "gamma_dtod": 0.0},
+               {**_PAPER_SPREAD, "gamma_dtod": (_by("gamma"), "rel")}),
+        Family("ConstantStep", ConstantStep, ("dw_min", "up_down", "w_max", "w_min"), _aihw_box,
+               lambda d: [_aihw_start(d)], _AIHW_FIXED, _AIHW_SPREAD),
+        Family("LinearStep", LinearStep, ("dw_min", "up_down", "w_max", "w_min", "gamma_up", "gamma_down"),
+               lambda d: _aihw_box(d, (0.0, 0.0), (10.0, 10.0)),
+               lambda d: [_aihw_start(d) + [g, g] for g in (0.3, 1.0)],
+               {**_AIHW_FIXED, "gamma_up_dtod": 0.0, "gamma_down_dtod": 0.0, "mean_bound_reference": True},
+               {**_AIHW_SPREAD, "gamma_up_dtod": (_by("gamma_up"), "rel"),
+                "gamma_down_dtod": (_by("gamma_down"), "rel")}),
+        Family("SoftBounds", SoftBounds, ("dw_min", "up_down", "w_max", "w_min"), _aihw_box,
+               lambda d: [_aihw_start(d)], _AIHW_FIXED, _AIHW_SPREAD),
+        Family("ExpStep", ExpStep, ("dw_min", "up_down", "w_max", "w_min", "A_up", "A_down", "gamma_up", "gamma_down"),
+               lambda d: _aihw_box(d, (-5.0, -5.0, -40.0, -40.0), (5.0, 5.0, 40.0, 40.0)),
+               lambda d: [_aihw_start(d, d.dw0 / (1 - a)) + [a, a, g, g] for a, g in ((0.1, 4.0), (-0.1, -4.0))],
+               {**_AIHW_FIXED, "a": 0.5, "b": 0.0}, _AIHW_SPREAD),
+        Family("PowStep", PowStep, ("dw_min", "up_down", "w_max", "w_min", "pow_gamma", "pow_up_down"),
+               lambda d: _aihw_box(d, (0.05, -0.99), (10.0, 0.99)),
+               lambda d: [_aihw_start(d, d.dw0 / 0.5 ** g) + [g, 0.0] for g in (0.5, 1.0, 2.0)],
+               {**_AIHW_FIXED, "pow_gamma_dtod": 0.0, "pow_up_down_dtod": 0.0},
+               {**_AIHW_SPREAD, "pow_gamma_dtod": (_by("pow_gamma"), "rel"),
+                "pow_up_down_dtod": (_by("pow_up_down"), "abs")}),
+    ]
+    out = {f.kind: f for f in fams}
+    pw = _piecewise(n_nodes, dw0)
+    out[pw.kind] = pw
+    return out
+
+
+FAMILY_KINDS = DEVICE_KINDS  # every family of the device layer, the tabulated (non-parametric) one included

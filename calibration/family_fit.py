@@ -1,0 +1,184 @@
+"""Fitting one family to the increments: scipy's least squares from several starts, the sandwich covariance
+of the parameters, residual diagnostics, and the non-parametric (tabulated) fit."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, stats
+
+from aimc.calibration.families import Family
+from aimc.calibration.pulse_data import PulseData, predict
+from aimc.devices import DeviceConfig, Tabulated, parse_device
+
+Z95 = 1.959963984540054  # two-sided 95% normal quantile
+MAX_NFEV = 60  # least-squares iterations per starting point
+
+
+@dataclass
+class FamilyFit:
+    """Fit of one family: parameters with standard errors and 95% intervals, the nominal device (no noise,
+    no spread), goodness of fit (rss in weight units^2, n increments, k parameters, aic, bic) and residual
+    diagnostics (see `diagnostics`)."""
+
+    kind: str
+    params: dict[str, float]
+    stderr: dict[str, float]
+    at_bound: list[str]
+    device: DeviceConfig
+    rss: float
+    n: int
+    k: int
+    residuals: np.ndarray
+    diagnostics: dict
+    cov: np.ndarray
+    message: str = ""
+
+    @property
+    def ci95(self) -> dict[str, tuple[float, float]]:
+        return {p: (v - Z95 * self.stderr[p], v + Z95 * self.stderr[p]) for p, v in self.params.items()}
+
+    @property
+    def aic(self) -> float:
+        return self.n * math.log(self.rss / self.n) + 2 * self.k
+
+    @property
+    def bic(self) -> float:
+        return self.n * math.log(self.rss / self.n) + self.k * math.log(self.n)
+
+    def summary(self) -> dict:
+        return {"kind": self.kind, "params": self.params, "stderr": self.stderr,
+                "ci95": {p: list(v) for p, v in self.ci95.items()}, "at_bound": self.at_bound,
+                "device": self.device.model_dump(mode="json"), "rss": self.rss, "n": self.n, "k": self.k,
+                "aic": self.aic, "bic": self.bic, "diagnostics": self.diagnostics, "message": self.message}
+
+
+def sandwich_cov(jac: np.ndarray, r: np.ndarray, follows: np.ndarray) -> np.ndarray:
+    """(J'J)^-1 S (J'J)^-1 with S = sum g_k g_k' + sum over consecutive pairs (g_k g_{k-1}' + g_{k-1} g_k'),
+    g_k = J_k r_k; negative eigenvalues of S (finite-sample noise) are set to 0."""
+    g = jac * r[:, None]
+    s = g.T @ g
+    idx = np.flatnonzero(follows)
+    if len(idx):
+        cross = g[idx].T @ g[idx - 1]
+        s += cross + cross.T
+    vals, vecs = np.linalg.eigh(0.5 * (s + s.T))
+    s = (vecs * np.maximum(vals, 0.0)) @ vecs.T
+    bread = np.linalg.pinv(jac.T @ jac)
+    return bread @ s @ bread
+
+
+def diagnostics(r: np.ndarray, data: PulseData, fitted: np.ndarray, n_bins: int = 12) -> dict:
+    """Residual checks: rmse; r2 (share of the increment variance beyond a constant step per polarity that
+    the model explains); skewness, excess kurtosis; lag-1 autocorrelation of consecutive increments (read
+    noise alone gives about -0.5 times its share of the variance); per polarity, residual means in bins of
+    weight and the lack-of-fit chi2 of those means against 0 with its p-value (small p: systematic misfit)."""
+    base = np.where(data.up, data.dw[data.up].mean(), data.dw[~data.up].mean())
+    tss = float(np.sum((data.dw - base) ** 2))
+    rss = float(np.sum(r ** 2))
+    idx = np.flatnonzero(data.follows)
+    lag1 = float(np.mean(r[idx] * r[idx - 1]) / np.mean(r ** 2)) if len(idx) else float("nan")
+    edges = np.linspace(data.lo, data.hi, n_bins + 1)
+    binned: dict[str, dict] = {}
+    chi2, dof = 0.0, 0
+    for name, sel in (("up", data.up), ("down", ~data.up)):
+        k = np.clip(np.digitize(data.m[sel], edges) - 1, 0, n_bins - 1)
+        cnt = np.bincount(k, minlength=n_bins)
+        mean = np.bincount(k, r[sel], n_bins) / np.maximum(cnt, 1)
+        var = np.bincount(k, r[sel] ** 2, n_bins) / np.maximum(cnt, 1) - mean ** 2
+        se = np.sqrt(np.maximum(var, 1e-300) / np.maximum(cnt - 1, 1))
+        ok = cnt >= 5
+        chi2 += float(np.sum((mean[ok] / se[ok]) ** 2))
+        dof += int(ok.sum())
+        binned[name] = {"w": (0.5 * (edges[:-1] + edges[1:])).tolist(), "mean": mean.tolist(), "se": se.tolist(),
+                        "count": cnt.tolist()}
+    return {"rmse": math.sqrt(rss / len(r)), "r2": 1.0 - rss / tss if tss > 0 else float("nan"),
+            "skewness": float(stats.skew(r)), "excess_kurtosis": float(stats.kurtosis(r)), "lag1_autocorr": lag1,
+            "lack_of_fit_chi2": chi2, "lack_of_fit_dof": dof,
+            "lack_of_fit_p": float(stats.chi2.sf(chi2, dof)) if dof else float("nan"), "binned_residuals": binned}
+
+
+def _least_squares(fam: Family, data: PulseData, starts: list[list[float]]):
+    lo, hi = (np.array(v, float) for v in fam.box(data))
+
+    def resid(theta):
+        return (data.dw - predict(fam.fast_config(theta), data.m, data.up)) / data.dw0
+
+    best = None
+    for x0 in starts:
+        x0 = np.clip(np.array(x0, float), lo + 1e-9 * (hi - lo), hi - 1e-9 * (hi - lo))
+        res = optimize.least_squares(resid, x0, bounds=(lo, hi), x_scale="jac", method="trf", max_nfev=MAX_NFEV)
+        if best is None or res.cost < best.cost:
+            best = res
+    return best, lo, hi
+
+
+def fit_family(fam: Family, data: PulseData, starts: list[list[float]] | None = None) -> FamilyFit:
+    """Least-squares fit of one parametric family to the increments."""
+    res, lo, hi = _least_squares(fam, data, starts or fam.starts(data))
+    theta = res.x
+    cov = sandwich_cov(res.jac, res.fun, data.follows)
+    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    device = parse_device(fam.config_fields(theta), where=fam.kind)
+    fitted = predict(device, data.m, data.up)
+    r = data.dw - fitted
+    tol = 1e-6 * (hi - lo)
+    at_bound = [p for p, v, a, b, t in zip(fam.params, theta, lo, hi, tol) if v - a < t or b - v < t]
+    return FamilyFit(fam.kind, {p: float(v) for p, v in zip(fam.params, theta)},
+                     {p: float(s) for p, s in zip(fam.params, se)}, at_bound, device,
+                     float(np.sum(r ** 2)), data.n, len(theta), r, diagnostics(r, data, fitted), cov,
+                     f"{res.message} ({res.nfev} evaluations)")
+
+
+def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
+    """The `tabulated` family from binned increments: mean up and down step in n_bins equal bins of the
+    midpoint weight over the plateau range [lo, hi] (bins with fewer than 5 increments of a polarity are
+    filled by interpolation). dw_min is the mean step F at the symmetric point of the table (where the binned
+    up and down steps cross; the middle of the range if they do not). Standard errors: those of the bin means."""
+    if n_bins < 2:
+        raise ValueError(f"n_bins must be >= 2, got {n_bins}")
+    edges = np.linspace(data.lo, data.hi, n_bins + 1)
+    centers = 0.5 * (edges[:-1] + edges[1:])
+    mag, se, used = {}, {}, np.zeros(n_bins, bool)
+    for name, sel, sign in (("up", data.up, 1.0), ("down", ~data.up, -1.0)):
+        k = np.clip(np.digitize(data.m[sel], edges) - 1, 0, n_bins - 1)
+        cnt = np.bincount(k, minlength=n_bins)
+        mean = sign * np.bincount(k, data.dw[sel], n_bins) / np.maximum(cnt, 1)
+        var = np.bincount(k, data.dw[sel] ** 2, n_bins) / np.maximum(cnt, 1) - mean ** 2
+        ok = cnt >= 5
+        if ok.sum() < 2:
+            raise ValueError(f"too few {name} increments for a table of {n_bins} bins")
+        used |= ok
+        # a step seen at midpoint m started at m -+ step/2: move each bin's mean there before tabulating
+        start = centers[ok] - sign * 0.5 * mean[ok]
+        order = np.argsort(start)
+        mag[name] = np.interp(centers, start[order], mean[ok][order])
+        se[name] = np.interp(centers, centers[ok], np.sqrt(np.maximum(var, 0) / np.maximum(cnt - 1, 1))[ok])
+    grid = centers[used]
+    up, dn = np.maximum(mag["up"][used], 0.0), np.maximum(mag["down"][used], 0.0)
+    h = up - dn
+    cross = np.flatnonzero(np.sign(h[:-1]) * np.sign(h[1:]) < 0)
+    if len(cross):
+        j = cross[len(cross) // 2]
+        w_sym = grid[j] - h[j] * (grid[j + 1] - grid[j]) / (h[j + 1] - h[j])
+    else:
+        w_sym = 0.5 * (data.lo + data.hi)
+    dw_min = float(0.5 * (np.interp(w_sym, grid, up) + np.interp(w_sym, grid, dn)))
+    if not dw_min > 0:
+        raise ValueError("binned steps are zero at the symmetric point; cannot normalise the table")
+    device = Tabulated(w=grid.tolist(), q_plus_values=(up / dw_min).tolist(), q_minus_values=(dn / dw_min).tolist(),
+                       w_min=data.lo, w_max=data.hi, dw_min=dw_min)
+    fitted = predict(device, data.m, data.up)
+    r = data.dw - fitted
+    params = {"dw_min": dw_min, "w_min": data.lo, "w_max": data.hi}
+    stderr = {"dw_min": float("nan"), "w_min": float("nan"), "w_max": float("nan")}
+    for k, w in enumerate(grid):
+        params[f"q_plus[{w:.4g}]"] = float(up[k] / dw_min)
+        stderr[f"q_plus[{w:.4g}]"] = float(se["up"][used][k] / dw_min)
+        params[f"q_minus[{w:.4g}]"] = float(dn[k] / dw_min)
+        stderr[f"q_minus[{w:.4g}]"] = float(se["down"][used][k] / dw_min)
+    n_par = 2 * len(grid) + 2  # table values and the two bounds (dw_min only normalises the table)
+    return FamilyFit("tabulated", params, stderr, [], device, float(np.sum(r ** 2)), data.n, n_par, r,
+                     diagnostics(r, data, fitted), np.full((0, 0), np.nan), "binned means")

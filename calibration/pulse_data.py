@@ -1,0 +1,155 @@
+"""Pulse traces as fit data: the weight map from conductance to weight, the per-pulse increments regressed
+on their midpoints, and the model of one increment.
+
+The data are the per-pulse increments of every trace, mapped to weights by w = (G - g_mid) / g_scale. Each
+increment dw_k = w_{k+1} - w_k is regressed on the midpoint m_k = (w_k + w_{k+1}) / 2 of its two reads: the
+read noise of the midpoint, (e_k + e_{k+1}) / 2, is uncorrelated with that of the increment, e_{k+1} - e_k,
+so read noise does not bias the fit (regressing on w_k would: its noise enters the increment with a minus
+sign and pulls every slope toward -1). The model of an increment is the family's mean step, clipped by the
+room left to the element's bound:
+
+    up:   dw = min(dw_min q_plus(m),  2 (w_max - m)^+)       down:  dw = -min(dw_min q_minus(m), 2 (m - w_min)^+)
+
+(2 (w_max - m) is the step that ends exactly on the bound, seen from its midpoint). Parameters come from
+scipy's least squares; their covariance from the Jacobian, as the sandwich (J'J)^-1 S (J'J)^-1 with S
+summing g_k g_k' and the lag-1 cross terms of consecutive increments (g_k = J_k r_k), which holds for the
+heteroscedastic (multiplicative) cycle noise and for the lag-1 correlation that read noise puts into
+increments. Families are ranked by AIC and BIC of the Gaussian least-squares likelihood.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from aimc.calibration.traces import TraceSet
+from aimc.devices import DeviceConfig
+
+
+@dataclass(frozen=True)
+class WeightMap:
+    """Linear map between conductance and weight: w = (G - g_mid) / g_scale (g_mid, g_scale in `unit`)."""
+
+    g_mid: float
+    g_scale: float
+    unit: str
+    origin: str = "data"
+
+    def to_w(self, g):
+        return (np.asarray(g, float) - self.g_mid) / self.g_scale
+
+    def to_g(self, w):
+        return self.g_mid + self.g_scale * np.asarray(w, float)
+
+    def as_dict(self) -> dict:
+        return {"g_mid": self.g_mid, "g_scale": self.g_scale, "unit": self.unit, "origin": self.origin,
+                "formula": "w = (G - g_mid) / g_scale"}
+
+
+def _extremes(values: np.ndarray, frac: float = 0.02) -> tuple[float, float]:
+    """Mean of the lowest and of the highest `frac` of the values (at least 3 each): a plateau estimate."""
+    v = np.sort(values)
+    k = max(3, int(frac * len(v)))
+    return float(v[:k].mean()), float(v[-k:].mean())
+
+
+def weight_map_for(traces: TraceSet, g_mid: float | None = None, g_scale: float | None = None) -> WeightMap:
+    """The map to use: explicit arguments, else `g_mid`/`g_scale` of the file's metadata, else from the data
+    (the median over devices of each trace's low and high plateaus go to w = -1 and w = +1)."""
+    origin = "argument"
+    if g_mid is None or g_scale is None:
+        if "g_mid" in traces.meta and "g_scale" in traces.meta:
+            try:
+                meta_mid, meta_scale = float(traces.meta["g_mid"]), float(traces.meta["g_scale"])
+            except ValueError:
+                raise ValueError("trace metadata g_mid / g_scale are not numbers") from None
+            origin = "metadata" if g_mid is None and g_scale is None else "argument+metadata"
+        else:
+            ext = np.array([_extremes(traces.trace(k)[2]) for k in range(traces.n_devices)])
+            lo, hi = np.median(ext[:, 0]), np.median(ext[:, 1])
+            if not hi > lo:
+                raise ValueError("the traces do not span a conductance range (all reads equal)")
+            meta_mid, meta_scale = 0.5 * (lo + hi), 0.5 * (hi - lo)
+            origin = "data" if g_mid is None and g_scale is None else "argument+data"
+        g_mid = meta_mid if g_mid is None else g_mid
+        g_scale = meta_scale if g_scale is None else g_scale
+    if not (math.isfinite(g_mid) and math.isfinite(g_scale) and g_scale > 0):
+        raise ValueError(f"weight map needs finite g_mid and g_scale > 0 (got {g_mid}, {g_scale})")
+    return WeightMap(float(g_mid), float(g_scale), traces.unit, origin)
+
+
+@dataclass(frozen=True)
+class PulseData:
+    """Increments in weight units: m (midpoint), dw, up (bool), device (index), follows (see Increments);
+    lo, hi: plateau estimates of the bounds (median over devices); dev_lo, dev_hi: per device; dw0: typical
+    step (mean step magnitude in the middle half of the range)."""
+
+    m: np.ndarray
+    dw: np.ndarray
+    up: np.ndarray
+    device: np.ndarray
+    follows: np.ndarray
+    n_devices: int
+    lo: float
+    hi: float
+    dev_lo: np.ndarray
+    dev_hi: np.ndarray
+    dw0: float
+
+    @property
+    def n(self) -> int:
+        return len(self.dw)
+
+    def subset(self, sel: np.ndarray) -> PulseData:
+        """The increments where sel is True (follows kept only where the predecessor is kept too)."""
+        idx = np.flatnonzero(sel)
+        follows = self.follows[idx].copy()
+        follows[1:] &= idx[1:] == idx[:-1] + 1
+        if len(idx):
+            follows[0] = False
+        return PulseData(self.m[idx], self.dw[idx], self.up[idx], self.device[idx], follows, self.n_devices,
+                         self.lo, self.hi, self.dev_lo, self.dev_hi, self.dw0)
+
+
+def pulse_data(traces: TraceSet, wmap: WeightMap) -> PulseData:
+    """Increments of `traces` in weight units, with the bound and step-size estimates the fits start from."""
+    inc = traces.increments()
+    up = inc.polarity > 0
+    if up.sum() < 10 or (~up).sum() < 10:
+        raise ValueError(f"need at least 10 up and 10 down increments (found {up.sum()} up, {(~up).sum()} down); "
+                         "an increment is two consecutive reads with one pulse between them")
+    ext = np.array([_extremes(wmap.to_w(traces.trace(k)[2])) for k in range(traces.n_devices)])
+    lo, hi = float(np.median(ext[:, 0])), float(np.median(ext[:, 1]))
+    if not hi > lo:
+        raise ValueError("the traces do not span a conductance range (all reads equal)")
+    m, dw = wmap.to_w(inc.g), inc.dg / wmap.g_scale
+    central = np.abs(m - 0.5 * (lo + hi)) < 0.25 * (hi - lo)
+    dw0 = 0.5 * (np.mean(dw[up & central]) - np.mean(dw[~up & central])) if (central & up).any() and \
+        (central & ~up).any() else float("nan")
+    if not dw0 > 0:
+        dw0 = float(np.median(np.abs(dw)))
+    if not dw0 > 0:
+        raise ValueError("the traces show no change under pulses (all increments zero)")
+    return PulseData(m, dw, up, inc.device, inc.follows, traces.n_devices, lo, hi, ext[:, 0], ext[:, 1], dw0)
+
+
+def mean_step(device: DeviceConfig, m: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """Mean step magnitude dw_min q_plus(m) (up) or dw_min q_minus(m) (down) of the nominal element."""
+    s = np.empty(len(m))
+    if up.any():
+        s[up] = device.q_plus(m[up])
+    if (~up).any():
+        s[~up] = device.q_minus(m[~up])
+    return s * device.dw_min
+
+
+def predict(device: DeviceConfig, m: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """Mean increment of a pulse seen from midpoint weight m: the clipped mean step (module docstring),
+    evaluated where the pulse started, m -+ s/2 (one fixed-point step; the error is of order dw_min^3)."""
+    lo, hi = device.bounds
+    s = mean_step(device, m - np.where(up, 0.5, -0.5) * mean_step(device, m, up), up)
+    room = np.maximum(np.where(up, hi - m, m - lo), 0.0) * 2.0
+    mag = np.minimum(s, room)
+    return np.where(up, mag, -mag)

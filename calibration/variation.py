@@ -1,0 +1,140 @@
+"""Cycle-to-cycle noise and device-to-device spread of a fitted family, estimated from the residuals of the
+pooled fit and from per-device fits."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from aimc.calibration.families import Family
+from aimc.calibration.family_fit import FamilyFit, fit_family
+from aimc.calibration.pulse_data import PulseData, mean_step
+from aimc.devices import DeviceConfig
+from aimc.devices.response_step import DW_DOWN, DW_UP
+
+
+def _interior(device: DeviceConfig, data: PulseData) -> tuple[np.ndarray, np.ndarray]:
+    """(mean step magnitude, mask of the increments inside the bounds whose step the bound does not clip)."""
+    lo, hi = device.bounds
+    s = mean_step(device, data.m, data.up)
+    room = 2.0 * np.where(data.up, hi - data.m, data.m - lo)
+    return s, (s < room) & (data.m > lo) & (data.m < hi)
+
+
+def _noise_moments(r: np.ndarray, s: np.ndarray, ref: np.ndarray, follows: np.ndarray) -> dict:
+    """Read noise and cycle noise from residuals r of unclipped increments (weight units).
+
+    Read noise e puts e_{k+1} - e_k into each increment, so consecutive residuals have covariance -sigma_r^2:
+    sigma_r^2 = -mean(r_k r_{k-1}). What remains of the variance, r_k^2 - 2 sigma_r^2, is the cycle noise,
+    fitted as sigma^2 ref_k^2 (additive: ref = the element's step at the reference point) and as
+    sigma^2 s_k^2 (multiplicative: s = the mean step at m_k); the form with the smaller squared error wins.
+    """
+    idx = np.flatnonzero(follows)
+    sr2 = max(-float(np.mean(r[idx] * r[idx - 1])), 0.0) if len(idx) else 0.0
+    z = r ** 2 - 2.0 * sr2
+    out = {"read_noise": math.sqrt(sr2)}
+    sse = {}
+    for name, x in (("additive", ref), ("multiplicative", s)):
+        x2 = x ** 2
+        var = max(float(np.sum(z * x2) / np.sum(x2 ** 2)), 0.0) if np.any(x2 > 0) else 0.0
+        out[f"sigma_{name}"] = math.sqrt(var)
+        sse[name] = float(np.sum((z - var * x2) ** 2))
+    out["form"] = "additive" if sse["additive"] < sse["multiplicative"] else "multiplicative"
+    return out
+
+
+def estimate_noise(fit: FamilyFit, data: PulseData, g_scale: float) -> dict:
+    """Read noise (weight and conductance units) and cycle-to-cycle noise (relative to the step) from the
+    residuals of `fit`, with standard errors from the spread of per-device estimates (NaN for one device)."""
+    s, ok = _interior(fit.device, data)
+    ep = fit.device.nominal().ep[0, 0]
+    ref = np.where(data.up, ep[DW_UP], ep[DW_DOWN])
+    sub = data.subset(ok)
+    pooled = _noise_moments(fit.residuals[ok], s[ok], ref[ok], sub.follows)
+    per = [_noise_moments(fit.residuals[ok][sub.device == d], s[ok][sub.device == d], ref[ok][sub.device == d],
+                          sub.subset(sub.device == d).follows)
+           for d in range(data.n_devices) if np.sum(sub.device == d) >= 20]
+    out = dict(pooled)
+    for key in ("read_noise", "sigma_additive", "sigma_multiplicative"):
+        vals = np.array([p[key] for p in per])
+        out[f"{key}_se"] = float(vals.std(ddof=1) / math.sqrt(len(vals))) if len(vals) > 1 else float("nan")
+    out["read_noise_g"] = out["read_noise"] * g_scale
+    out["read_noise_g_se"] = out["read_noise_se"] * g_scale
+    out["n_increments"] = int(ok.sum())
+    return out
+
+
+def _numeric_grad(func: Callable[[np.ndarray], float], theta: np.ndarray) -> np.ndarray:
+    h = 1e-6 * np.maximum(np.abs(theta), 1e-12)
+    return np.array([(func(theta + e) - func(theta - e)) / (2 * e[k]) for k, e in enumerate(np.diag(h))])
+
+
+def estimate_spread(fam: Family, pooled: FamilyFit, data: PulseData, min_increments: int = 50) -> dict:
+    """Device-to-device spread: fit `fam` to each device alone (from the pooled solution), then for every
+    spread field of the family the between-device std of its per-device quantity, with the estimation noise
+    removed: sqrt(max(var over devices - mean squared standard error, 0)) (method of moments)."""
+    theta0 = np.array(list(pooled.params.values()))
+    dw_nom = pooled.params["dw_min"] if "dw_min" in pooled.params else pooled.device.dw_min
+    rows, covs, used = [], [], []
+    for d in range(data.n_devices):
+        sub = data.subset(data.device == d)
+        if sub.n < max(min_increments, 5 * len(theta0)) or sub.up.sum() < 5 or (~sub.up).sum() < 5:
+            continue
+        f = fit_family(fam, sub, starts=[theta0])
+        rows.append(np.array(list(f.params.values())))
+        covs.append(f.cov)
+        used.append(d)
+    out: dict = {"family": fam.kind, "devices": used, "per_device": {}, "dtod": {}, "quantities": {}}
+    if len(rows) < 3:
+        out["message"] = f"{len(rows)} devices with enough increments; need 3 for a spread"
+        return out
+    theta = np.array(rows)
+    for k, p in enumerate(fam.params):
+        out["per_device"][p] = theta[:, k].tolist()
+    for fld, (func, how) in fam.spread.items():
+        def q(t, func=func):
+            return func(dict(zip(fam.params, t)), dw_nom)
+        vals = np.array([q(t) for t in theta])
+        noise = np.array([_numeric_grad(q, t) @ c @ _numeric_grad(q, t) for t, c in zip(theta, covs)])
+        between = math.sqrt(max(float(vals.var(ddof=1) - noise.mean()), 0.0))
+        mean = float(vals.mean())
+        value = between if how == "abs" else between / abs(mean) * (math.sqrt(2.0) if how == "rel2" else 1.0)
+        out["quantities"][fld] = {"mean": mean, "std": float(vals.std(ddof=1)), "estimation_std": float(
+            math.sqrt(noise.mean())), "between_std": between, "per_device": vals.tolist()}
+        out["dtod"][fld] = value
+    return out
+
+
+def spread_tabulated(fit: FamilyFit, data: PulseData) -> dict:
+    """Spread for the tabulated family: per device, least-squares gains a_up, a_down of the table's steps;
+    dw_min_dtod = std of (a_up + a_down)/2, up_down_dtod = std of (a_up - a_down)/2 (both over their mean,
+    estimation noise removed); w_bound_dtod = mean relative std of the devices' plateau bounds."""
+    s, ok = _interior(fit.device, data)
+    gains, splits, noise_g = [], [], []
+    for d in range(data.n_devices):
+        a, v = {}, {}
+        for name, sel in (("up", data.up), ("down", ~data.up)):
+            m = ok & sel & (data.device == d)
+            if m.sum() < 10:
+                break
+            y, x = np.abs(data.dw[m]), s[m]
+            a[name] = float(np.sum(x * y) / np.sum(x * x))
+            v[name] = float(np.var(y - a[name] * x) / np.sum(x * x))
+        if len(a) == 2:
+            gains.append(0.5 * (a["up"] + a["down"]))
+            splits.append(0.5 * (a["up"] - a["down"]))
+            noise_g.append(0.25 * (v["up"] + v["down"]))
+    out: dict = {"family": "tabulated", "devices": list(range(data.n_devices)), "dtod": {}, "quantities": {}}
+    if len(gains) < 3:
+        out["message"] = f"{len(gains)} devices with enough increments; need 3 for a spread"
+        return out
+    gains, splits, noise = np.array(gains), np.array(splits), float(np.mean(noise_g))
+    g_mean = float(gains.mean())
+    out["dtod"]["dw_min_dtod"] = math.sqrt(max(gains.var(ddof=1) - noise, 0.0)) / g_mean
+    out["dtod"]["up_down_dtod"] = math.sqrt(max(splits.var(ddof=1) - noise, 0.0)) / g_mean
+    rel = [np.std(v, ddof=1) / abs(np.mean(v)) for v in (data.dev_lo, data.dev_hi) if abs(np.mean(v)) > 0]
+    out["dtod"]["w_bound_dtod"] = float(np.mean(rel)) if rel else 0.0
+    out["quantities"] = {"gain": gains.tolist(), "split": splits.tolist()}
+    return out
