@@ -47,6 +47,13 @@ def _params(cfg, shape):
     return dataclasses.replace(p, ep=np.broadcast_to(p.ep, (*shape, N_ELEMENT_PARAMS)))
 
 
+def _random_start(cfg, shape, seed):
+    """The bounds, a generator, `_params` and float32 weights drawn uniformly between the bounds by it."""
+    lo, hi = ref_bounds(cfg)
+    rng = np.random.default_rng(seed)
+    return lo, hi, rng, _params(cfg, shape), rng.uniform(lo, hi, shape).astype(np.float32)
+
+
 @pytest.mark.parametrize("kind", ["SoftBounds", "power", "tabulated"])
 def test_array_parameters_are_float32(kind):
     """An array stores its drawn parameters in float32 (as aihwkit's float32 tiles; half the memory a
@@ -69,11 +76,8 @@ def test_array_parameters_are_float32(kind):
 def test_pulse_kernel_matches_a_python_loop(kind):
     """sigma = 0: counts[i, j] signed pulses, each w += +-dw_min q(w) then clipped, in float64 within a call."""
     cfg = FAMILY_CONFIGS[kind]
-    lo, hi = ref_bounds(cfg)
-    rng = np.random.default_rng(0)
     shape = (12, 10)
-    p = _params(cfg, shape)
-    w0 = rng.uniform(lo, hi, shape).astype(np.float32)
+    lo, hi, rng, p, w0 = _random_start(cfg, shape, seed=0)
     counts = rng.integers(-60, 61, shape)
     w = w0.copy()
     fired = pulse_kernel(w, counts, *p.response, 0.0, False, 1, 1)
@@ -455,11 +459,8 @@ def test_fused_pulsed_update_equals_the_stages(kind, rows, cols, batch):
 def test_expected_update_kernel_whole_pulses_without_noise(kind):
     """|dw| an exact multiple n of dw_min: w + n * dw_min * q(w), clipped (the step is evaluated at the start)."""
     cfg = dict(FAMILY_CONFIGS[kind], dw_min=2.0**-10)
-    lo, hi = ref_bounds(cfg)
-    rng = np.random.default_rng(3)
     shape = (10, 12)
-    p = _params(cfg, shape)
-    w0 = rng.uniform(lo, hi, shape).astype(np.float32)
+    lo, hi, rng, p, w0 = _random_start(cfg, shape, seed=3)
     n = rng.integers(-8, 9, shape)
     w = w0.copy()
     fired = expected_update_kernel(w, n * cfg["dw_min"], cfg["dw_min"], *p.response, 0.0, False, 1, 1)
