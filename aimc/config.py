@@ -194,6 +194,8 @@ def validate_config(data: dict[str, Any], where: str = "config") -> ExperimentCo
 def read_toml(path: str | Path) -> dict[str, Any]:
     """The table of a TOML file; raises `ConfigError` for a missing or malformed file."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"config file {str(path)!r} is a directory, not a TOML file")
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
     try:

@@ -21,6 +21,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from aimc.timestamps import timestamp
+
 DEFAULT_RUNNER = "aimc.train:run_experiment"
 
 
@@ -41,10 +43,6 @@ def _jsonable(v: Any) -> Any:
     return json.loads(json.dumps(v, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
 
 
-def _stamp(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
-
-
 def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     """Validate the task's config, check its hash, call the runner into the run folder; the outcome
     (status done/failed, final metrics or the error with its traceback, timings, host, pid, version)."""
@@ -62,7 +60,7 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     except Exception as err:  # a failed run is an outcome, not a crash of the sweep
         error, tb = f"{type(err).__name__}: {err}", traceback.format_exc()
     return {"config_hash": task["config_hash"], "status": "failed" if error else "done", "metrics": metrics,
-            "error": error, "traceback": tb, "started": _stamp(start), "finished": _stamp(time.time()),
+            "error": error, "traceback": tb, "started": timestamp(start), "finished": timestamp(),
             "duration_s": time.perf_counter() - t0, "host": socket.gethostname(), "pid": os.getpid(),
             "aimc_version": aimc.__version__}
 
@@ -70,7 +68,7 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
 def _failed(task: dict[str, Any], error: str) -> dict[str, Any]:
     """The outcome of a task whose worker could not report one."""
     return {"config_hash": task["config_hash"], "status": "failed", "metrics": None, "error": error,
-            "traceback": None, "started": None, "finished": _stamp(time.time()), "duration_s": 0.0,
+            "traceback": None, "started": None, "finished": timestamp(), "duration_s": 0.0,
             "host": None, "pid": None, "aimc_version": None}
 
 

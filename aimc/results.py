@@ -1,4 +1,5 @@
-"""The run folder: resolved config, manifest, metrics, checkpoints; every write atomic (temp file + rename).
+"""The run folder (resolved config, manifest, metrics, checkpoints) and the writers of result files (JSON,
+JSON lines, PNG); every write atomic (temp file, fsync, rename).
 
 Layout of one run (docs/usage.md):
 
@@ -10,11 +11,9 @@ Layout of one run (docs/usage.md):
 
 from __future__ import annotations
 
+import io
 import json
-import math
 import platform
-import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,10 @@ import torch
 
 import aimc
 from aimc.common.errors import ConfigError
-from aimc.common.files import atomic_open, atomic_write_text, json_safe
+from aimc.common.files import atomic_open, atomic_write_bytes, atomic_write_text, json_safe
 from aimc.config import ExperimentConfig
+from aimc.timestamps import timestamp
+from aimc.toml_writer import to_toml
 
 STATUSES = ("running", "finished", "failed", "diverged", "interrupted")
 
@@ -43,53 +44,20 @@ def read_jsonl(path: str | Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
-# -- TOML ------------------------------------------------------------------------------------------------
-_BARE = re.compile(r"^[A-Za-z0-9_-]+$")
+def write_config(folder: str | Path, data: dict[str, Any]) -> None:
+    """Write a resolved config (`model_dump(mode="json")`) as folder/config.json and folder/config.toml."""
+    write_json(Path(folder) / "config.json", data)
+    atomic_write_text(Path(folder) / "config.toml", to_toml(data))
 
 
-def _key(k: str) -> str:
-    return k if _BARE.match(k) else json.dumps(k)
-
-
-def _value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) else repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    raise TypeError(f"cannot write {type(v).__name__} to TOML")
-
-
-def _is_tables(v: Any) -> bool:
-    return isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(x, dict) for x in v)
-
-
-def to_toml(data: dict, _prefix: str = "") -> str:
-    """TOML text of a nested dict. TOML has no null: a None value is written as a comment."""
-    lines, tables = [], []
-    for k, v in data.items():
-        if isinstance(v, dict) or _is_tables(v):
-            tables.append((k, v))
-        elif v is None:
-            lines.append(f"# {_key(k)}: none (TOML has no null; see config.json)")
-        else:
-            lines.append(f"{_key(k)} = {_value(v)}")
-    for k, v in tables:
-        name = f"{_prefix}{_key(k)}"
-        for item in (v if isinstance(v, (list, tuple)) else [v]):
-            header = f"[[{name}]]" if isinstance(v, (list, tuple)) else f"[{name}]"
-            lines += ["", header, *to_toml(item, name + ".").splitlines()]
-    return "\n".join(lines).lstrip("\n") + ("\n" if not _prefix else "")
+def save_png(fig: Any, path: str | Path) -> None:
+    """Save a matplotlib figure as PNG (120 dpi) atomically."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    atomic_write_bytes(path, buf.getvalue())
 
 
 # -- the run folder --------------------------------------------------------------------------------------
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
 class RunFolder:
@@ -136,19 +104,17 @@ class RunFolder:
                               f"{old.get('config_hash')}, this one {digest}); choose another output folder")
         if old is None:
             self.root.mkdir(parents=True, exist_ok=True)
-            data = cfg.model_dump(mode="json")
-            write_json(self.root / "config.json", data)
-            atomic_write_text(self.root / "config.toml", to_toml(data))
+            write_config(self.root, cfg.model_dump(mode="json"))
             self.manifest = {
                 "name": cfg.name, "config_hash": digest, "seed": cfg.seed, "aimc_version": aimc.__version__,
                 "torch_version": torch.__version__, "numpy_version": np.__version__,
                 "python_version": platform.python_version(), "status": "running", "error": None,
-                "created": _now(), "attempts": 0, "timings": {}, "final": None,
+                "created": timestamp(), "attempts": 0, "timings": {}, "final": None,
             }
         else:
             self.manifest = old
         previous = "new" if old is None else old["status"]
-        self.manifest.update(status="running", error=None, started=_now(),
+        self.manifest.update(status="running", error=None, started=timestamp(),
                              attempts=self.manifest.get("attempts", 0) + 1)
         self.save_manifest()
         return previous
@@ -160,7 +126,7 @@ class RunFolder:
         """Record the outcome (one of STATUSES) with an optional error message and more manifest fields."""
         if status not in STATUSES:
             raise ValueError(f"unknown run status {status!r}")
-        self.manifest.update(status=status, error=error, ended=_now(), **fields)
+        self.manifest.update(status=status, error=error, ended=timestamp(), **fields)
         self.save_manifest()
 
     def write_metrics(self, records: list[dict]) -> None:

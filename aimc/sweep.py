@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,15 +17,12 @@ from typing import Any
 import aimc
 from aimc.common.files import atomic_write_text
 from aimc.executors import DEFAULT_RUNNER, Executor, LocalExecutor, make_task
-from aimc.results import to_toml, write_json
+from aimc.results import write_config, write_json
 from aimc.sweep_file import Run, Sweep
 from aimc.sweep_summary import RESULT_FILE, read_result, write_summary
+from aimc.timestamps import timestamp
 
 STATUSES = ("pending", "running", "done", "failed")
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
 class SweepRunner:
@@ -37,7 +33,7 @@ class SweepRunner:
         self.sweep, self.out, self.runner = sweep, Path(out_dir).resolve(), runner
         self.log = log or (lambda _msg: None)
         self.entries: dict[str, dict[str, Any]] = {}
-        self.created = _now()
+        self.created = timestamp()
 
     def _entry(self, run: Run, old: dict[str, Any] | None) -> dict[str, Any]:
         entry = {"config_hash": run.config_hash, "folder": run.folder, "point": run.point, "seed": run.seed,
@@ -53,11 +49,14 @@ class SweepRunner:
             entry["error"] = None
         return entry
 
+    def counts(self) -> dict[str, int]:
+        """The number of runs per status."""
+        return {s: sum(e["status"] == s for e in self.entries.values()) for s in STATUSES}
+
     def save_manifest(self, executor: str) -> None:
-        counts = {s: sum(e["status"] == s for e in self.entries.values()) for s in STATUSES}
         write_json(self.out / "manifest.json", {
             "name": self.sweep.config.name, "aimc_version": aimc.__version__, "created": self.created,
-            "updated": _now(), "executor": executor, "counts": counts, "seeds": self.sweep.config.seeds,
+            "updated": timestamp(), "executor": executor, "counts": self.counts(), "seeds": self.sweep.config.seeds,
             "axes": [{"name": d.name, "fields": list(d.fields), "labels": list(d.labels)} for d in self.sweep.dims],
             "runs": list(self.entries.values())})
 
@@ -88,13 +87,12 @@ class SweepRunner:
         tasks = []
         for r in todo:
             data = r.config.model_dump(mode="json")
-            write_json(self.out / r.folder / "config.json", data)
-            atomic_write_text(self.out / r.folder / "config.toml", to_toml(data))
+            write_config(self.out / r.folder, data)
             tasks.append(make_task(data, r.config_hash, str(self.out / r.folder), self.runner))
         self.save_manifest(where)
 
         def submitted(task: dict) -> None:
-            self.entries[task["config_hash"]].update(status="running", submitted=_now())
+            self.entries[task["config_hash"]].update(status="running", submitted=timestamp())
             self.save_manifest(where)
 
         finished = 0
@@ -110,7 +108,7 @@ class SweepRunner:
         finally:
             self.save_manifest(where)
             write_summary(self.sweep, self.out)
-        counts = {s: sum(e["status"] == s for e in self.entries.values()) for s in STATUSES}
+        counts = self.counts()
         self.log(f"sweep {self.sweep.config.name}: {counts['done']} done, {counts['failed']} failed; "
                  f"summary in {self.out / 'summary.md'}")
         return counts

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from aimc.common.files import atomic_write_bytes, atomic_write_text
+from aimc.common.files import atomic_write_text
+from aimc.results import save_png
 from aimc.sweep_file import Dim, Sweep
 
 RESULT_FILE = "result.json"
@@ -101,13 +102,6 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
 
 
-def _save_png(fig: Any, path: Path) -> None:
-    """Save a figure atomically (atomic_write_bytes)."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120)
-    atomic_write_bytes(path, buf.getvalue())
-
-
 def _numeric_axis(dim: Dim) -> list[float] | None:
     """The values of a single-field numeric dim (for a numeric x axis), else None."""
     if len(dim.fields) != 1 or not all(_number(v[0]) is not None for v in dim.values):
@@ -156,7 +150,7 @@ def write_figures(sweep: Sweep, rows: list[dict[str, Any]], metrics: list[str], 
                 ax.legend(fontsize=7)
             fig.tight_layout()
             stem = _safe(f"{m}_vs_{dim.name}")
-            _save_png(fig, folder / f"{stem}.png")
+            save_png(fig, folder / f"{stem}.png")
             plt.close(fig)
             atomic_write_text(folder / f"{stem}.csv", buf.getvalue())
         if len(sweep.dims) == 2:
@@ -180,7 +174,7 @@ def _heatmap(sweep: Sweep, rows: list[dict[str, Any]], m: str, folder: Path, plt
     fig.colorbar(im, ax=ax, label=m)
     fig.tight_layout()
     stem = _safe(f"{m}_heatmap")
-    _save_png(fig, folder / f"{stem}.png")
+    save_png(fig, folder / f"{stem}.png")
     plt.close(fig)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")

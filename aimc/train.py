@@ -30,7 +30,7 @@ from aimc.config import ExperimentConfig
 from aimc.datasets import Dataset, load_dataset
 from aimc.devices import set_kernel_threads
 from aimc.models import build_model
-from aimc.results import RunFolder, write_json
+from aimc.results import RunFolder, save_png, write_json
 
 _LAST_GOOD = ("epoch", "train_loss", "test_loss", "test_accuracy", "saturated_fraction", "pulses_per_weight")
 
@@ -331,11 +331,8 @@ def write_curves(histories: dict[str, list[dict]], stem: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    tmp = stem.with_name(f".{stem.name}.tmp.png")
-    fig.savefig(tmp, dpi=120)
+    save_png(fig, stem.with_suffix(".png"))
     plt.close(fig)
-    tmp.replace(stem.with_suffix(".png"))
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["algorithm", "epoch", "train_loss", "test_loss", "test_accuracy"])

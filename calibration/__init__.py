@@ -5,7 +5,8 @@ from aimc.calibration.family_fit import FamilyFit, fit_family, fit_tabulated
 from aimc.calibration.fit import FitResult, fit
 from aimc.calibration.protocols import cycle_polarity, measure, measure_cycles, measure_random
 from aimc.calibration.pulse_data import PulseData, WeightMap, predict, pulse_data, weight_map_for
-from aimc.calibration.report import device_numbers, implicit_penalty, resolve, write_report
+from aimc.calibration.report import resolve, write_report
+from aimc.calibration.response_numbers import device_numbers, implicit_penalty
 from aimc.calibration.traces import TraceFormatError, TraceSet, from_arrays, read_csv, write_csv
 
 __all__ = [

@@ -1,4 +1,6 @@
-"""The families a fit can choose from: for every device family, its free parameters, their box and
+"""The families a fit can choose from: for every device family (R1's ideal, linear, power and exponential,
+[R1] Wu et al., NeurIPS 2025, arXiv:2502.06309; IBM aihwkit 1.1.0's ConstantStep, LinearStep, SoftBounds,
+ExpStep, PowStep and PiecewiseStep; the tabulated, non-parametric one), its free parameters, their box and
 starting points, the fields held fixed, and how each device-to-device spread is measured."""
 
 from __future__ import annotations
@@ -32,17 +34,22 @@ def _by(name: str):
     return lambda p, dw: p[name]
 
 
+def _steps_at_zero(p: dict) -> tuple[float, float]:
+    """An aihwkit element's (up, down) steps at w = 0: dw_min (1 + up_down) up when up_down < 0, dw_min
+    (1 - up_down) down when up_down > 0, dw_min otherwise (aihwkit 1.1.0: up_bias = min(up_down, 0),
+    down_bias = -max(up_down, 0))."""
+    return p["dw_min"] * (1 + min(p["up_down"], 0.0)), p["dw_min"] * (1 - max(p["up_down"], 0.0))
+
+
 def _gain(p: dict, dw: float) -> float:
     """Mean of an aihwkit element's up and down steps at w = 0, in units of the nominal dw_min."""
-    up = p["dw_min"] * (1 + min(p["up_down"], 0.0))
-    down = p["dw_min"] * (1 - max(p["up_down"], 0.0))
+    up, down = _steps_at_zero(p)
     return 0.5 * (up + down) / dw
 
 
 def _split(p: dict, dw: float) -> float:
     """Half difference of an aihwkit element's up and down steps at w = 0, in units of the nominal dw_min."""
-    up = p["dw_min"] * (1 + min(p["up_down"], 0.0))
-    down = p["dw_min"] * (1 - max(p["up_down"], 0.0))
+    up, down = _steps_at_zero(p)
     return 0.5 * (up - down) / dw
 
 

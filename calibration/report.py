@@ -1,41 +1,37 @@
 """Response-function reports: what a device will do to training, as one HTML page, PNG figures and JSON.
 
-For each device (a preset, a device file, or a fit): conductance against pulse number over up/down cycles
-with the device-to-device band; q_plus, q_minus, F, G, G/F over the weight range with their spread across
-elements; the symmetric point, dynamic range, number of states, the step dw_min F(w) at each w; the implicit
-penalty R_c(w) of Analog SGD (antiderivative of G/F from the symmetric point, R1 Theorem 1) and its predicted
-drift per step, -G(w) in units of alpha E|grad| (R1 Theorem 1; R1 = Wu et al., NeurIPS 2025,
-arXiv:2502.06309). For a fit also: the data over the
-models, residuals, the parameter table with intervals and the family ranking. Several devices side by side
-get overlay figures and one table.
+For each device (a preset, a device file, or a fit output): its numbers (`response_numbers`) and figures
+(`report_figures`); for a fit also the parameter table with intervals, the family ranking, the residual
+diagnostics, noise and device-to-device spread. Several devices side by side get one table and an overlay
+figure.
 """
 
 from __future__ import annotations
 
 import base64
 import html
-import io
 import json
-import math
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from aimc.calibration.fit import FitResult, WeightMap  # noqa: E402
-from aimc.calibration.protocols import measure_cycles  # noqa: E402
-from aimc.common.files import (  # noqa: E402
-    atomic_write_bytes,
-    atomic_write_text,
-    json_safe,  # noqa: E402
+from aimc.calibration.fit import FitResult
+from aimc.calibration.pulse_data import WeightMap
+from aimc.calibration.report_figures import (
+    fig_compare,
+    fig_fit_data,
+    fig_fit_ranking,
+    fig_fit_residuals,
+    fig_penalty,
+    fig_response,
+    fig_steps,
+    fig_traces,
+    png_bytes,
 )
-from aimc.devices import PRESETS, ConductanceArray, DeviceConfig, load_device  # noqa: E402
+from aimc.calibration.response_numbers import device_numbers
+from aimc.common.files import atomic_write_bytes, atomic_write_text, json_safe
+from aimc.devices import PRESETS, DeviceConfig, load_device
 
 
 @dataclass
@@ -74,245 +70,6 @@ def resolve(spec: str | DeviceConfig | FitResult, name: str | None = None) -> Su
             wmap = WeightMap(float(m["g_mid"]), float(m["g_scale"]), str(m.get("unit", "a.u.")),
                              str(m.get("origin", "file")))
     return Subject(name or (spec if spec in PRESETS else path.stem), device, wmap)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# numbers
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _stats(v: np.ndarray) -> dict:
-    v = np.asarray(v, float)
-    v = v[np.isfinite(v)]
-    if not len(v):
-        return {"mean": None, "std": None, "p5": None, "p95": None}
-    return {"mean": float(v.mean()), "std": float(v.std()), "p5": float(np.percentile(v, 5)),
-            "p95": float(np.percentile(v, 95))}
-
-
-def implicit_penalty(w: np.ndarray, g_over_f: np.ndarray, w_sym: float) -> np.ndarray:
-    """R_c(w) = integral of G/F from w_sym to w (trapezoid on the increasing grid w)."""
-    cum = np.concatenate([[0.0], np.cumsum(0.5 * (g_over_f[1:] + g_over_f[:-1]) * np.diff(w))])
-    return cum - np.interp(w_sym, w, cum)
-
-
-def device_numbers(device: DeviceConfig, n_elements: int = 64, seed: int = 0, n_grid: int = 201,
-                   max_pulses: int = 2000) -> dict:
-    """The report numbers of one device (weight units; see docs/calibration.md), with the curves behind them.
-
-    n_elements elements drawn with the device's spread give the bands (5th to 95th percentile); the traces
-    are n_cycles = 2 cycles of min(1.5 n_states, max_pulses) up then down pulses from the low state, read
-    without read noise.
-    """
-    lo, hi = device.bounds
-    w = np.linspace(lo, hi, n_grid)
-    qp, qm = device.q_plus(w), device.q_minus(w)
-    F, G = 0.5 * (qm + qp), 0.5 * (qm - qp)
-    gf = np.divide(G, F, out=np.full_like(G, np.nan), where=F > 0)
-    w_sym_raw = device.symmetric_point()
-    w_sym = float(w_sym_raw) if math.isfinite(w_sym_raw) else 0.5 * (lo + hi)
-    gf0 = np.nan_to_num(gf)
-    rc = implicit_penalty(w, gf0, w_sym)
-    stiffness = float(np.interp(w_sym, w, np.gradient(gf0, w)))
-
-    arr = ConductanceArray(n_elements, 1, device, seed=seed)
-    el_qp = np.stack([arr.element_steps(True, np.full(arr.shape, v))[:, 0] for v in w], axis=1) / device.dw_min
-    el_qm = np.stack([arr.element_steps(False, np.full(arr.shape, v))[:, 0] for v in w], axis=1) / device.dw_min
-    b_lo, b_hi = (b[:, 0] for b in arr.bounds)
-    inside = (w[None, :] >= b_lo[:, None]) & (w[None, :] <= b_hi[:, None])
-    el = {"q_plus": el_qp, "q_minus": el_qm, "F": 0.5 * (el_qp + el_qm), "G": 0.5 * (el_qm - el_qp)}
-    bands = {}
-    for key, val in el.items():
-        v = np.where(inside, val, np.nan)
-        with np.errstate(all="ignore"):
-            bands[key] = {"p5": np.nanpercentile(v, 5, axis=0).tolist(),
-                          "p95": np.nanpercentile(v, 95, axis=0).tolist()}
-    sym = arr.symmetric_points()[:, 0]
-    mid = 0.5 * (b_lo + b_hi)
-    step_mid = 0.5 * (arr.element_steps(True, mid[:, None]) + arr.element_steps(False, mid[:, None]))[:, 0]
-    states = np.divide(b_hi - b_lo, step_mid, out=np.full(n_elements, np.nan), where=step_mid > 0)
-
-    n_pulses = int(min(math.ceil(1.5 * device.n_states), max_pulses))
-    tr = measure_cycles(device, n_pulses=n_pulses, n_cycles=2, n_devices=n_elements, seed=seed, g_mid=0.0,
-                        g_scale=1.0, unit="a.u.")
-    reads = tr.conductance.reshape(n_elements, -1)
-    return {
-        "kind": device.kind, "device": device.model_dump(mode="json"),
-        "bounds": [lo, hi], "dynamic_range": hi - lo, "dw_min": device.dw_min, "n_states": device.n_states,
-        "symmetric_point": float(w_sym_raw) if math.isfinite(w_sym_raw) else None,
-        "asymmetry": {"max_abs_G": float(np.max(np.abs(G))), "mean_abs_G_over_F": float(np.nanmean(np.abs(gf)))},
-        "penalty": {"R_c_at_bounds": [float(rc[0]), float(rc[-1])], "stiffness_at_symmetric_point": stiffness},
-        "spread": {"symmetric_point": _stats(sym), "dynamic_range": _stats(b_hi - b_lo), "w_min": _stats(b_lo),
-                   "w_max": _stats(b_hi), "step_at_mid_range": _stats(step_mid), "n_states": _stats(states)},
-        "curves": {"w": w.tolist(), "q_plus": qp.tolist(), "q_minus": qm.tolist(), "F": F.tolist(), "G": G.tolist(),
-                   "G_over_F": gf.tolist(), "R_c": rc.tolist(), "drift": (-G).tolist(),
-                   "step": (device.dw_min * F).tolist(), "bands": bands},
-        "traces": {"pulse": np.arange(reads.shape[1]).tolist(), "mean": reads.mean(0).tolist(),
-                   "p5": np.percentile(reads, 5, axis=0).tolist(), "p95": np.percentile(reads, 95, axis=0).tolist(),
-                   "n_pulses": n_pulses, "n_cycles": 2},
-    }
-
-
-# ---------------------------------------------------------------------------------------------------------
-# figures
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _png(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return buf.getvalue()
-
-
-def _mark_sym(ax, num: dict) -> None:
-    if num["symmetric_point"] is not None:
-        ax.axvline(num["symmetric_point"], color="0.5", ls=":", lw=1, label="symmetric point")
-
-
-def fig_traces(num: dict, wmap: WeightMap | None):
-    t = num["traces"]
-    fig, ax = plt.subplots(figsize=(7, 3.2))
-    tf = (lambda v: wmap.to_g(np.asarray(v))) if wmap else (lambda v: np.asarray(v))
-    ax.fill_between(t["pulse"], tf(t["p5"]), tf(t["p95"]), alpha=0.3, label="5-95% of elements")
-    ax.plot(t["pulse"], tf(t["mean"]), lw=1, label="mean")
-    ax.set_xlabel("pulse number")
-    ax.set_ylabel(f"conductance ({wmap.unit})" if wmap else "weight")
-    ax.set_title(f"{t['n_cycles']} cycles of {t['n_pulses']} up then {t['n_pulses']} down pulses")
-    ax.legend(fontsize=8)
-    return fig
-
-
-def fig_response(num: dict):
-    c = num["curves"]
-    w = np.asarray(c["w"])
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
-    for key, lab in (("q_plus", "q+ (up)"), ("q_minus", "q- (down)")):
-        axes[0].plot(w, c[key], label=lab)
-        axes[0].fill_between(w, c["bands"][key]["p5"], c["bands"][key]["p95"], alpha=0.2)
-    for key in ("F", "G"):
-        axes[1].plot(w, c[key], label=key)
-        axes[1].fill_between(w, c["bands"][key]["p5"], c["bands"][key]["p95"], alpha=0.2)
-    axes[2].plot(w, c["G_over_F"], label="G/F")
-    axes[2].axhline(0, color="0.7", lw=0.8)
-    for ax, title in zip(axes, ("response", "symmetric / asymmetric part", "R(w) = G/F")):
-        _mark_sym(ax, num)
-        ax.set_xlabel("weight w")
-        ax.set_title(title)
-        ax.legend(fontsize=8)
-    return fig
-
-
-def fig_steps(num: dict):
-    c = num["curves"]
-    w = np.asarray(c["w"])
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.3))
-    dw = num["dw_min"]
-    axes[0].plot(w, np.asarray(c["q_plus"]) * dw, label="up step")
-    axes[0].plot(w, np.asarray(c["q_minus"]) * dw, label="down step")
-    axes[0].plot(w, np.asarray(c["step"]), "k--", lw=1, label="dw_min F(w)")
-    axes[0].fill_between(w, np.asarray(c["bands"]["F"]["p5"]) * dw, np.asarray(c["bands"]["F"]["p95"]) * dw,
-                         color="k", alpha=0.1, label="5-95% of elements")
-    axes[0].set_xlabel("weight w")
-    axes[0].set_ylabel("step per pulse (weight units)")
-    axes[0].legend(fontsize=8)
-    s = num["spread"]["n_states"]
-    axes[1].set_title(f"states: nominal {num['n_states']:.0f}, elements {s['p5'] or 0:.0f} to {s['p95'] or 0:.0f}")
-    axes[1].bar(["nominal", "mean", "p5", "p95"], [num["n_states"], s["mean"] or 0, s["p5"] or 0, s["p95"] or 0])
-    axes[1].set_ylabel("number of states")
-    return fig
-
-
-def fig_penalty(num: dict):
-    c = num["curves"]
-    w = np.asarray(c["w"])
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.3))
-    axes[0].plot(w, c["R_c"])
-    axes[0].set_title("implicit penalty R_c(w) (per unit of E|grad|)")
-    axes[1].plot(w, c["drift"])
-    axes[1].axhline(0, color="0.7", lw=0.8)
-    axes[1].set_title("drift per step, -G(w) (units of alpha E|grad|)")
-    for ax in axes:
-        _mark_sym(ax, num)
-        ax.set_xlabel("weight w")
-    return fig
-
-
-def fig_fit_data(fit: dict):
-    d, mc = fit["data"], fit["model_curves"]
-    fig, ax = plt.subplots(figsize=(7, 4))
-    s = d["sample"]
-    m, dw, up = np.asarray(s["m"]), np.asarray(s["dw"]), np.asarray(s["up"], bool)
-    ax.scatter(m[up], dw[up], s=2, alpha=0.15, color="C0")
-    ax.scatter(m[~up], dw[~up], s=2, alpha=0.15, color="C1")
-    for name, col in (("up", "C0"), ("down", "C1")):
-        b = d["binned"][name]
-        ok = np.asarray(b["count"]) > 0
-        ax.errorbar(np.asarray(b["w"])[ok], np.asarray(b["mean"])[ok], np.asarray(b["se"])[ok], fmt="o", ms=3,
-                    color=col, label=f"{name}: binned data")
-    for k, ls in zip([r["kind"] for r in fit["ranking"][:3]], ("-", "--", ":")):
-        ax.plot(mc["w"], mc[k]["up"], color="k", ls=ls, lw=1, label=k)
-        ax.plot(mc["w"], mc[k]["down"], color="k", ls=ls, lw=1)
-    ax.axhline(0, color="0.7", lw=0.8)
-    ax.set_xlabel("weight at the pulse (midpoint of the two reads)")
-    ax.set_ylabel("increment per pulse")
-    ax.set_title("data over the best three models")
-    ax.legend(fontsize=7)
-    return fig
-
-
-def fig_fit_residuals(fit: dict):
-    best = fit["families"][fit["best"]]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.3))
-    for name, col in (("up", "C0"), ("down", "C1")):
-        b = best["diagnostics"]["binned_residuals"][name]
-        ok = np.asarray(b["count"]) >= 5
-        axes[0].errorbar(np.asarray(b["w"])[ok], np.asarray(b["mean"])[ok], np.asarray(b["se"])[ok], fmt="o", ms=3,
-                         color=col, label=name)
-    axes[0].axhline(0, color="0.7", lw=0.8)
-    axes[0].set_title(f"binned residual means ({fit['best']})")
-    axes[0].set_xlabel("weight")
-    axes[0].legend(fontsize=8)
-    axes[1].hist(fit["data"]["sample"]["residual"], bins=60)
-    axes[1].set_title("residuals (sample)")
-    return fig
-
-
-def fig_fit_ranking(fit: dict):
-    rows = fit["ranking"]
-    fig, ax = plt.subplots(figsize=(7, 3.2))
-    key = "delta_" + fit["criterion"]
-    ax.barh([r["kind"] for r in rows][::-1], [r[key] + 1.0 for r in rows][::-1])
-    ax.set_xscale("log")
-    ax.set_xlabel(f"{key} + 1 (lower is better)")
-    return fig
-
-
-def fig_compare(nums: list[tuple[str, dict]]):
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
-    for name, num in nums:
-        c = num["curves"]
-        line, = axes[0, 0].plot(c["w"], c["q_plus"], label=f"{name} q+")
-        axes[0, 0].plot(c["w"], c["q_minus"], ls="--", color=line.get_color())
-        axes[0, 1].plot(c["w"], c["G_over_F"], label=name)
-        axes[1, 0].plot(c["w"], c["R_c"], label=name)
-        t = num["traces"]
-        x = np.asarray(t["pulse"]) / max(t["pulse"][-1], 1)
-        lo, hi = num["bounds"]
-        axes[1, 1].plot(x, (np.asarray(t["mean"]) - lo) / (hi - lo), label=name)
-    for ax, title, xl in ((axes[0, 0], "q+ (solid), q- (dashed)", "weight"), (axes[0, 1], "G/F", "weight"),
-                          (axes[1, 0], "implicit penalty R_c", "weight"),
-                          (axes[1, 1], "cycles, normalised (range and pulse count)", "fraction of the sequence")):
-        ax.set_title(title)
-        ax.set_xlabel(xl)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
-
-# ---------------------------------------------------------------------------------------------------------
-# page
-# ---------------------------------------------------------------------------------------------------------
 
 
 def _slug(name: str) -> str:
@@ -408,7 +165,7 @@ def write_report(specs: list, out_dir: str | os.PathLike, n_elements: int = 64, 
     numbers, sections, nums = {}, [], []
 
     def img(fig, stem: str) -> str:
-        data = _png(fig)
+        data = png_bytes(fig)
         atomic_write_bytes(out / f"{stem}.png", data)
         return (f'<p><img alt="{html.escape(stem)}" src="data:image/png;base64,'
                 f'{base64.b64encode(data).decode()}"></p>')
@@ -443,7 +200,10 @@ def write_report(specs: list, out_dir: str | os.PathLike, n_elements: int = 64, 
             "<p>Weights in weight units unless a conductance map is given. Drift and penalty follow R1 "
             "(Wu et al., NeurIPS 2025, arXiv:2502.06309, Theorem 1): Analog SGD drifts by -alpha E|grad| G(w) "
             "per step and minimises "
-            "f + &lt;E|grad|, R_c&gt;. Bands: 5th to 95th percentile over the drawn elements.</p>"
+            "f + &lt;E|grad|, R_c&gt;. The families ideal, linear, power and exponential are R1's; ConstantStep, "
+            "LinearStep, SoftBounds, ExpStep, PowStep and PiecewiseStep are IBM aihwkit 1.1.0's; tabulated is a "
+            "measured step table. "
+            "Bands: 5th to 95th percentile over the drawn elements.</p>"
             f"{head}{''.join(sections)}</body></html>")
     atomic_write_text(out / "report.json", json.dumps(json_safe(numbers), indent=1) + "\n")
     return atomic_write_text(out / "report.html", page)

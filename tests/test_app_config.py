@@ -1,12 +1,13 @@
 """ExperimentConfig: validation errors name the dotted field, TOML loading, overrides, schema, the default job."""
 
+import math
 from pathlib import Path
 
 import pytest
 
 from aimc.common.errors import ConfigError
 from aimc.config import ExperimentConfig, apply_overrides, config_schema, default_job, load_config, validate_config
-from aimc.results import to_toml
+from aimc.toml_writer import to_toml
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "configs"
 
@@ -23,6 +24,19 @@ def test_out_of_range_value_names_the_field():
     assert "compare.1.lr: Input should be greater than 0" in _error(
         {"compare": [{"algorithm": "sgd"}, {"algorithm": "analog_sgd", "lr": 0}]})
     assert "model.hidden.0: Input should be greater than or equal to 1" in _error({"model": {"hidden": [0]}})
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
+@pytest.mark.parametrize("field,data", [
+    ("trainer.lr", lambda v: {"trainer": {"algorithm": "analog_sgd", "lr": v}}),
+    ("trainer.transfer_lr", lambda v: {"trainer": {"algorithm": "residual", "transfer_lr": v}}),
+    ("tile.device.dw_min", lambda v: {"tile": {"device": {"kind": "power", "dw_min": v}}}),
+    ("tile.device.gamma", lambda v: {"tile": {"device": {"kind": "power", "gamma": v}}}),
+    ("tile.forward.out_noise", lambda v: {"tile": {"forward": {"out_noise": v}}}),
+])
+def test_non_finite_numbers_are_refused_by_field(field, data, value):
+    """JSON (config.json, which --resume reads) has no NaN or infinity, and no device or rate means one."""
+    assert f"{field}: Input should be a finite number" in _error(data(value))
 
 
 def test_wrong_key_names_the_field():
@@ -55,6 +69,8 @@ def test_toml_errors_name_the_file_and_field(tmp_path):
         load_config(bad)
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(tmp_path / "missing.toml")
+    with pytest.raises(ConfigError, match=r"config file '.*' is a directory, not a TOML file"):
+        load_config(tmp_path)
 
 
 def test_apply_overrides():

@@ -168,3 +168,11 @@ def test_cli_version(tmp_path):
     out = _cli("--version", cwd=tmp_path)
     assert out.returncode == 0
     assert out.stdout.strip() == f"aimc {aimc.__version__}"
+
+
+@pytest.mark.parametrize("kind", ["power", "SoftBounds", "PowStep", "tabulated"])
+def test_non_finite_numbers_are_refused_by_name(kind):
+    with pytest.raises(ConfigError, match=r"dw_min: Input should be a finite number \(got inf\)"):
+        parse_device(dict(FAMILY_CONFIGS[kind], dw_min=math.inf))
+    with pytest.raises(ValueError, match="out_noise"):
+        PeripheryConfig(out_noise=math.nan)

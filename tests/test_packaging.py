@@ -50,3 +50,13 @@ def test_wheel_holds_one_import_package(tmp_path):
         assert f"{layer.replace('.', '/')}/__init__.py" in names
     for data in ("aimc/py.typed", "aimc/data/mnist_small.npz", "aimc/devices/response.py"):
         assert data in names
+
+
+def test_atomic_writes_get_the_mode_of_a_plain_open(tmp_path):
+    """Result files are readable as any file the user's umask allows (mkstemp alone makes them 0600)."""
+    from aimc.common.files import atomic_write_text
+
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    atomic = atomic_write_text(tmp_path / "atomic.txt", "x")
+    assert atomic.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777

@@ -253,3 +253,60 @@ def test_transfer_trains_are_capped_at_the_transfer_bl(transfer_bl, pulses):
     opt.step()  # no saved batch: no gradient pulses, one transfer of all 4 columns
     np.testing.assert_allclose(t.arrays[0].w, pulses * dw, rtol=1e-5)
     assert opt.costs()["transfer_pulses"] == 12 * pulses
+
+
+# -- a refused step ---------------------------------------------------------------------------------------
+
+ANALOG_ALGORITHMS = ["analog_sgd", "tiki_taka", "ttv2", "residual", "residual_v2", "multi_tile", "mixed_precision"]
+
+
+def _same(a, b) -> bool:
+    """Bit-equal nested state (dicts, lists, arrays, tensors, numbers)."""
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(u, v) for u, v in zip(a, b))
+    if torch.is_tensor(a) or isinstance(a, np.ndarray):
+        return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+    return a == b
+
+
+def _snapshot(model, opt):
+    state = {k: v.clone() for k, v in model.state_dict().items() if torch.is_tensor(v)}
+    return state, copy.deepcopy(opt.state_dict())
+
+
+@pytest.mark.parametrize("where", ["x", "d"])
+@pytest.mark.parametrize("algorithm", ANALOG_ALGORITHMS)
+def test_a_non_finite_step_is_refused_and_changes_nothing(algorithm, where):
+    """NaN in a layer's input (x) or infinity in the loss gradient (d, and so the digital bias gradient): the
+    step raises before any parameter, array or optimizer state moves, and a clean forward pass stays finite."""
+    torch.manual_seed(0)
+    model = T.convert(nn.Sequential(nn.Linear(6, 5), nn.Tanh(), nn.Linear(5, 3)),
+                      _tile(Linear(tau=1.0, dw_min=1e-3), mode="pulsed"))
+    opt = T.build_optimizer(model, {"algorithm": algorithm, "lr": 0.1})
+    x, y = torch.rand(8, 6), torch.rand(8, 3)
+    for _ in range(2):
+        _step(model, opt, x, y)
+    before, opt_before = _snapshot(model, opt)
+    opt.zero_grad()
+    bad = x.clone()
+    if where == "x":
+        bad[3, 2] = float("nan")
+        model(bad).sum().backward()
+    else:
+        (model(bad) * torch.tensor([1.0, float("inf"), 1.0])).sum().backward()
+    with pytest.raises(ValueError, match="step refused: the (input x|gradient d|gradient of).*NaN or infinity"):
+        opt.step()
+    after, opt_after = _snapshot(model, opt)
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
+    assert opt.steps == 2 and _same(opt_before, opt_after)
+    with torch.no_grad():
+        assert torch.isfinite(model(x)).all()
+
+
+@pytest.mark.parametrize("field", ["lr", "transfer_lr"])
+def test_build_optimizer_refuses_non_finite_rates_by_name(field):
+    model = T.convert(nn.Sequential(nn.Linear(4, 2)), _tile(Linear(tau=1.0, dw_min=1e-3)))
+    with pytest.raises(ValueError, match=rf"residual\.{field}\s+Input should be a finite number"):
+        T.build_optimizer(model, {"algorithm": "residual", field: float("inf")})

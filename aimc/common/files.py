@@ -12,6 +12,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+_UMASK = os.umask(0o022)  # read once, at import (os.umask can only be read by setting it)
+os.umask(_UMASK)
+
 
 @contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
@@ -21,6 +24,7 @@ def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # the mode open() gives a new file (mkstemp's is 0600)
         with os.fdopen(fd, mode) as fh:
             yield fh
             fh.flush()

@@ -6,8 +6,9 @@ from collections.abc import Collection
 
 from pydantic import ConfigDict, ValidationError
 
-STRICT = ConfigDict(extra="forbid", frozen=True)
-"""The model config of every config section: unknown keys are errors, and a validated config is frozen."""
+STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+"""The model config of every config section: unknown keys, NaN and infinities are errors, and a validated
+config is frozen."""
 
 
 def _dotted(loc: tuple, prefix: str, hidden: Collection[str]) -> str:

@@ -39,6 +39,7 @@ class AnalogOptimizer(torch.optim.Optimizer):
     def __init__(self, model: nn.Module, cfg):
         self.cfg = cfg
         self.model_names = {id(m): n for n, m in model.named_modules()}
+        self.param_names = {id(p): n for n, p in model.named_parameters()}
         self.layers: list[AnalogLayer] = analog_layers(model)
         if not self.layers:
             raise ValueError(f"{type(self).__name__} needs a model with analog layers: call "
@@ -82,13 +83,14 @@ class AnalogOptimizer(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        batches = [layer.pop_batch() for layer in self.layers]
+        self._check_finite(batches)
         for group in self.param_groups:
             lr = group["lr"]
             for p in group["params"]:
                 if p.grad is not None:
                     p.add_(p.grad, alpha=-lr)
-        for li, layer in enumerate(self.layers):
-            batch = layer.pop_batch()
+        for li, (layer, batch) in enumerate(zip(self.layers, batches)):
             if batch is None:
                 continue
             for bi, block, x, d in layer.block_batches(*batch):
@@ -96,6 +98,22 @@ class AnalogOptimizer(torch.optim.Optimizer):
         self.steps += 1
         self.after_step()
         return loss
+
+    def _check_finite(self, batches: list[tuple[np.ndarray, np.ndarray] | None]) -> None:
+        """Refuse a step, before any parameter or array changes, where a digital gradient or an analog
+        layer's saved input x or gradient d holds a NaN or an infinity."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None and not bool(torch.isfinite(p.grad).all()):
+                    name = self.param_names.get(id(p), "a parameter")
+                    raise ValueError(f"step refused: the gradient of {name} holds NaN or infinity; no parameter "
+                                     "or array was changed")
+        for layer, batch in zip(self.layers, batches):
+            for what, v in zip(("input x", "gradient d"), batch or ()):
+                if not np.isfinite(v).all():
+                    raise ValueError(f"step refused: the {what} of analog layer "
+                                     f"{self.model_names.get(id(layer), '?')!r} holds NaN or infinity; no "
+                                     "parameter or array was changed")
 
     @property
     def lr(self) -> float:
