@@ -28,7 +28,7 @@ from aimc import trainers
 from aimc.common.files import atomic_write_text
 from aimc.config import ExperimentConfig
 from aimc.datasets import Dataset, load_dataset
-from aimc.devices import set_kernel_threads
+from aimc.devices import check_kernel_threads, set_kernel_threads
 from aimc.models import build_model
 from aimc.results import RunFolder, save_png, write_json
 
@@ -127,6 +127,7 @@ def train_run(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = False
     `cfg.data` if already loaded. Returns the final metrics."""
     if cfg.compare:
         raise ValueError("train_run takes a single-trainer config; use run_experiment for `compare`")
+    check_kernel_threads(cfg.threads)  # before anything is written
     run = RunFolder(out_dir)
     if (done := run.finished(cfg)) is not None:
         return done
@@ -237,6 +238,7 @@ def _f(v: float | None) -> str:
 def run_comparison(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = False) -> dict[str, dict]:
     """One run per `compare` entry in out_dir/<label>/, then comparison.{json,csv,md} and curves.{png,csv}.
     A diverged run is reported with its status and error; it does not stop the others."""
+    check_kernel_threads(cfg.threads)  # before anything is written
     run = RunFolder(out_dir)
     if (done := run.finished(cfg)) is not None:
         return done

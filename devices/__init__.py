@@ -1,6 +1,6 @@
 """aimc device layer: resistive elements, crossbar arrays, pulse kernels and read periphery (numpy only)."""
 
-from aimc.devices.threads import limit_blas_threads, set_kernel_threads
+from aimc.devices.threads import check_kernel_threads, limit_blas_threads, set_kernel_threads
 
 limit_blas_threads()
 
@@ -47,7 +47,7 @@ flush_stale([rng, prefetch, bits, normals, threads, loops, response_step, pulses
              pulsed_update, expected_update, characteristics, effective_weight, periphery, threshold], [])
 
 __all__ = [
-    "AnalogTile", "ConductanceArray", "ConstantStep", "DEVICE_KINDS", "DeviceConfig",
+    "AnalogTile", "check_kernel_threads", "ConductanceArray", "ConstantStep", "DEVICE_KINDS", "DeviceConfig",
     "ElementParams", "ExpStep", "Exponential", "Ideal", "Linear", "LinearStep", "PRESETS", "PeripheryConfig",
     "PiecewiseStep", "PowStep", "Power", "SoftBounds", "Tabulated", "UpdateConfig", "analog_mvm",
     "Preset", "Stream", "device_schema", "get_preset", "limit_blas_threads", "load_device", "parse_device",

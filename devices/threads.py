@@ -11,7 +11,7 @@ digital step under load). Passive pools (no spinning) cure that but pay a wake-u
 a short spin keeps back-to-back kernels fast (FCN step, Analog SGD / digital in one run on 2 cores: 4.3x
 passive, 3.7x with 100,000 rounds, 3.3x with 30,000; benchmarks/bench_fcn.py). Importing the device layer
 therefore sets GOMP_SPINCOUNT=30000 unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set already; a runtime
-reads it when it starts, so import `aimc` or `devices` before torch (the `aimc` command does).
+reads it when it starts, so import `aimc` before torch (the `aimc` command does).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from numba.core import cgutils  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
+from aimc.common.errors import ConfigError  # noqa: E402
+
 _BLAS_LIMIT = None
 
 
@@ -40,8 +42,17 @@ def limit_blas_threads() -> None:
         _BLAS_LIMIT = threadpool_limits(limits=n, user_api="blas")
 
 
+def check_kernel_threads(n: int, field: str = "threads") -> None:
+    """Raise ConfigError, naming `field` and the variable, where n exceeds the threads Numba was started
+    with (NUMBA_NUM_THREADS, default the CPU count): Numba cannot start more after import."""
+    if int(n) > numba.config.NUMBA_NUM_THREADS:
+        raise ConfigError(f"{field} = {int(n)} exceeds the {numba.config.NUMBA_NUM_THREADS} threads Numba was "
+                          "started with (NUMBA_NUM_THREADS); lower it or raise the variable")
+
+
 def set_kernel_threads(n: int) -> None:
-    """Number of threads the Numba kernels use (results do not depend on it)."""
+    """Number of threads the Numba kernels use (results do not depend on it); `check_kernel_threads` first."""
+    check_kernel_threads(n)
     numba.set_num_threads(int(n))
 
 

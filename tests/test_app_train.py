@@ -155,3 +155,26 @@ def test_lr_decay_steps_the_rate_each_epoch(tmp_path, trainer):
     # without a decay the field stays out of the config's hash: runs made before it keep theirs
     assert "lr_decay" not in aimc.config.canonical_json(_cfg(trainer))
     assert _cfg(trainer).hash() != cfg.hash()
+
+
+def test_more_threads_than_numba_started_with_is_refused_before_any_write(tmp_path):
+    """NUMBA_NUM_THREADS=1 and `threads = 2`: one line naming the field and the variable, exit 2, no folder."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "aimc", "train", "--set", "threads=2", "--set", "epochs=1",
+                           "--out", str(out)], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env=dict(os.environ, NUMBA_NUM_THREADS="1"))
+    assert proc.returncode == 2
+    assert "error: threads = 2 exceeds the 1 threads Numba was started with (NUMBA_NUM_THREADS)" in proc.stderr
+    assert not out.exists()
+
+
+def test_an_empty_config_file_says_it_runs_the_defaults(tmp_path, capsys, monkeypatch):
+    empty = tmp_path / "empty.toml"
+    empty.write_text("# nothing set\n")
+    monkeypatch.setattr(aimc.train, "train_run", lambda cfg, out, progress: {"test_accuracy": 0.5})
+    assert main(["train", str(empty), "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    assert f"config file {str(empty)!r} is empty: every field takes its default" in capsys.readouterr().err
