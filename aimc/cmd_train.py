@@ -27,7 +27,7 @@ def _parse_set(items: list[str]) -> dict:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from aimc.config import apply_overrides, config_schema, default_job, load_config, read_toml, validate_config
+    from aimc.config import apply_overrides, config_schema, default_job, read_toml, validate_config
 
     if args.schema:
         print(json.dumps(config_schema(), indent=2))
@@ -42,10 +42,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
         cfg = validate_config(json.loads((out / "config.json").read_text()), where=str(out / "config.json"))
     else:
         if args.config:
-            if not read_toml(args.config):
+            data = read_toml(args.config)
+            if not data:
                 print(f"aimc train: config file {args.config!r} is empty: every field takes its default "
                       "(docs/usage.md)", file=sys.stderr)
-            cfg = load_config(args.config, overrides)
+            cfg = validate_config(apply_overrides(data, overrides), where=str(args.config))
         else:
             cfg = validate_config(apply_overrides(default_job().model_dump(mode="json"), overrides),
                                   where="the default job")

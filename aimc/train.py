@@ -104,7 +104,7 @@ def _finite_params(model: nn.Module, tiles: list) -> bool:
 
 # -- one run ------------------------------------------------------------------------------------------------
 @contextmanager
-def _end_recorded(run: RunFolder, where: Callable[[], str] = str) -> Iterator[None]:
+def _end_recorded(run: RunFolder, where: Callable[[], str] = lambda: "") -> Iterator[None]:
     """Record in `run`'s manifest how its body ended when it raises ("diverged", "interrupted" or "failed"
     with the error, behind `where()`), then re-raise."""
     try:

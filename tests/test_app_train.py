@@ -2,10 +2,13 @@
 comparisons, and the `aimc train` command."""
 
 import json
+import os
+import subprocess
+import sys
 
-import numpy as np
 import pytest
 import torch
+from state_helpers import same_state
 
 import aimc.train
 from aimc.cli import main
@@ -19,19 +22,6 @@ TINY = {"name": "t", "epochs": 3, "batch_size": 10, "model": {"hidden": [16]},
 
 def _cfg(trainer: dict, **more) -> "aimc.config.ExperimentConfig":
     return validate_config({**TINY, "trainer": trainer, **more})
-
-
-def _same(a, b) -> bool:
-    """Bit-exact equality of nested checkpoint states (tensors, arrays, dicts, lists, scalars)."""
-    if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
-    if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a == b
 
 
 def _without_time(records):
@@ -89,7 +79,7 @@ def test_resume_after_interruption_is_bit_exact(tmp_path, monkeypatch, trainer):
     whole = RunFolder(tmp_path / "whole")
     assert cut.read_manifest()["status"] == "finished" and cut.read_manifest()["attempts"] == 2
     a, b = cut.load_checkpoint(), whole.load_checkpoint()
-    assert _same(a["model"], b["model"]) and _same(a["optimizer"], b["optimizer"]) and _same(a["rng"], b["rng"])
+    assert all(same_state(a[k], b[k]) for k in ("model", "optimizer", "rng"))
     assert _without_time(a["history"]) == _without_time(b["history"])  # only the timings differ
     assert _without_time(cut.read_metrics()) == _without_time(whole.read_metrics())
 
@@ -159,10 +149,6 @@ def test_lr_decay_steps_the_rate_each_epoch(tmp_path, trainer):
 
 def test_more_threads_than_numba_started_with_is_refused_before_any_write(tmp_path):
     """NUMBA_NUM_THREADS=1 and `threads = 2`: one line naming the field and the variable, exit 2, no folder."""
-    import os
-    import subprocess
-    import sys
-
     out = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-m", "aimc", "train", "--set", "threads=2", "--set", "epochs=1",
                            "--out", str(out)], capture_output=True, text=True, cwd=tmp_path, timeout=300,

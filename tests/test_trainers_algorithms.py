@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from scipy.optimize import fsolve
+from state_helpers import same_state
 from torch import nn
 
 from aimc import trainers as T
@@ -260,20 +261,8 @@ def test_transfer_trains_are_capped_at_the_transfer_bl(transfer_bl, pulses):
 ANALOG_ALGORITHMS = ["analog_sgd", "tiki_taka", "ttv2", "residual", "residual_v2", "multi_tile", "mixed_precision"]
 
 
-def _same(a, b) -> bool:
-    """Bit-equal nested state (dicts, lists, arrays, tensors, numbers)."""
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_same(u, v) for u, v in zip(a, b))
-    if torch.is_tensor(a) or isinstance(a, np.ndarray):
-        return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
-    return a == b
-
-
 def _snapshot(model, opt):
-    state = {k: v.clone() for k, v in model.state_dict().items() if torch.is_tensor(v)}
-    return state, copy.deepcopy(opt.state_dict())
+    return copy.deepcopy(model.state_dict()), copy.deepcopy(opt.state_dict())
 
 
 @pytest.mark.parametrize("where", ["x", "d"])
@@ -288,7 +277,6 @@ def test_a_non_finite_step_is_refused_and_changes_nothing(algorithm, where):
     x, y = torch.rand(8, 6), torch.rand(8, 3)
     for _ in range(2):
         _step(model, opt, x, y)
-    before, opt_before = _snapshot(model, opt)
     opt.zero_grad()
     bad = x.clone()
     if where == "x":
@@ -296,11 +284,12 @@ def test_a_non_finite_step_is_refused_and_changes_nothing(algorithm, where):
         model(bad).sum().backward()
     else:
         (model(bad) * torch.tensor([1.0, float("inf"), 1.0])).sum().backward()
+    before, opt_before = _snapshot(model, opt)  # after the reads of the bad batch, before its step
     with pytest.raises(ValueError, match="step refused: the (input x|gradient d|gradient of).*NaN or infinity"):
         opt.step()
     after, opt_after = _snapshot(model, opt)
-    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
-    assert opt.steps == 2 and _same(opt_before, opt_after)
+    assert same_state(before, after)
+    assert opt.steps == 2 and same_state(opt_before, opt_after)
     with torch.no_grad():
         assert torch.isfinite(model(x)).all()
 
