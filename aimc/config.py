@@ -30,7 +30,8 @@ class FCNConfig(BaseModel):
 
     model_config = STRICT
     name: Literal["fcn"] = "fcn"
-    hidden: tuple[Annotated[int, Field(ge=1)], ...] = Field((256, 128), description="hidden layer widths")
+    hidden: tuple[Annotated[int, Field(ge=1, strict=True)], ...] = Field(
+        (256, 128), strict=False, description="hidden layer widths (a TOML list)")
     activation: Activation = Field("sigmoid", description="activation after every hidden layer")
 
 

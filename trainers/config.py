@@ -9,16 +9,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from aimc.common.validation import STRICT
+from aimc.common.validation import Float32Config
 from aimc.devices import DeviceConfig, PeripheryConfig, UpdateConfig, load_device
 
 
-class TileConfig(BaseModel):
+class TileConfig(Float32Config):
     """How a torch layer becomes analog tiles."""
-
-    model_config = STRICT
 
     device: Union[str, DeviceConfig] = Field("r1_power_1", description="device preset name, device file path, "
                                                                      "or an inline device table with `kind`")
@@ -36,8 +34,7 @@ class TileConfig(BaseModel):
         return load_device(self.device)
 
 
-class _Trainer(BaseModel):
-    model_config = STRICT
+class _Trainer(Float32Config):
     lr: float = Field(0.05, gt=0, description="gradient step (weight units per unit gradient)")
 
 
