@@ -199,8 +199,15 @@ def read_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"config file {str(path)!r} is a directory, not a TOML file")
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
+    raw = path.read_bytes()
     try:
-        return tomllib.loads(path.read_text())
+        text = raw.decode("utf-8-sig")  # a byte-order mark (editors on Windows write one) is not TOML
+    except UnicodeDecodeError as err:
+        line = raw[:err.start].count(b"\n") + 1
+        raise ConfigError(f"config file {str(path)!r} is not UTF-8 text (TOML is): byte {err.start} on line "
+                          f"{line}") from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"config file {str(path)!r} is not valid TOML: {err}") from None
 

@@ -15,6 +15,7 @@ import json
 import multiprocessing
 import os
 import socket
+import threading
 import time
 import traceback
 from collections import deque
@@ -139,8 +140,21 @@ class InlineExecutor(Executor):
         return future.result()
 
 
+def _exit_with_parent(parent: int) -> None:
+    """Pool initializer: a daemon thread ends this worker once its driver (`parent`) is gone. A driver that
+    is killed (SIGKILL, out of memory) cannot shut its pool down, and its workers would go on training the
+    runs in flight into the folders a rerun uses."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="aimc-driver-watch", daemon=True).start()
+
+
 class LocalExecutor(Executor):
-    """A pool of `workers` processes on this machine (spawn context: a fresh interpreter per worker)."""
+    """A pool of `workers` processes on this machine (spawn context: a fresh interpreter per worker); the
+    workers end with their driver, however it ends."""
 
     def __init__(self, workers: int | None = None):
         self.workers = workers or os.cpu_count() or 1
@@ -157,7 +171,8 @@ class LocalExecutor(Executor):
 
     def _submit(self, task: dict[str, Any]) -> cf.Future:
         if self._pool is None:
-            self._pool = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                                initializer=_exit_with_parent, initargs=(os.getpid(),))
         fut = self._pool.submit(execute_run, task)
         self._owner[fut] = self._pool
         return fut

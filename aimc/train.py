@@ -29,6 +29,7 @@ from aimc.common.files import atomic_write_text
 from aimc.config import ExperimentConfig
 from aimc.datasets import Dataset, load_dataset
 from aimc.devices import check_kernel_threads, set_kernel_threads
+from aimc.folder_lock import folder_lock
 from aimc.models import build_model
 from aimc.results import RunFolder, save_png, write_json
 
@@ -89,12 +90,14 @@ def epoch_order(seed: int, epoch: int, n: int) -> torch.Tensor:
 
 
 def _rng_state() -> dict:
-    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state()}
+    """The generators a run draws from and does not own: torch's global one (model init, dropout). Sample
+    orders and device draws come from seeded generators of their own, and nothing draws from numpy's
+    global generator."""
+    return {"torch": torch.get_rng_state()}
 
 
 def _set_rng_state(state: dict) -> None:
     torch.set_rng_state(state["torch"])
-    np.random.set_state(state["numpy"])
 
 
 def _finite_params(model: nn.Module, tiles: list) -> bool:
@@ -132,16 +135,17 @@ def train_run(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = False
     if (done := run.finished(cfg)) is not None:
         return done
     data = data or _load(cfg)  # a bad data set fails before the folder exists
-    run.start(cfg)
-    t0 = time.perf_counter()
-    try:
-        with _end_recorded(run):
-            final = _train(cfg, data, run, progress)
-    finally:
-        timings = run.manifest.setdefault("timings", {})
-        timings["wall_s"] = timings.get("wall_s", 0.0) + time.perf_counter() - t0
-        run.save_manifest()
-    run.finish("finished", final=final)
+    with folder_lock(run.root, "training run"):
+        run.start(cfg)
+        t0 = time.perf_counter()
+        try:
+            with _end_recorded(run):
+                final = _train(cfg, data, run, progress)
+        finally:
+            timings = run.manifest.setdefault("timings", {})
+            timings["wall_s"] = timings.get("wall_s", 0.0) + time.perf_counter() - t0
+            run.save_manifest()
+        run.finish("finished", final=final)
     return final
 
 
@@ -243,6 +247,11 @@ def run_comparison(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = 
     if (done := run.finished(cfg)) is not None:
         return done
     data = _load(cfg)
+    with folder_lock(run.root, "comparison run"):
+        return _compare(cfg, run, data, progress)
+
+
+def _compare(cfg: ExperimentConfig, run: RunFolder, data: Dataset, progress: bool) -> dict[str, dict]:
     run.start(cfg)
     results: dict[str, dict] = {}
     histories: dict[str, list[dict]] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from typing import Any
 
@@ -37,9 +38,15 @@ class Float32Config(BaseModel):
 def _dotted(loc: tuple, prefix: str, hidden: Collection[str]) -> str:
     """Dotted path of an error location behind `prefix`, without the parts pydantic inserts for unions:
     the tags in `hidden`, the `str` branch of a `str | table` field and function-validator names."""
-    parts = [str(p) for i, p in enumerate(loc)
+    parts = [_part(p) for i, p in enumerate(loc)
              if not (i > 0 and isinstance(p, str) and (p in hidden or p == "str" or "[" in p))]
     return ".".join(p for p in (prefix, *parts) if p != "")
+
+
+def _part(key: str | int) -> str:
+    """A path part as written, quoted where it is not a plain key (empty, spaces, line breaks, dots)."""
+    key = str(key)
+    return key if re.fullmatch(r"[\w-]+", key) else repr(key)
 
 
 def format_validation_error(err: ValidationError, prefix: str = "", hidden: Collection[str] = ()) -> str:
