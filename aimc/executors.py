@@ -12,6 +12,7 @@ import abc
 import concurrent.futures as cf
 import importlib
 import json
+import logging
 import multiprocessing
 import os
 import socket
@@ -245,6 +246,16 @@ class DaskExecutor(Executor):
             return _failed(task, f"{type(err).__name__} on the Dask cluster: {err}")
 
     def close(self) -> None:
-        self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
+        # By now every outcome is recorded: what distributed logs while it tears down (a worker still
+        # starting up killed, a heartbeat to a scheduler that is gone) is noise on the sweep's output.
+        loggers = [logging.getLogger(n) for n in ("distributed", "tornado")]
+        levels = [lg.level for lg in loggers]
+        for lg in loggers:
+            lg.setLevel(logging.CRITICAL)
+        try:
+            self.client.close()
+            if self.cluster is not None:
+                self.cluster.close()
+        finally:
+            for lg, level in zip(loggers, levels):
+                lg.setLevel(level)
