@@ -25,7 +25,7 @@ from torch import nn
 from tqdm import tqdm
 
 from aimc import trainers
-from aimc.common.figures import PALETTE, figure_style, integer_ticks, plain_log_ticks, pyplot, save_figure
+from aimc.common.figures import PALETTE, figure_style, integer_ticks, loss_axis, pyplot, save_figure
 from aimc.common.files import atomic_write_text
 from aimc.config import ExperimentConfig
 from aimc.datasets import Dataset, load_dataset
@@ -359,8 +359,8 @@ def write_curves(histories: dict[str, list[dict]], stem: Path, title: str = "") 
                 ax_loss.plot(*zip(*tr), "--", color=color, label=f"{label} train")
             losses += [r["test_loss"] for r in hist] + [v for _, v in tr]
         ax_acc.set(xlabel="epoch", ylabel="test accuracy (%)", title="test accuracy")
-        ax_loss.set(xlabel="epoch", ylabel="cross-entropy loss (nats)", title="loss", yscale="log")
-        plain_log_ticks(ax_loss.yaxis, losses)
+        ax_loss.set(xlabel="epoch", ylabel="cross-entropy loss (nats)", title="loss")
+        loss_axis(ax_loss, losses)
         for ax in (ax_acc, ax_loss):
             integer_ticks(ax.xaxis)
             ax.legend(fontsize=8)

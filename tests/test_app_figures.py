@@ -82,7 +82,13 @@ def test_learning_curves(tmp_path, captured):
         ticks = [t for t in ax.get_xticks() if 0 <= t <= 3]
         assert ticks and all(float(t).is_integer() for t in ticks)
     shown = [t.get_text() for t in loss.get_yticklabels() + loss.get_yticklabels(minor=True) if t.get_text()]
-    assert shown and not any("$" in t or "^" in t for t in shown)  # 0.5, 1, 2: no 10^x
+    assert loss.get_yscale() == "log" and "1" in shown and "0.5" in shown  # a factor 4: log, plain labels
+    assert not any("$" in t or "^" in t for t in shown)  # no 10^x
+    narrow = [{**r, "test_loss": 2.30 - 0.01 * r["epoch"], "train_loss": None} for r in hist]
+    train.write_curves({"analog_sgd": narrow}, tmp_path / "narrow")
+    loss = captured[1][1].axes[1]
+    shown = [t.get_text() for t in loss.get_yticklabels() if t.get_text()]
+    assert loss.get_yscale() == "linear" and len(shown) >= 3 and "2.3" in shown  # no log tick in 2.27..2.30
     assert [to_hex(line.get_color()).upper() for line in acc.get_lines()] == OKABE_ITO[:2]
 
 

@@ -89,6 +89,19 @@ def plain_log_ticks(axis: Any, values: Sequence[float]) -> None:
     axis.set_minor_formatter(FuncFormatter(minor))
 
 
+def loss_axis(ax: Any, values: Sequence[float | None]) -> None:
+    """The y axis of a loss: log scale with plain labels where the finite positive `values` span a factor of
+    3 or more, else linear (a narrow range holds no log tick); plain numbers either way, no 10^x, no offset."""
+    from matplotlib.ticker import FuncFormatter
+
+    positive = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if positive and max(positive) / min(positive) >= 3:
+        ax.set_yscale("log")
+        plain_log_ticks(ax.yaxis, positive)
+    else:
+        ax.yaxis.set_major_formatter(FuncFormatter(_plain))
+
+
 def log_spaced(values: Sequence[float]) -> bool:
     """Whether swept values call for a log axis: all positive and either spanning two decades or more, or
     (three values or more) evenly spaced in log but not linearly, within 10% of the step."""
