@@ -159,3 +159,18 @@ def test_a_device_typo_is_one_line_when_the_config_is_built():
         T.TileConfig(device={"kind": "powr"})
     with pytest.raises(ConfigError, match=r"^tile.device.gama: Extra inputs are not permitted \(got 1\)$"):
         T.TileConfig(device={"kind": "power", "gama": 1})
+
+
+def test_a_layer_whose_batches_no_analog_optimizer_takes_warns_once(monkeypatch):
+    """A model without digital parameters in its analog layers (bias=False) trained by a torch optimizer over
+    other layers: the analog layer's saved batches pile up, and it says so once."""
+    import aimc.trainers.layers as layers
+
+    monkeypatch.setattr(layers, "UNCONSUMED_WARNING", 3)
+    model = nn.Sequential(nn.Linear(4, 4), T.AnalogLinear(4, 2, bias=False, tile_config=PERFECT))
+    opt = torch.optim.SGD(model[0].parameters(), lr=0.1)  # holds no analog layer's parameter: not refused
+    with pytest.warns(RuntimeWarning, match=r"AnalogLinear\(4, 2\): 3 backward passes.*build_optimizer") as rec:
+        for _ in range(5):
+            model(torch.randn(2, 4)).sum().backward()
+            opt.step()
+    assert len([w for w in rec if issubclass(w.category, RuntimeWarning)]) == 1
