@@ -84,6 +84,14 @@ class CheckpointConfig(BaseModel):
     keep: int = Field(1, ge=1, description="newest checkpoints kept on disk")
 
 
+class LogConfig(BaseModel):
+    """Where a run's metrics go besides metrics.jsonl; no effect on results (left out of the config hash)."""
+
+    model_config = STRICT
+    tensorboard: bool = Field(False, description="also write each epoch's metrics as TensorBoard events into "
+                                                 "<run folder>/tensorboard (the `tensorboard` extra)")
+
+
 class LrDecayConfig(BaseModel):
     """Step decay of the gradient rate, as torch's StepLR: in epoch e the trainer's `lr` times
     factor^floor((e - 1) / every). R1's code halves its rate every 15 epochs. Transfer rates stay fixed."""
@@ -118,6 +126,7 @@ class ExperimentConfig(BaseModel):
                                                    "finite or above this (nats)")
     lr_decay: LrDecayConfig | None = Field(None, description="step decay of the gradient rate (none: constant)")
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig, description="checkpoint schedule")
+    log: LogConfig | None = Field(None, description="metric logging besides metrics.jsonl (TensorBoard)")
     threads: int = Field(1, ge=1, description="threads of torch and of the Numba kernels (results do not "
                                               "depend on it); 1 suits small batches and parallel sweep workers")
 
@@ -176,6 +185,7 @@ def canonical_json(cfg: BaseModel) -> str:
     for key in _ADDED_LATER:
         if data.get(key, 0) is None:
             del data[key]
+    data.pop("log", None)  # where metrics are logged changes no result
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 

@@ -1,5 +1,6 @@
 """The run folder (resolved config, manifest, metrics, checkpoints) and the writers of result files (JSON,
-JSON lines, PNG); every write atomic (temp file, fsync, rename).
+JSON lines); every write atomic (temp file, fsync, rename). Figures are saved by
+`aimc.common.figures.save_figure` (PNG and PDF).
 
 Layout of one run (docs/usage.md):
 
@@ -11,7 +12,6 @@ Layout of one run (docs/usage.md):
 
 from __future__ import annotations
 
-import io
 import json
 import platform
 from pathlib import Path
@@ -48,13 +48,6 @@ def write_config(folder: str | Path, data: dict[str, Any]) -> None:
     """Write a resolved config (`model_dump(mode="json")`) as folder/config.json and folder/config.toml."""
     write_json(Path(folder) / "config.json", data)
     atomic_write_text(Path(folder) / "config.toml", to_toml(data))
-
-
-def save_png(fig: Any, path: str | Path) -> None:
-    """Save a matplotlib figure as PNG (120 dpi) atomically."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120)
-    atomic_write_bytes(path, buf.getvalue())
 
 
 # -- the run folder --------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Parameter sweeps: the resumable run loop over a sweep's runs and the sweep folder.
 
 Folder layout: `manifest.json`, `sweep.json` (the sweep as resolved), `summary.csv`, `summary.md`,
-`figures/`, and `runs/<config hash>/`: the run folder of `aimc.train.run_experiment`, plus `result.json`
+`summary.html`, `figures/`, and `runs/<config hash>/`: the run folder of `aimc.train.run_experiment`, plus `result.json`
 (written by the sweep when the run finished) or `error.txt` (when it failed). The sweep file and its
 expansion are in `aimc.sweep_file`, the summary and figures in `aimc.sweep_summary`.
 """
@@ -9,9 +9,12 @@ expansion are in `aimc.sweep_file`, the summary and figures in `aimc.sweep_summa
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from tqdm import tqdm
 
 import aimc
 from aimc.common.files import atomic_write_text
@@ -90,6 +93,8 @@ class SweepRunner:
             self.save_manifest(where)
 
         finished = 0
+        bar = tqdm(total=len(tasks), desc=f"sweep {self.sweep.config.name}", unit="run", file=sys.stderr,
+                   disable=not sys.stderr.isatty(), dynamic_ncols=True)  # a bar on a terminal only
         try:
             for task, outcome in executor.run(tasks, submitted):
                 finished += 1
@@ -97,9 +102,12 @@ class SweepRunner:
                 self.save_manifest(where)
                 e = self.entries[task["config_hash"]]
                 what = "done" if e["status"] == "done" else f"FAILED: {e['error'].splitlines()[0]}"
-                self.log(f"[{finished}/{len(tasks)}] {task['config_hash']} "
-                         f"{_describe(by_hash[task['config_hash']])}: {what} ({e['duration_s']:.1f} s)")
+                bar.update(1)
+                with tqdm.external_write_mode(file=sys.stderr):
+                    self.log(f"[{finished}/{len(tasks)}] {task['config_hash']} "
+                             f"{_describe(by_hash[task['config_hash']])}: {what} ({e['duration_s']:.1f} s)")
         finally:
+            bar.close()
             self.save_manifest(where)
             write_summary(self.sweep, self.out)
         counts = self.counts()
