@@ -12,6 +12,7 @@ Layout of one run (docs/usage.md):
 
 from __future__ import annotations
 
+import io
 import json
 import platform
 from pathlib import Path
