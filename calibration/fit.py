@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
+from tqdm import tqdm
 
 from aimc.calibration.families import FAMILY_KINDS, families
 from aimc.calibration.family_fit import FamilyFit, fit_family, fit_tabulated
@@ -125,11 +126,12 @@ def _export_device(best: FamilyFit, noise: dict, spread: dict) -> DeviceConfig:
 
 def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic", g_mid: float | None = None,
         g_scale: float | None = None, n_bins: int = 20, n_nodes: int = 6, spread: bool = True,
-        source: str = "") -> FitResult:
+        source: str = "", progress: bool = False) -> FitResult:
     """Fit every family in `kinds` (default: all of the device layer) to the increments of `traces`, rank
     them by `criterion` ("bic" or "aic"), estimate noise and device-to-device spread for the best one and
     build the exported device. g_mid, g_scale: the weight map (default: `weight_map_for`); n_bins: bins of
-    the tabulated fit; n_nodes: nodes of the PiecewiseStep fit; spread: fit each device for the spread."""
+    the tabulated fit; n_nodes: nodes of the PiecewiseStep fit; spread: fit each device for the spread;
+    progress: show a progress bar (tqdm, on stderr)."""
     if criterion not in ("aic", "bic"):
         raise ValueError(f"criterion must be 'aic' or 'bic', got {criterion!r}")
     kinds = list(FAMILY_KINDS if kinds is None else kinds)
@@ -139,7 +141,9 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
     wmap = weight_map_for(traces, g_mid, g_scale)
     data = pulse_data(traces, wmap)
     specs = families(n_nodes, data.dw0)
-    fits = {k: fit_tabulated(data, n_bins) if k == "tabulated" else fit_family(specs[k], data) for k in kinds}
+    fits = {}
+    for k in tqdm(kinds, desc="fitting families", unit="family", disable=not progress, leave=False):
+        fits[k] = fit_tabulated(data, n_bins) if k == "tabulated" else fit_family(specs[k], data)
     best = min(fits.values(), key=lambda f: getattr(f, criterion))
     noise = estimate_noise(best, data, wmap.g_scale)
     if not spread or data.n_devices < 3:
@@ -147,6 +151,6 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
     elif best.kind == "tabulated":
         spread_info = spread_tabulated(best, data)
     else:
-        spread_info = estimate_spread(specs[best.kind], best, data)
+        spread_info = estimate_spread(specs[best.kind], best, data, progress=progress)
     device = _export_device(best, noise, spread_info)
     return FitResult(wmap, fits, criterion, noise, spread_info, device, data, source)

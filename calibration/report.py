@@ -49,7 +49,8 @@ def resolve(spec: str | DeviceConfig | FitResult, name: str | None = None) -> Su
     """A report subject from a preset name, a device file (JSON/TOML), a fit output folder (device.json and
     fit.json), a device config or a FitResult."""
     if isinstance(spec, FitResult):
-        return Subject(name or f"fit ({spec.best.kind})", spec.device, spec.weight_map, json_safe(spec.summary()))
+        return Subject(name or _fit_name(spec.source, spec.best.kind), spec.device, spec.weight_map,
+                       json_safe(spec.summary()))
     if not isinstance(spec, str):
         return Subject(name or spec.kind, load_device(spec))
     path = Path(spec)
@@ -60,6 +61,7 @@ def resolve(spec: str | DeviceConfig | FitResult, name: str | None = None) -> Su
         subj = resolve(str(dev_file), name or path.name)
         if fit_file.is_file():
             subj.fit = json.loads(fit_file.read_text())
+            subj.name = name or _fit_name(subj.fit.get("source", ""), subj.fit.get("best", subj.device.kind))
         return subj
     device = load_device(spec)
     wmap = None
@@ -70,6 +72,11 @@ def resolve(spec: str | DeviceConfig | FitResult, name: str | None = None) -> Su
             wmap = WeightMap(float(m["g_mid"]), float(m["g_scale"]), str(m.get("unit", "a.u.")),
                              str(m.get("origin", "file")))
     return Subject(name or (spec if spec in PRESETS else path.stem), device, wmap)
+
+
+def _fit_name(source: str, kind: str) -> str:
+    """A fitted device's name: the trace file's stem and the family, e.g. 'cycles (SoftBounds)'."""
+    return f"{Path(source).stem or 'fit'} ({kind})"
 
 
 def _slug(name: str) -> str:

@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from tqdm import tqdm
 
 from aimc.calibration.families import Family
 from aimc.calibration.family_fit import FamilyFit, fit_family
@@ -71,14 +72,15 @@ def _numeric_grad(func: Callable[[np.ndarray], float], theta: np.ndarray) -> np.
     return np.array([(func(theta + e) - func(theta - e)) / (2 * e[k]) for k, e in enumerate(np.diag(h))])
 
 
-def estimate_spread(fam: Family, pooled: FamilyFit, data: PulseData, min_increments: int = 50) -> dict:
+def estimate_spread(fam: Family, pooled: FamilyFit, data: PulseData, min_increments: int = 50,
+                    progress: bool = False) -> dict:
     """Device-to-device spread: fit `fam` to each device alone (from the pooled solution), then for every
     spread field of the family the between-device std of its per-device quantity, with the estimation noise
     removed: sqrt(max(var over devices - mean squared standard error, 0)) (method of moments)."""
     theta0 = np.array(list(pooled.params.values()))
     dw_nom = pooled.params["dw_min"] if "dw_min" in pooled.params else pooled.device.dw_min
     rows, covs, used = [], [], []
-    for d in range(data.n_devices):
+    for d in tqdm(range(data.n_devices), desc="per-device fits", unit="device", disable=not progress, leave=False):
         sub = data.subset(data.device == d)
         if sub.n < max(min_increments, 5 * len(theta0)) or sub.up.sum() < 5 or (~sub.up).sum() < 5:
             continue
