@@ -104,7 +104,7 @@ def _least_squares(fam: Family, data: PulseData, starts: list[list[float]]):
     lo, hi = (np.array(v, float) for v in fam.box(data))
 
     def resid(theta):
-        return (data.dw - predict(fam.fast_config(theta), data.m, data.up)) / data.dw0
+        return (data.dw - predict(fam.fast_config(theta), data.m, data.up, data.k)) * data.weight / data.dw0
 
     best = None
     for x0 in starts:
@@ -122,14 +122,14 @@ def fit_family(fam: Family, data: PulseData, starts: list[list[float]] | None = 
     cov = sandwich_cov(res.jac, res.fun, data.follows)
     se = np.sqrt(np.maximum(np.diag(cov), 0.0))
     device = parse_device(fam.config_fields(theta), where=fam.kind)
-    fitted = predict(device, data.m, data.up)
+    fitted = predict(device, data.m, data.up, data.k)
     r = data.dw - fitted
     tol = 1e-6 * (hi - lo)
     at_bound = [p for p, v, a, b, t in zip(fam.params, theta, lo, hi, tol) if v - a < t or b - v < t]
     return FamilyFit(fam.kind, {p: float(v) for p, v in zip(fam.params, theta)},
                      {p: float(s) for p, s in zip(fam.params, se)}, at_bound, device,
-                     float(np.sum(r ** 2)), data.n, len(theta), r, diagnostics(r, data, fitted), cov,
-                     f"{res.message} ({res.nfev} evaluations)")
+                     float(np.sum((r * data.weight) ** 2)), data.n, len(theta), r, diagnostics(r, data, fitted),
+                     cov, f"{res.message} ({res.nfev} evaluations)")
 
 
 def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
@@ -142,7 +142,8 @@ def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
     edges = np.linspace(data.lo, data.hi, n_bins + 1)
     centers = 0.5 * (edges[:-1] + edges[1:])
     mag, se, used = {}, {}, np.zeros(n_bins, bool)
-    for name, sel, sign in (("up", data.up, 1.0), ("down", ~data.up, -1.0)):
+    one = data.k == 1  # the table holds single-pulse steps
+    for name, sel, sign in (("up", data.up & one, 1.0), ("down", ~data.up & one, -1.0)):
         k = np.clip(np.digitize(data.m[sel], edges) - 1, 0, n_bins - 1)
         cnt = np.bincount(k, minlength=n_bins)
         mean = sign * np.bincount(k, data.dw[sel], n_bins) / np.maximum(cnt, 1)
@@ -170,7 +171,7 @@ def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
         raise ValueError("binned steps are zero at the symmetric point; cannot normalise the table")
     device = Tabulated(w=grid.tolist(), q_plus_values=(up / dw_min).tolist(), q_minus_values=(dn / dw_min).tolist(),
                        w_min=data.lo, w_max=data.hi, dw_min=dw_min)
-    fitted = predict(device, data.m, data.up)
+    fitted = predict(device, data.m, data.up, data.k)
     r = data.dw - fitted
     params = {"dw_min": dw_min, "w_min": data.lo, "w_max": data.hi}
     stderr = {"dw_min": float("nan"), "w_min": float("nan"), "w_max": float("nan")}
@@ -180,5 +181,6 @@ def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
         params[f"q_minus[{w:.4g}]"] = float(dn[k] / dw_min)
         stderr[f"q_minus[{w:.4g}]"] = float(se["down"][used][k] / dw_min)
     n_par = 2 * len(grid) + 2  # table values and the two bounds (dw_min only normalises the table)
-    return FamilyFit("tabulated", params, stderr, [], device, float(np.sum(r ** 2)), data.n, n_par, r,
-                     diagnostics(r, data, fitted), np.full((0, 0), np.nan), "binned means")
+    rss = float(np.sum((r * data.weight) ** 2))
+    return FamilyFit("tabulated", params, stderr, [], device, rss, data.n, n_par, r, diagnostics(r, data, fitted),
+                     np.full((0, 0), np.nan), "binned means")

@@ -17,11 +17,12 @@ from aimc.devices.response_step import DW_DOWN, DW_UP
 
 
 def _interior(device: DeviceConfig, data: PulseData) -> tuple[np.ndarray, np.ndarray]:
-    """(mean step magnitude, mask of the increments inside the bounds whose step the bound does not clip)."""
+    """(mean step magnitude, mask of the single-pulse increments inside the bounds whose step the bound does not
+    clip)."""
     lo, hi = device.bounds
     s = mean_step(device, data.m, data.up)
     room = 2.0 * np.where(data.up, hi - data.m, data.m - lo)
-    return s, (s < room) & (data.m > lo) & (data.m < hi)
+    return s, (s < room) & (data.m > lo) & (data.m < hi) & (data.k == 1)
 
 
 def _noise_moments(r: np.ndarray, s: np.ndarray, ref: np.ndarray, follows: np.ndarray) -> dict:
