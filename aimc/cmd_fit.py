@@ -34,7 +34,7 @@ def _run(args: argparse.Namespace) -> int:
     kinds = [k.strip() for k in args.families.split(",")] if args.families else None
     result = fit(traces, kinds=kinds, criterion=args.criterion, g_mid=args.g_mid, g_scale=args.g_scale,
                  n_bins=args.bins, n_nodes=args.nodes, spread=not args.no_spread, source=str(args.traces),
-                 progress=not args.quiet)
+                 method=args.method, progress=not args.quiet)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     try:
@@ -58,6 +58,8 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="output folder: device.json, fit.json, report.html, PNGs")
     p.add_argument("--families", default=None, help="comma-separated families to fit (default: all)")
     p.add_argument("--criterion", choices=("bic", "aic"), default="bic", help="model selection criterion")
+    p.add_argument("--method", choices=("pooled", "per-device"), default="pooled",
+                   help="one fit of all devices pooled (default), or each device alone, then the population")
     p.add_argument("--g-mid", type=float, default=None, help="conductance at w = 0 (default: file or data)")
     p.add_argument("--g-scale", type=float, default=None, help="conductance per unit weight (default: file or data)")
     p.add_argument("--bins", type=int, default=20, help="bins of the tabulated (non-parametric) fit")

@@ -19,6 +19,7 @@ increments. Families are ranked by AIC and BIC of the Gaussian least-squares lik
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -107,7 +108,7 @@ class PulseData:
     def n(self) -> int:
         return len(self.dw)
 
-    @property
+    @functools.cached_property
     def weight(self) -> np.ndarray:
         """Least-squares weight of each increment, 1 / sqrt(k): the cycle noise of k steps adds up."""
         return 1.0 / np.sqrt(self.k)
@@ -122,6 +123,10 @@ class PulseData:
         return PulseData(self.m[idx], self.dw[idx], self.up[idx], self.device[idx], follows, self.n_devices,
                          self.lo, self.hi, self.dev_lo, self.dev_hi, self.dw0, self.k[idx], self.row[idx],
                          self.quality)
+
+    def predict(self, device: DeviceConfig) -> np.ndarray:
+        """Mean increments of `device` at these increments (`predict` with their pulse counts)."""
+        return predict(device, self.m, self.up, self.k)
 
 
 MAX_LISTED = 50  # outliers listed one by one in the quality record

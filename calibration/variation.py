@@ -74,18 +74,24 @@ def _numeric_grad(func: Callable[[np.ndarray], float], theta: np.ndarray) -> np.
 
 
 def estimate_spread(fam: Family, pooled: FamilyFit, data: PulseData, min_increments: int = 50,
-                    progress: bool = False) -> dict:
-    """Device-to-device spread: fit `fam` to each device alone (from the pooled solution), then for every
-    spread field of the family the between-device std of its per-device quantity, with the estimation noise
-    removed: sqrt(max(var over devices - mean squared standard error, 0)) (method of moments)."""
+                    progress: bool = False, per_device: dict[int, FamilyFit] | None = None) -> dict:
+    """Device-to-device spread: fit `fam` to each device alone (from the pooled solution; or take the fits
+    `per_device` already made), then for every spread field of the family the between-device std of its
+    per-device quantity, with the estimation noise removed: sqrt(max(var over devices - mean squared
+    standard error, 0)) (method of moments)."""
     theta0 = np.array(list(pooled.params.values()))
     dw_nom = pooled.params["dw_min"] if "dw_min" in pooled.params else pooled.device.dw_min
     rows, covs, used = [], [], []
     for d in tqdm(range(data.n_devices), desc="per-device fits", unit="device", disable=not progress, leave=False):
-        sub = data.subset(data.device == d)
-        if sub.n < max(min_increments, 5 * len(theta0)) or sub.up.sum() < 5 or (~sub.up).sum() < 5:
-            continue
-        f = fit_family(fam, sub, starts=[theta0])
+        if per_device is not None:
+            if d not in per_device:
+                continue
+            f = per_device[d]
+        else:
+            sub = data.subset(data.device == d)
+            if sub.n < max(min_increments, 5 * len(theta0)) or sub.up.sum() < 5 or (~sub.up).sum() < 5:
+                continue
+            f = fit_family(fam, sub, starts=[theta0])
         rows.append(np.array(list(f.params.values())))
         covs.append(f.cov)
         used.append(d)
