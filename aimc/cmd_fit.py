@@ -25,22 +25,22 @@ def _replace_folder(tmp: Path, out: Path) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from aimc.calibration import fit, read_csv, write_report
+    from aimc.calibration import fit, read_traces, write_report
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {str(out)!r} exists and is not a folder")
-    traces = read_csv(args.traces)
+    traces = read_traces(args.traces, args.format)
     kinds = [k.strip() for k in args.families.split(",")] if args.families else None
     result = fit(traces, kinds=kinds, criterion=args.criterion, g_mid=args.g_mid, g_scale=args.g_scale,
-                 n_bins=args.bins, n_nodes=args.nodes, spread=not args.no_spread, source=str(args.traces),
+                 n_bins=args.bins, n_nodes=args.nodes, spread=not args.no_spread, source=", ".join(args.traces),
                  method=args.method, progress=not args.quiet)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     try:
         result.save(tmp)
         write_report([result], tmp, n_elements=args.elements, seed=args.seed,
-                     title=f"aimc fit of {Path(args.traces).name}")
+                     title=f"aimc fit of {', '.join(Path(t).name for t in args.traces)}")
         _replace_folder(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -54,7 +54,11 @@ def _run(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     """Add the `fit` sub-command to the sub-parsers `sub`."""
     p = sub.add_parser("fit", help="fit response families to pulse traces (CSV), export the device and a report")
-    p.add_argument("traces", help="trace file (docs/calibration.md)")
+    p.add_argument("traces", nargs="+", help="trace file (docs/calibration.md); --format runs: one file per run")
+    p.add_argument("--format", choices=("traces", "runs", "matrix"), default="traces",
+                   help="traces: device,pulse,polarity,conductance rows; runs: pulse,conductance files of one "
+                        "potentiation or depression run each; matrix: pulse,polarity,LABEL... (one column per "
+                        "device or cycle)")
     p.add_argument("--out", required=True, help="output folder: device.json, fit.json, report.html, PNGs")
     p.add_argument("--families", default=None, help="comma-separated families to fit (default: all)")
     p.add_argument("--criterion", choices=("bic", "aic"), default="bic", help="model selection criterion")

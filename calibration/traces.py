@@ -165,24 +165,44 @@ def write_csv(traces: TraceSet, path: str | os.PathLike) -> Path:
     return atomic_write_text(path, buf.getvalue())
 
 
+def read_text(path: Path) -> str:
+    """The file's text: UTF-8, a leading byte-order mark (spreadsheet exports) dropped; a file that is not
+    UTF-8 raises TraceFormatError naming the line and byte offset of the first bad byte."""
+    if not path.is_file():
+        raise FileNotFoundError(f"trace file {str(path)!r} does not exist")
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw[:err.start].count(b"\n") + 1
+        raise TraceFormatError(f"{path}: line {line}: byte {raw[err.start]:#04x} at offset {err.start} is not "
+                               "UTF-8 (save the file as UTF-8 text)") from None
+
+
+def read_value(cell: str, where: str, column: int, name: str) -> float:
+    """A finite read within +-MAX_ABS_READ, else TraceFormatError naming line and column."""
+    try:
+        g = float(cell)
+    except ValueError:
+        raise TraceFormatError(f"{where}, column {column} ({name}): {cell!r} is not a number") from None
+    if not np.isfinite(g):
+        raise TraceFormatError(f"{where}, column {column} ({name}): {cell!r} is not finite")
+    if abs(g) > MAX_ABS_READ:
+        raise TraceFormatError(f"{where}, column {column} ({name}): {cell!r} is beyond +-{MAX_ABS_READ:g} "
+                               "(the fit would overflow; choose a smaller unit)")
+    return g
+
+
 def read_csv(path: str | os.PathLike) -> TraceSet:
     """Read a trace file; a malformed file raises TraceFormatError naming the line and the column."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"trace file {str(path)!r} does not exist")
     meta: dict[str, str] = {}
     lineno = 0
     unit = None
     labels: dict[str, int] = {}
     rows: list[tuple[int, int, int, float]] = []
     last: dict[int, int] = {}
-    raw = path.read_bytes()
-    try:
-        content = raw.decode("utf-8-sig")  # a spreadsheet export may start with a byte-order mark
-    except UnicodeDecodeError as err:
-        line = raw[:err.start].count(b"\n") + 1
-        raise TraceFormatError(f"{path}: line {line}: byte {raw[err.start]:#04x} at offset {err.start} is not "
-                               "UTF-8 (save the file as UTF-8 text)") from None
+    content = read_text(path)
     with io.StringIO(content, newline="") as fh:
         for lineno, line in enumerate(fh, start=1):
             text = line.strip()
@@ -214,15 +234,7 @@ def read_csv(path: str | os.PathLike) -> TraceSet:
             pol = _POLARITY.get(cells[2].strip().lower())
             if pol is None:
                 raise TraceFormatError(f"{where}, column 3 (polarity): {cells[2]!r} is not +1, -1 or 0")
-            try:
-                g = float(cells[3])
-            except ValueError:
-                raise TraceFormatError(f"{where}, column 4 (conductance): {cells[3]!r} is not a number") from None
-            if not np.isfinite(g):
-                raise TraceFormatError(f"{where}, column 4 (conductance): {cells[3]!r} is not finite")
-            if abs(g) > MAX_ABS_READ:
-                raise TraceFormatError(f"{where}, column 4 (conductance): {cells[3]!r} is beyond +-{MAX_ABS_READ:g} "
-                                       "(the fit would overflow; choose a smaller unit)")
+            g = read_value(cells[3], where, 4, "conductance")
             d = labels.setdefault(label, len(labels))
             if d in last and pulse <= last[d]:
                 raise TraceFormatError(f"{where}, column 2 (pulse): index {pulse} of device {label!r} does not "
@@ -247,10 +259,15 @@ def _parse_header(cells: list[str], where: str) -> str:
     for k, (got, want) in enumerate(zip(names[:3], COLUMNS[:3]), start=1):
         if got.lower() != want:
             raise TraceFormatError(f"{where}, column {k}: header {got!r}, expected {want!r}")
-    m = _CONDUCTANCE.match(names[3])
+    return parse_unit(names[3], where, 4)
+
+
+def parse_unit(cell: str, where: str, column: int) -> str:
+    """The unit of a 'conductance [UNIT]' header cell, else TraceFormatError naming line and column."""
+    m = _CONDUCTANCE.match(cell.strip())
     if not m:
-        raise TraceFormatError(f"{where}, column 4: header {names[3]!r}, expected 'conductance [UNIT]'")
+        raise TraceFormatError(f"{where}, column {column}: header {cell!r}, expected 'conductance [UNIT]'")
     unit = m.group(1).replace("µ", "u")
     if unit not in UNITS:
-        raise TraceFormatError(f"{where}, column 4: unknown unit {m.group(1)!r}; known: {', '.join(UNITS)}")
+        raise TraceFormatError(f"{where}, column {column}: unknown unit {m.group(1)!r}; known: {', '.join(UNITS)}")
     return unit
