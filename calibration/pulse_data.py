@@ -51,10 +51,11 @@ class WeightMap:
 
 
 def _extremes(values: np.ndarray, frac: float = 0.02) -> tuple[float, float]:
-    """Mean of the lowest and of the highest `frac` of the values (at least 3 each): a plateau estimate."""
+    """Median of the lowest and of the highest `frac` of the values (at least 3 each): a plateau estimate
+    that a glitch read does not move (a mean of the top 2% would take 1/k of the glitch)."""
     v = np.sort(values)
     k = max(3, int(frac * len(v)))
-    return float(v[:k].mean()), float(v[-k:].mean())
+    return float(np.median(v[:k])), float(np.median(v[-k:]))
 
 
 def weight_map_for(traces: TraceSet, g_mid: float | None = None, g_scale: float | None = None) -> WeightMap:
