@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from tqdm import tqdm
@@ -16,7 +16,7 @@ from tqdm import tqdm
 from aimc.calibration.families import FAMILY_KINDS, families
 from aimc.calibration.family_fit import FamilyFit, fit_family, fit_tabulated
 from aimc.calibration.population import MIN_DEVICES, fit_population, fitted_devices, identification
-from aimc.calibration.pulse_data import PulseData, WeightMap, predict, pulse_data, weight_map_for
+from aimc.calibration.pulse_data import PulseData, WeightMap, model_trace, predict, pulse_data, weight_map_for
 from aimc.calibration.traces import TraceSet
 from aimc.calibration.variation import estimate_noise, estimate_spread, spread_tabulated
 from aimc.common.files import atomic_write_text, json_safe
@@ -41,6 +41,7 @@ class FitResult:
     data: PulseData
     source: str = ""
     method: str = "pooled"
+    overlay: list = field(default_factory=list)
 
     @property
     def ranking(self) -> list[str]:
@@ -98,7 +99,7 @@ class FitResult:
                          "typical_step": d.dw0, "sample": {"m": d.m[keep].tolist(), "dw": d.dw[keep].tolist(),
                                                            "up": d.up[keep].astype(int).tolist(),
                                                            "residual": self.best.residuals[keep].tolist()}},
-                "source": self.source, "method": self.method, "quality": d.quality}
+                "source": self.source, "method": self.method, "quality": d.quality, "overlay": self.overlay}
 
     def export(self, path: str | os.PathLike) -> None:
         """Write the device file (JSON) atomically."""
@@ -174,4 +175,5 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
         spread_info = estimate_spread(specs[best.kind], best, data, progress=progress,
                                       per_device=per.get(best.kind) or None)
     device = _export_device(best, noise, spread_info)
-    return FitResult(wmap, fits, criterion, noise, spread_info, device, data, source, method)
+    overlay = [model_trace(device, traces, wmap, d) for d in range(min(2, traces.n_devices))]
+    return FitResult(wmap, fits, criterion, noise, spread_info, device, data, source, method, overlay)

@@ -179,8 +179,8 @@ def mean_step(device: DeviceConfig, m: np.ndarray, up: np.ndarray) -> np.ndarray
     return s * device.dw_min
 
 
-def _compose(device: DeviceConfig, w: np.ndarray, up: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Weight after k mean steps from w (each clipped to the bounds), minus w."""
+def compose(device: DeviceConfig, w: np.ndarray, up: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Weight after k mean steps from w (each clipped to the bounds), minus w (arrays of one length)."""
     lo, hi = device.bounds
     end = np.array(w, float)
     for j in range(int(k.max(initial=0))):
@@ -204,8 +204,28 @@ def predict(device: DeviceConfig, m: np.ndarray, up: np.ndarray, k: np.ndarray |
     if k is not None and np.any(k > 1):
         sel = k > 1
         ms, us, ks = m[sel], up[sel], k[sel]
-        d = _compose(device, ms, us, ks)
+        d = compose(device, ms, us, ks)
         for _ in range(2):
-            d = _compose(device, ms - 0.5 * d, us, ks)
+            d = compose(device, ms - 0.5 * d, us, ks)
         out[sel] = np.where(us, np.minimum(d, room[sel]), np.maximum(d, -room[sel]))
     return out
+
+
+def model_trace(device: DeviceConfig, traces: TraceSet, wmap: WeightMap, d: int,
+                max_reads: int = 4000) -> dict:
+    """Device d's measured reads (weight units) beside the mean trace of `device` under the same pulses:
+    from the first read, each read k pulses after the previous one of the same polarity moves the model by
+    k mean steps; where the pulses between two reads are unknown (polarity 0, or k > 1 after a read of the
+    other polarity) the model restarts at the measured read. At most max_reads reads."""
+    pulse, pol, g = (a[:max_reads] for a in traces.trace(d))
+    w = wmap.to_w(g)
+    model = np.empty(len(w))
+    model[0] = w[0]
+    for j in range(1, len(w)):
+        gap = int(pulse[j] - pulse[j - 1])
+        if pol[j] == 0 or (gap > 1 and pol[j - 1] != pol[j]):
+            model[j] = w[j]
+            continue
+        up = np.array([pol[j] > 0])
+        model[j] = model[j - 1] + compose(device, model[j - 1:j], up, np.array([gap]))[0]
+    return {"device": traces.devices[d], "pulse": pulse.tolist(), "measured": w.tolist(), "model": model.tolist()}

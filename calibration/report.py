@@ -21,6 +21,7 @@ from aimc.calibration.pulse_data import WeightMap
 from aimc.calibration.report_figures import (
     fig_compare,
     fig_fit_data,
+    fig_fit_overlay,
     fig_fit_ranking,
     fig_fit_residuals,
     fig_penalty,
@@ -197,6 +198,7 @@ def _fit_html(fit: dict, imgs: list[str], num: dict) -> str:
     parts = [f"<h3>Fit: best family {html.escape(fit['best'])} (by {fit['criterion'].upper()}), "
              f"{fit['data']['n_increments']} increments from {fit['data']['n_devices']} devices</h3>",
              "".join(f"<p><b>Warning:</b> {html.escape(w)}</p>" for w in warn), _quality_html(fit.get("quality")),
+             "<h4>Measured traces and the fitted device under the same pulses</h4>", imgs[3] if len(imgs) > 3 else "",
              imgs[0], "<h4>Family ranking</h4>",
              _table(rank, ["family", "k", "rmse", "r2", "AIC", "BIC", "dAIC", "dBIC", "Akaike weight"]), imgs[2],
              f"<h4>Parameters ({html.escape(fit.get('method', 'pooled'))} fit; 95% intervals: "
@@ -248,7 +250,9 @@ def write_report(specs: list, out_dir: str | os.PathLike, n_elements: int = 64, 
         if s.fit:
             part.append(_fit_html(s.fit, [img(fig_fit_data(s.fit), f"{slug}_fit_data"),
                                           img(fig_fit_residuals(s.fit), f"{slug}_fit_residuals"),
-                                          img(fig_fit_ranking(s.fit), f"{slug}_fit_ranking")], num))
+                                          img(fig_fit_ranking(s.fit), f"{slug}_fit_ranking")]
+                                  + ([img(fig_fit_overlay(s.fit, s.weight_map), f"{slug}_fit_overlay")]
+                                     if s.fit.get("overlay") else []), num))
         part.append(f"<details><summary>device config</summary><pre>"
                     f"{html.escape(json.dumps(num['device'], indent=1))}</pre></details>")
         sections.append("\n".join(part))

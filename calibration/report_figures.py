@@ -131,6 +131,23 @@ def fig_fit_data(fit: dict) -> Figure:
     return fig
 
 
+def fig_fit_overlay(fit: dict, wmap: WeightMap | None) -> Figure:
+    """Measured reads of the first devices against pulse number, over the fitted device's mean trace under
+    the same pulses (restarted at the measured read where the pulses between reads are unknown)."""
+    tr = fit["overlay"]
+    fig, axes = plt.subplots(len(tr), 1, figsize=(9, 2.8 * len(tr)), squeeze=False)
+    tf = (lambda v: wmap.to_g(np.asarray(v))) if wmap else (lambda v: np.asarray(v))
+    for ax, t in zip(axes[:, 0], tr):
+        ax.plot(t["pulse"], tf(t["measured"]), ".", ms=2, color="0.4", label="measured")
+        ax.plot(t["pulse"], tf(t["model"]), lw=1, color="C3", label=f"fitted {fit['best']}, same pulses")
+        ax.set_title(f"device {t['device']}", fontsize=9)
+        ax.set_ylabel(f"conductance ({wmap.unit})" if wmap else "weight")
+        ax.legend(fontsize=7)
+    axes[-1, 0].set_xlabel("pulse number")
+    fig.tight_layout()
+    return fig
+
+
 def fig_fit_residuals(fit: dict) -> Figure:
     """The best family's binned residual means against the weight and the histogram of its residuals."""
     best = fit["families"][fit["best"]]

@@ -54,3 +54,16 @@ def test_fit_report_named_after_the_trace_file(tmp_path):
     assert list(nums) == ["cycles (linear)"]
     text = page.read_text()
     assert "Data quality" in text and "pulses to cross the range" in text and "aihwkit" in text
+
+
+def test_model_trace_follows_the_pulses_and_restarts():
+    from aimc.calibration import WeightMap, from_arrays
+    from aimc.calibration.pulse_data import model_trace
+    dev = ConstantStep(dw_min=0.1, up_down=0.0, w_max=1.0, w_min=-1.0, **NO_SPREAD)
+    g = [[0.0], [0.13], [0.18], [0.5], [0.42], [0.0]]
+    tr = from_arrays(g, [0, 1, 1, 0, -1, -1])
+    tr = type(tr)(tr.devices, tr.device, tr.pulse * [1, 1, 1, 1, 1, 1] + [0, 0, 0, 0, 0, 3], tr.polarity,
+                  tr.conductance, tr.unit)
+    out = model_trace(dev, tr, WeightMap(0.0, 1.0, "a.u."), 0)
+    # 2 up steps of 0.1 from 0, a restart at the read after no pulse (0.5), 1 down step, then 4 down steps
+    assert out["model"] == pytest.approx([0.0, 0.1, 0.2, 0.5, 0.4, 0.0])
