@@ -31,19 +31,25 @@ def _noise_moments(r: np.ndarray, s: np.ndarray, ref: np.ndarray, follows: np.nd
     Read noise e puts e_{k+1} - e_k into each increment, so consecutive residuals have covariance -sigma_r^2:
     sigma_r^2 = -mean(r_k r_{k-1}). What remains of the variance, r_k^2 - 2 sigma_r^2, is the cycle noise,
     fitted as sigma^2 ref_k^2 (additive: ref = the element's step at the reference point) and as
-    sigma^2 s_k^2 (multiplicative: s = the mean step at m_k); the form with the smaller squared error wins.
+    sigma^2 s_k^2 (multiplicative: s = the mean step at m_k). The form whose residual variances
+    2 sigma_r^2 + sigma^2 x_k^2 give the residuals the larger Gaussian log-likelihood wins (a squared-error
+    comparison of r_k^2 is dominated by the largest residuals and picked the additive form for multiplicative
+    devices).
     """
     idx = np.flatnonzero(follows)
     sr2 = max(-float(np.mean(r[idx] * r[idx - 1])), 0.0) if len(idx) else 0.0
     z = r ** 2 - 2.0 * sr2
     out = {"read_noise": math.sqrt(sr2)}
-    sse = {}
+    loglik = {}
+    floor = 1e-12 * max(float(np.mean(r ** 2)), 1e-300)
     for name, x in (("additive", ref), ("multiplicative", s)):
         x2 = x ** 2
         var = max(float(np.sum(z * x2) / np.sum(x2 ** 2)), 0.0) if np.any(x2 > 0) else 0.0
         out[f"sigma_{name}"] = math.sqrt(var)
-        sse[name] = float(np.sum((z - var * x2) ** 2))
-    out["form"] = "additive" if sse["additive"] < sse["multiplicative"] else "multiplicative"
+        v = np.maximum(2.0 * sr2 + var * x2, floor)
+        loglik[name] = float(-0.5 * np.sum(np.log(v) + r ** 2 / v))
+    out["form"] = "additive" if loglik["additive"] >= loglik["multiplicative"] else "multiplicative"
+    out["loglik"] = loglik
     return out
 
 

@@ -80,3 +80,14 @@ def test_reads_k_pulses_apart_are_used():
     f = res.best
     for p in ("dw_min", "up_down", "w_max", "w_min"):
         assert abs(f.params[p] - getattr(TRUTH, p)) < 4 * f.stderr[p] + 2 * READ_NOISE, p
+
+
+@pytest.mark.parametrize("form", ["additive", "multiplicative"])
+def test_noise_form_chosen_by_the_data(form):
+    # a power device whose step varies 8-fold over the range: the two forms differ where the step is small
+    from aimc.devices import Power
+    truth = Power(tau=0.6, c=0.0, gamma=3.0, dw_min=0.02, dw_min_std=0.4, noise=form)
+    res = fit(measure_cycles(truth, n_cycles=2, n_devices=8, read_noise=0.002, seed=6), kinds=["power"],
+              spread=False)
+    assert res.noise["form"] == form
+    assert res.noise[f"sigma_{form}"] == pytest.approx(0.4, rel=0.15)
