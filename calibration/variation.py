@@ -55,8 +55,16 @@ def _noise_moments(r: np.ndarray, s: np.ndarray, ref: np.ndarray, follows: np.nd
 
 def estimate_noise(fit: FamilyFit, data: PulseData, g_scale: float) -> dict:
     """Read noise (weight and conductance units) and cycle-to-cycle noise (relative to the step) from the
-    residuals of `fit`, with standard errors from the spread of per-device estimates (NaN for one device)."""
+    residuals of `fit`, with standard errors from the spread of per-device estimates (NaN for one device).
+    Without single-pulse increments inside the bounds (reads always k > 1 pulses apart) the noise is not
+    estimated: zeros, with a message."""
     s, ok = _interior(fit.device, data)
+    if ok.sum() < 3:
+        nan = float("nan")
+        return {"read_noise": 0.0, "sigma_additive": 0.0, "sigma_multiplicative": 0.0, "form": "additive",
+                "read_noise_se": nan, "sigma_additive_se": nan, "sigma_multiplicative_se": nan,
+                "read_noise_g": 0.0, "read_noise_g_se": nan, "n_increments": int(ok.sum()),
+                "message": "not estimated: no single-pulse increments inside the bounds"}
     ep = fit.device.nominal().ep[0, 0]
     ref = np.where(data.up, ep[DW_UP], ep[DW_DOWN])
     sub = data.subset(ok)
