@@ -31,3 +31,19 @@ def test_population_intervals_of_soft_bounds():
     for p, (lo, hi) in f.ci95.items():
         assert lo <= getattr(TRUTHS["SoftBounds"], p) <= hi, (p, lo, hi)
     assert res.best.kind == "SoftBounds"
+
+
+def test_cli_per_device_method(tmp_path):
+    import json
+
+    from aimc.calibration import write_csv
+    from aimc.cli import main
+    tr = measure_cycles(TRUTHS["SoftBounds"], n_cycles=1, n_devices=4, read_noise=0.002, seed=1)
+    csv = write_csv(tr, tmp_path / "sb.csv")
+    out = tmp_path / "fit"
+    assert main(["fit", str(csv), "--out", str(out), "--method", "per-device", "--families", "SoftBounds,ConstantStep",
+                 "--quiet", "--elements", "4"]) == 0
+    summary = json.loads((out / "fit.json").read_text())
+    sb = summary["families"]["SoftBounds"]
+    assert summary["method"] == "per-device" and sb["interval"].startswith("over 4 devices")
+    assert sb["n_devices_fitted"] == 4 and "identified" in (out / "report.html").read_text()
