@@ -9,7 +9,9 @@
 from aimc.trainers.algorithms import OPTIMIZERS, AnalogOptimizer, LatencyModel, build_optimizer
 from aimc.trainers.config import (
                              ALGORITHMS,
+                             AGADConfig,
                              AnalogSGDConfig,
+                             CTTv2Config,
                              DigitalSGDConfig,
                              MixedPrecisionConfig,
                              MultiTileConfig,
@@ -24,8 +26,8 @@ from aimc.trainers.convert import convert, to_digital
 from aimc.trainers.layers import AnalogConv2d, AnalogLinear, analog_layers
 
 __all__ = [
-    "ALGORITHMS", "AnalogConv2d", "AnalogLinear", "AnalogOptimizer", "AnalogSGDConfig", "DigitalSGDConfig",
-    "LatencyModel", "MixedPrecisionConfig", "MultiTileConfig", "OPTIMIZERS", "ResidualConfig", "ResidualV2Config",
-    "TTv2Config", "TikiTakaConfig", "TileConfig", "TrainerConfig", "analog_layers", "build_optimizer", "convert",
-    "to_digital",
+    "AGADConfig", "ALGORITHMS", "AnalogConv2d", "AnalogLinear", "AnalogOptimizer", "AnalogSGDConfig", "CTTv2Config",
+    "DigitalSGDConfig", "LatencyModel", "MixedPrecisionConfig", "MultiTileConfig", "OPTIMIZERS",
+    "ResidualConfig", "ResidualV2Config", "TTv2Config", "TikiTakaConfig", "TileConfig", "TrainerConfig",
+    "analog_layers", "build_optimizer", "convert", "to_digital",
 ]

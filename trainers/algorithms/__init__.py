@@ -7,6 +7,7 @@ from torch import nn
 
 from aimc.trainers.algorithms.analog_sgd import AnalogSGD
 from aimc.trainers.algorithms.base import AnalogOptimizer
+from aimc.trainers.algorithms.c_ttv2 import CTTv2
 from aimc.trainers.algorithms.digital_sgd import DigitalSGD
 from aimc.trainers.algorithms.latency import LatencyModel
 from aimc.trainers.algorithms.mixed_precision import MixedPrecision
@@ -18,7 +19,7 @@ from aimc.trainers.config import TrainerConfig
 
 OPTIMIZERS: dict[str, type] = {"sgd": DigitalSGD, "analog_sgd": AnalogSGD, "tiki_taka": TikiTaka, "ttv2": TTv2,
                                "residual": Residual, "residual_v2": ResidualV2, "multi_tile": MultiTile,
-                               "mixed_precision": MixedPrecision}
+                               "mixed_precision": MixedPrecision, "c_ttv2": CTTv2}
 
 _ADAPTER = TypeAdapter(TrainerConfig)
 
