@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import TypeAdapter
 from torch import nn
 
+from aimc.trainers.algorithms.agad import AGAD
 from aimc.trainers.algorithms.analog_sgd import AnalogSGD
 from aimc.trainers.algorithms.base import AnalogOptimizer
 from aimc.trainers.algorithms.c_ttv2 import CTTv2
@@ -19,7 +20,8 @@ from aimc.trainers.config import TrainerConfig
 
 OPTIMIZERS: dict[str, type] = {"sgd": DigitalSGD, "analog_sgd": AnalogSGD, "tiki_taka": TikiTaka, "ttv2": TTv2,
                                "residual": Residual, "residual_v2": ResidualV2, "multi_tile": MultiTile,
-                               "mixed_precision": MixedPrecision, "c_ttv2": CTTv2}
+                               "mixed_precision": MixedPrecision, "c_ttv2": CTTv2,
+                               "agad": AGAD}
 
 _ADAPTER = TypeAdapter(TrainerConfig)
 
