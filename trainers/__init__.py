@@ -13,10 +13,12 @@ from aimc.trainers.config import (
                              AnalogSGDConfig,
                              CTTv2Config,
                              DigitalSGDConfig,
+                             ERiderConfig,
                              MixedPrecisionConfig,
                              MultiTileConfig,
                              ResidualConfig,
                              ResidualV2Config,
+                             RiderConfig,
                              TikiTakaConfig,
                              TileConfig,
                              TrainerConfig,
@@ -27,7 +29,7 @@ from aimc.trainers.layers import AnalogConv2d, AnalogLinear, analog_layers
 
 __all__ = [
     "AGADConfig", "ALGORITHMS", "AnalogConv2d", "AnalogLinear", "AnalogOptimizer", "AnalogSGDConfig", "CTTv2Config",
-    "DigitalSGDConfig", "LatencyModel", "MixedPrecisionConfig", "MultiTileConfig", "OPTIMIZERS",
-    "ResidualConfig", "ResidualV2Config", "TTv2Config", "TikiTakaConfig", "TileConfig", "TrainerConfig",
+    "DigitalSGDConfig", "ERiderConfig", "LatencyModel", "MixedPrecisionConfig", "MultiTileConfig", "OPTIMIZERS",
+    "ResidualConfig", "ResidualV2Config", "RiderConfig", "TTv2Config", "TikiTakaConfig", "TileConfig", "TrainerConfig",
     "analog_layers", "build_optimizer", "convert", "to_digital",
 ]

@@ -36,6 +36,12 @@ class TileConfig(BaseModel):
         return load_device(self.device)
 
 
+ZeroShiftMode = Literal["cycles", "random"]
+ZERO_SHIFT_MODE = ("how the zero shift drives P to its symmetric point: \"cycles\", alternating up/down pulse pairs "
+                   "(Kim et al. 2019; zero_shift_cycles pairs); \"random\", zero_shift_cycles single pulses of "
+                   "random sign (Algorithm 1 of arXiv:2602.21321; default count the device's number of states)")
+
+
 class _Trainer(BaseModel):
     model_config = STRICT
     lr: float = Field(0.05, gt=0, description="gradient step (weight units per unit gradient)")
@@ -84,6 +90,7 @@ class ResidualConfig(_Transfer):
     zero_shift: bool = Field(True, description="zero-shift P to its symmetric point before training")
     zero_shift_cycles: int | None = Field(None, ge=1, description="up/down pulse pairs of the zero shift; None: "
                                                                "the device's number of states (slow on big layers)")
+    zero_shift_mode: ZeroShiftMode = Field("cycles", description=ZERO_SHIFT_MODE)
 
 
 class ResidualV2Config(ResidualConfig):
@@ -103,6 +110,7 @@ class MultiTileConfig(_Transfer):
     zero_shift: bool = Field(True, description="zero-shift the fast arrays before training")
     zero_shift_cycles: int | None = Field(None, ge=1, description="up/down pulse pairs of the zero shift; None: "
                                                                "the device's number of states (slow on big layers)")
+    zero_shift_mode: ZeroShiftMode = Field("cycles", description=ZERO_SHIFT_MODE)
 
 
 class CTTv2Config(_Trainer):
@@ -169,6 +177,30 @@ class AGADConfig(CTTv2Config):
                               "transfer_bl")
 
 
+class RiderConfig(_Transfer):
+    """RIDER (arXiv:2602.21321, Algorithm 2): residual learning whose reference Q tracks the symmetric point of P
+    on the fly: mixed weight W + gamma (P - Q), Q <- (1 - tracking_rate) Q + tracking_rate P per read column,
+    W <- W + transfer_lr (P - Q); no zero shift needed."""
+
+    algorithm: Literal["rider"] = "rider"
+    gamma: float = Field(0.1, gt=0, description="gain of P - Q in the mixed weight")
+    tracking_rate: float = Field(0.1, gt=0, le=1, description="EMA rate eta of the digital reference Q, per read "
+                                 "of a column (Q <- (1 - eta) Q + eta P)")
+    zero_shift: bool = Field(False, description="zero-shift P before training as well (not needed by RIDER)")
+    zero_shift_cycles: int | None = Field(None, ge=1, description="pulse pairs (or pulses) of that zero shift")
+    zero_shift_mode: ZeroShiftMode = Field("cycles", description=ZERO_SHIFT_MODE)
+
+
+class ERiderConfig(RiderConfig):
+    """E-RIDER (arXiv:2602.21321, Algorithm 3): RIDER with a chopper c = +-1 per tile on the gradient of P and in the
+    mixed weight W + gamma c (P - Q~); the analog reference Q~ is reprogrammed to Q at each chopper switch."""
+
+    algorithm: Literal["e_rider"] = "e_rider"
+    chop_prob: float = Field(0.05, gt=0, le=1, description="chopper switching per step: probability "
+                             "(chop_random) or 1 / period in steps, period max(ceil(1 / chop_prob), 2)")
+    chop_random: bool = Field(True, description="switch at random (Eq. 17 of arXiv:2602.21321) or regularly")
+
+
 class MixedPrecisionConfig(_Trainer):
     """Mixed precision: digital gradient accumulator; whole pulses fired where it reaches dw_min (R3 baseline)."""
 
@@ -178,8 +210,9 @@ class MixedPrecisionConfig(_Trainer):
 
 TrainerConfig = Annotated[
     Union[DigitalSGDConfig, AnalogSGDConfig, TikiTakaConfig, TTv2Config, ResidualConfig, ResidualV2Config,
-          MultiTileConfig, MixedPrecisionConfig, CTTv2Config, AGADConfig],
+          MultiTileConfig, MixedPrecisionConfig, CTTv2Config, AGADConfig,
+          RiderConfig, ERiderConfig],
     Field(discriminator="algorithm"),
 ]
 ALGORITHMS = ("sgd", "analog_sgd", "tiki_taka", "ttv2", "residual", "residual_v2", "multi_tile",
-              "mixed_precision", "c_ttv2", "agad")
+              "mixed_precision", "c_ttv2", "agad", "rider", "e_rider")
