@@ -118,6 +118,7 @@ class CTTv2(TransferOptimizer):
             if read:
                 self.transfer_column(block, st, rng)
             start = end
+        self.flush(block, st)
 
     def fast_update(self, block: TileBlock, st: dict, x: np.ndarray, d: np.ndarray, eta) -> None:
         """A <- A - eta (c_out d)(c_in x)^T for the vectors x (m, in), d (m, out); eta a float or (m,)."""
@@ -155,12 +156,7 @@ class CTTv2(TransferOptimizer):
         n = self.threshold(h)
         st["H"][:, k] = h
         if self.may_write(st) and n.any():
-            counts = st.get("_counts")
-            if counts is None:
-                counts = st["_counts"] = np.zeros((block.tile.out_size, block.tile.in_size), np.int64)
-            counts[:, k] = n
-            self.counts["transfer_pulses"] += block.tile.pulse(counts, 0)
-            counts[:, k] = 0
+            self.write_column(block, st, k, n)
         self.switch_choppers(st, k, rng)
         self.counts["transfers"] += 1
         self.counts["transferred_columns"] += 1
@@ -170,6 +166,28 @@ class CTTv2(TransferOptimizer):
                 flip = rng.random(block.tile.out_size) < cfg.out_chop_prob
                 st["c_out"][flip] *= -1
             st["sweeps"] = int(st["sweeps"]) + 1
+
+    def write_column(self, block: TileBlock, st: dict, k: int, n: np.ndarray) -> None:
+        """Queue n pulses for C[:, k]. Queued columns are fired together (`flush`) at the end of the batch or
+        before a column is queued twice, so every element gets its pulses in read order (C is not read
+        inside a batch)."""
+        counts = st.get("_counts")
+        if counts is None:
+            counts = st["_counts"] = np.zeros((block.tile.out_size, block.tile.in_size), np.int64)
+            st["_queued"] = np.zeros(block.tile.in_size, np.bool_)
+        if st["_queued"][k]:
+            self.flush(block, st)
+        counts[:, k] = n
+        st["_queued"][k] = True
+
+    def flush(self, block: TileBlock, st: dict) -> None:
+        """Fire the queued pulses into C."""
+        queued = st.get("_queued")
+        if queued is None or not queued.any():
+            return
+        self.counts["transfer_pulses"] += block.tile.pulse(st["_counts"], 0)
+        st["_counts"][:, queued] = 0
+        queued[:] = False
 
     def threshold(self, h: np.ndarray) -> np.ndarray:
         """Pulses n (int64) where |h| >= 1, clamp(trunc(h), +-transfer_bl); h keeps the remainder, in place."""
