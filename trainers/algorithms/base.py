@@ -133,8 +133,8 @@ class AnalogOptimizer(torch.optim.Optimizer):
     # -- costs ------------------------------------------------------------------------------------------
     def costs(self) -> dict:
         """What training cost on the chip so far: pulses (all arrays, setup included), reads (vector
-        MVMs: forward, backward, column reads), transfers (transfer events), steps, the breakdown, and
-        setup_seconds, the simulator's wall-clock time of the preparation (zero shift)."""
+        MVMs: forward, backward, column reads), transfers (transfer events), steps, and the breakdown. (The
+        wall-clock time of the preparation is `setup_seconds`, not a cost: costs are reproducible.)"""
         pulses = sum(t.pulses for layer in self.layers for t in layer.tiles)
         reads = sum(t.reads for layer in self.layers for t in layer.tiles)
         weights = sum(layer.out_features * layer.in_ext for layer in self.layers)
@@ -143,7 +143,6 @@ class AnalogOptimizer(torch.optim.Optimizer):
                "pulses_per_weight": float(self.counts["update_pulses"] + self.counts["transfer_pulses"])
                / max(weights, 1)}
         out.update({k: int(v) for k, v in self.counts.items() if k != "transfers"})
-        out["setup_seconds"] = float(self.setup_seconds)
         return out
 
     def update_latency(self, lm: LatencyModel) -> float:
