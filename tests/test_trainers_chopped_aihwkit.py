@@ -3,9 +3,10 @@
 aihwkit runs as a subprocess (benchmarks/aihwkit/transfer_sequence_aihwkit.py; `AIMC_AIHWKIT_PYTHON` names
 its interpreter, default ~/aihwkit-venv/bin/python). A rank-1 sequence (24 single samples) and a mini-batch
 sequence (6 batches of 4) on a 3 x 4 tile of a noiseless constant-step device, aihwkit's build_config
-settings (auto-scaled fast step, fast update BL 5, a column read after every sample, regular chopper),
-perfect reads: both simulators draw stochastic pulse trains, so the mean and the spread of the fast array A
-and of the weight C over repetitions must agree within their sampling error.
+settings (auto-scaled fast step, fast update BL 5, a column read after every sample), a regular chopper
+and perfect reads, or aihwkit's random chopper and noisy reads: both simulators draw stochastic pulse
+trains, so the mean and the spread of the fast array A and of the weight C over repetitions must agree
+within their sampling error.
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ def _batches(kind):
     return [(rng.uniform(-1, 1, (m, 4)).round(3), rng.uniform(-1, 1, (m, 3)).round(3)) for _ in range(n)]
 
 
-def _ours(algorithm, batches, lr, compound):
+def _ours(algorithm, batches, lr, compound, perfect_reads=True):
     cfg_cls = T.CTTv2Config if algorithm == "c-ttv2" else T.AGADConfig
-    tile = T.TileConfig(device=ConstantStep(**DEVICE), forward=PeripheryConfig.perfect(),
+    forward = PeripheryConfig.perfect() if perfect_reads else PeripheryConfig()
+    tile = T.TileConfig(device=ConstantStep(**DEVICE), forward=forward,
                         backward=PeripheryConfig.perfect(), update=UpdateConfig(desired_bl=5))
     a_end, c_end = [], []
     for rep in range(REPS):
@@ -59,20 +61,24 @@ def _ours(algorithm, batches, lr, compound):
             "C_std": np.std(c_end, 0)}
 
 
-@pytest.mark.parametrize("kind", ["rank1", "batch"])
-@pytest.mark.parametrize("algorithm", ["c-ttv2", "agad"])
-def test_transfer_sequence_matches_aihwkit(algorithm, kind, tmp_path):
+@pytest.mark.parametrize("algorithm, kind, compound, perfect_reads", [
+    ("c-ttv2", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False}, True),
+    ("c-ttv2", "batch", {"in_chop_prob": 0.5, "in_chop_random": False}, True),
+    ("agad", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False}, True),
+    ("agad", "batch", {"in_chop_prob": 0.5, "in_chop_random": False}, True),
+    # aihwkit's defaults: random chopper, column reads with output noise 0.06 and a 9-bit ADC
+    ("c-ttv2", "rank1", {"in_chop_prob": 0.1, "in_chop_random": True}, False)])
+def test_transfer_sequence_matches_aihwkit(algorithm, kind, compound, perfect_reads, tmp_path):
     batches = _batches(kind)
-    compound = {"in_chop_prob": 0.5, "in_chop_random": False}
     lr = 0.5
     spec = {"algorithm": algorithm, "device": DEVICE, "compound": compound, "update_bl": 5, "lr": lr,
-            "reps": REPS, "batches": [[x.tolist(), d.tolist()] for x, d in batches]}
+            "reps": REPS, "perfect_reads": perfect_reads, "batches": [[x.tolist(), d.tolist()] for x, d in batches]}
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec))
     out = subprocess.run([str(PYTHON), str(SCRIPT), str(path)], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     ref = {k: np.asarray(v) for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}
-    ours = _ours(algorithm, batches, lr, compound)
+    ours = _ours(algorithm, batches, lr, compound, perfect_reads)
     for arr in ("A", "C"):
         m1, m2, s1, s2 = ours[arr + "_mean"], ref[arr + "_mean"], ours[arr + "_std"], ref[arr + "_std"]
         se = np.sqrt((s1 ** 2 + s2 ** 2) / REPS)

@@ -4,8 +4,9 @@
 Runs inside the separate aihwkit venv (~/aihwkit-venv). Argument: a JSON spec with "algorithm" ("c-ttv2" or
 "agad", aihwkit's build_config names), "device" (ConstantStepDevice fields), "compound" (fields of the
 compound to override), "update_bl" (the fast update's desired_bl), "lr", "batches" (a list of [x, d]
-mini-batches, x (m, in), d (m, out)) and "reps". Every repetition builds a fresh tile (weights 0, perfect
-reads), runs the batches through tile.update and records the fast array A (hidden_weights_0) and the slow
+mini-batches, x (m, in), d (m, out)), "reps" and optionally "perfect_reads" (default true; false: the column
+reads of A through aihwkit's default transfer_forward periphery). Every repetition builds a fresh tile
+(weights 0), runs the batches through tile.update and records the fast array A (hidden_weights_0) and the slow
 array C (hidden_weights_1, the weight). Prints one JSON line: mean and std over repetitions of both.
 """
 import json
@@ -25,7 +26,7 @@ def main():
     for k, v in spec["compound"].items():
         setattr(cfg.device, k, v)
     cfg.update.desired_bl = spec["update_bl"]
-    cfg.device.transfer_forward.is_perfect = True
+    cfg.device.transfer_forward.is_perfect = spec.get("perfect_reads", True)
     cfg.forward.is_perfect = True
     cfg.backward.is_perfect = True
     batches = [(torch.tensor(x, dtype=torch.float32), torch.tensor(d, dtype=torch.float32))
