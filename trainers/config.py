@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from aimc.common.validation import STRICT
-from aimc.devices import DeviceConfig, PeripheryConfig, UpdateConfig, load_device
+from aimc.common.errors import ConfigError
+from aimc.common.validation import Float32Config, format_validation_error
+from aimc.devices import DEVICE_KINDS, DeviceConfig, PeripheryConfig, UpdateConfig, load_device
 
 
-class TileConfig(BaseModel):
+class TileConfig(Float32Config):
     """How a torch layer becomes analog tiles."""
-
-    model_config = STRICT
 
     device: Union[str, DeviceConfig] = Field("r1_power_1", description="device preset name, device file path, "
                                                                      "or an inline device table with `kind`")
@@ -32,6 +31,25 @@ class TileConfig(BaseModel):
         False, description="learnable digital output scale: true, one per layer (aihwkit's learn_out_scaling); "
                            "\"column\", one per output (aihwkit's out_scaling_columnwise); false, none")
 
+    def __init__(self, **data):
+        """A problem is a ConfigError with one line per field, named as in an experiment config (`tile.device:
+        unknown device ...`), the same message from Python as from `aimc train`."""
+        try:
+            super().__init__(**data)
+        except ValidationError as err:
+            raise ConfigError(format_validation_error(err, "tile", hidden=DEVICE_KINDS)) from None
+
+    @field_validator("device")
+    @classmethod
+    def _known_device(cls, device: Union[str, DeviceConfig]) -> Union[str, DeviceConfig]:
+        """A preset name or device file is checked now, not when a layer is built (the name is kept)."""
+        if isinstance(device, str):
+            try:
+                load_device(device)
+            except ConfigError as err:
+                raise ValueError(str(err)) from None
+        return device
+
     def resolved_device(self) -> DeviceConfig:
         return load_device(self.device)
 
@@ -42,8 +60,7 @@ ZERO_SHIFT_MODE = ("how the zero shift drives P to its symmetric point: \"cycles
                    "random sign (Algorithm 1 of arXiv:2602.21321; default count the device's number of states)")
 
 
-class _Trainer(BaseModel):
-    model_config = STRICT
+class _Trainer(Float32Config):
     lr: float = Field(0.05, gt=0, description="gradient step (weight units per unit gradient)")
 
 
