@@ -10,12 +10,16 @@ from aimc.trainers import guards  # noqa: F401  (refuses torch optimizers on ana
 from aimc.trainers.algorithms import OPTIMIZERS, AnalogOptimizer, LatencyModel, build_optimizer
 from aimc.trainers.config import (
                              ALGORITHMS,
+                             AGADConfig,
                              AnalogSGDConfig,
+                             CTTv2Config,
                              DigitalSGDConfig,
+                             ERiderConfig,
                              MixedPrecisionConfig,
                              MultiTileConfig,
                              ResidualConfig,
                              ResidualV2Config,
+                             RiderConfig,
                              TikiTakaConfig,
                              TileConfig,
                              TrainerConfig,
@@ -25,8 +29,8 @@ from aimc.trainers.convert import convert, digital_layers, to_digital
 from aimc.trainers.layers import AnalogConv1d, AnalogConv2d, AnalogLinear, analog_layers
 
 __all__ = [
-    "ALGORITHMS", "AnalogConv1d", "AnalogConv2d", "AnalogLinear", "AnalogOptimizer", "AnalogSGDConfig",
-    "DigitalSGDConfig", "LatencyModel", "MixedPrecisionConfig", "MultiTileConfig", "OPTIMIZERS", "ResidualConfig",
-    "ResidualV2Config", "TTv2Config", "TikiTakaConfig", "TileConfig", "TrainerConfig", "analog_layers",
-    "build_optimizer", "convert", "digital_layers", "to_digital",
+    "AGADConfig", "ALGORITHMS", "AnalogConv1d", "AnalogConv2d", "AnalogLinear", "AnalogOptimizer", "AnalogSGDConfig",
+    "CTTv2Config", "DigitalSGDConfig", "ERiderConfig", "LatencyModel", "MixedPrecisionConfig", "MultiTileConfig",
+    "OPTIMIZERS", "ResidualConfig", "ResidualV2Config", "RiderConfig", "TTv2Config", "TikiTakaConfig", "TileConfig",
+    "TrainerConfig", "analog_layers", "build_optimizer", "convert", "digital_layers", "to_digital",
 ]
