@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def _run(args: argparse.Namespace) -> int:
     from aimc.calibration import write_report
 
-    page = write_report(args.devices, args.out, n_elements=args.elements, seed=args.seed)
+    page = write_report(args.devices, args.out, n_elements=args.elements, seed=args.seed,
+                        progress=not args.quiet and sys.stderr.isatty())
     print(f"report {page}")
     return 0
 
@@ -21,4 +23,5 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="output folder: report.html, report.json, PNGs")
     p.add_argument("--elements", type=int, default=64, help="elements simulated for the device-to-device bands")
     p.add_argument("--seed", type=int, default=0, help="seed of the simulated elements")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_run)

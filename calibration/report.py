@@ -13,8 +13,11 @@ import html
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from tqdm import tqdm
 
 from aimc.calibration.fit import FitResult
 from aimc.calibration.pulse_data import WeightMap
@@ -28,7 +31,7 @@ from aimc.calibration.report_figures import (
     fig_response,
     fig_steps,
     fig_traces,
-    png_bytes,
+    rendered,
 )
 from aimc.calibration.response_numbers import device_numbers
 from aimc.common.files import atomic_write_bytes, atomic_write_text, json_safe
@@ -219,9 +222,10 @@ _CSS = ("body{font-family:sans-serif;max-width:1250px;margin:auto;padding:1em}ta
 
 
 def write_report(specs: list, out_dir: str | os.PathLike, n_elements: int = 64, seed: int = 0,
-                 title: str = "aimc device report") -> Path:
-    """Write out_dir/report.html (figures embedded as base64), the figures as PNG beside it and every number
-    as out_dir/report.json. specs: preset names, device files, fit folders, configs or FitResults."""
+                 title: str = "aimc device report", progress: bool = False) -> Path:
+    """Write out_dir/report.html (figures embedded as base64), the figures as PNG and PDF beside it and every
+    number as out_dir/report.json. specs: preset names, device files, fit folders, configs or FitResults.
+    progress: a progress bar over the devices on standard error."""
     if not specs:
         raise ValueError("no device to report")
     out = Path(out_dir)
@@ -233,12 +237,13 @@ def write_report(specs: list, out_dir: str | os.PathLike, n_elements: int = 64, 
     numbers, sections, nums = {}, [], []
 
     def img(fig, stem: str) -> str:
-        data = png_bytes(fig)
-        atomic_write_bytes(out / f"{stem}.png", data)
+        files = rendered(fig)
+        for fmt, data in files.items():
+            atomic_write_bytes(out / f"{stem}.{fmt}", data)
         return (f'<p><img alt="{html.escape(stem)}" src="data:image/png;base64,'
-                f'{base64.b64encode(data).decode()}"></p>')
+                f'{base64.b64encode(files["png"]).decode()}"></p>')
 
-    for s in subjects:
+    for s in tqdm(subjects, desc="report", unit="device", disable=not progress, file=sys.stderr):
         num = device_numbers(s.device, n_elements=n_elements, seed=seed)
         slug = _slug(s.name)
         nums.append((s.name, num))

@@ -1,7 +1,7 @@
 """The figures of a device report: cycle traces, response functions, steps and states, implicit penalty and
 drift, a fit's data, residuals and ranking, and several devices overlaid. Each takes the numbers of
 `device_numbers` (or a fit's `FitResult.summary()`) and returns a matplotlib figure (Agg backend, no
-display needed); `png_bytes` renders one and closes it."""
+display needed); `rendered` turns one into PNG and PDF bytes and closes it."""
 
 from __future__ import annotations
 
@@ -17,12 +17,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def png_bytes(fig: Figure) -> bytes:
-    """The figure as PNG (110 dpi, tight bounding box); closes it."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+def rendered(fig: Figure) -> dict[str, bytes]:
+    """The figure as PNG (110 dpi) and as PDF (vector, no creation date: the same figure gives the same
+    bytes), both with a tight bounding box; closes it."""
+    out = {}
+    for fmt, kwargs in (("png", {"dpi": 110}), ("pdf", {"metadata": {"CreationDate": None}})):
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, bbox_inches="tight", **kwargs)
+        out[fmt] = buf.getvalue()
     plt.close(fig)
-    return buf.getvalue()
+    return out
 
 
 def _mark_sym(ax, num: dict) -> None:

@@ -38,6 +38,8 @@ def test_report_files_for_presets_side_by_side(tmp_path):
     text = page.read_text()
     assert "data:image/png;base64," in text and "Side by side" in text and "r3_10_states" in text
     assert (tmp_path / "compare.png").is_file() and (tmp_path / "r1_power_1_response.png").is_file()
+    for stem in ("compare", "r1_power_1_response"):  # a vector copy of every figure, for papers
+        assert (tmp_path / f"{stem}.pdf").read_bytes().startswith(b"%PDF-")
     nums = json.loads((tmp_path / "report.json").read_text())
     assert nums["r3_10_states"]["numbers"]["n_states"] == pytest.approx(10.0)
 
