@@ -9,6 +9,7 @@ from aimc.devices import (  # noqa: E402
     characteristics,
     coincidences,
     effective_weight,
+    effects,
     expected_update,
     loops,
     normals,
@@ -44,7 +45,7 @@ from aimc.devices.update import UpdateConfig  # noqa: E402
 
 # before any kernel runs: no stale cached kernels
 flush_stale([rng, prefetch, bits, normals, threads, loops, response_step, pulses, pulse_trains, coincidences,
-             pulsed_update, expected_update, characteristics, effective_weight, periphery, threshold], [])
+             pulsed_update, expected_update, characteristics, effective_weight, effects, periphery, threshold], [])
 
 __all__ = [
     "AnalogTile", "check_kernel_threads", "ConductanceArray", "ConstantStep", "DEVICE_KINDS", "DeviceConfig",

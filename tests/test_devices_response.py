@@ -8,7 +8,7 @@ from conftest import FAMILY_CONFIGS, SPREAD_CONFIGS, ref_bounds, ref_multiplicat
 from scipy.optimize import brentq
 
 from aimc.devices import DEVICE_KINDS, ConductanceArray, parse_device
-from aimc.devices.response_step import DW_DOWN, DW_UP, W_MAX, W_MIN
+from aimc.devices.response_step import DW_DOWN, DW_UP, GAMMA_DOWN, GAMMA_UP, W_MAX, W_MIN
 
 
 def test_every_kind_has_a_reference_config():
@@ -201,7 +201,9 @@ def test_constant_step_counts_its_states(cfg):
     # round-off may leave the n-th pulse a hair short of the bound, hence n or n + 1
     assert ks[reached].min() in (n_states, n_states + 1)
     assert np.all(reached[ks >= n_states + 1]) and not np.any(reached[ks < n_states])
-    np.testing.assert_allclose(arr.w[0, ks < n_states], lo + ks[ks < n_states] * cfg["dw_min"], atol=1e-5)
+    # float32 pulses (as aihwkit): each addition rounds by at most half an ulp, 6e-8 for |w| <= 1
+    np.testing.assert_allclose(arr.w[0, ks < n_states], lo + ks[ks < n_states] * cfg["dw_min"],
+                               atol=6e-8 * n_states + 1e-7)
     # single pulses, one call each, from w_min: the same count in float32 storage
     one = ConductanceArray(1, 1, parse_device(cfg), seed=0)
     one.pulse(np.full((1, 1), -(n_states + 5), np.int64))
@@ -268,3 +270,20 @@ def test_aihwkit_up_down_shrinks_one_direction_only():
     assert sb.symmetric_point() == pytest.approx(c * tau / (2 - c), abs=1e-12)
     assert sb.q_plus(0.0) == pytest.approx(1.0) and sb.q_minus(0.0) == pytest.approx(1 - c)
     assert parse_device(dict(kind="linear", c=c, tau=tau)).symmetric_point() == pytest.approx(c * tau)
+
+
+def test_powstep_exponents_split_one_sidedly_with_additive_gain():
+    """aihwkit 1.1.0's binary: gamma_up = pow_gamma (min(ud, 0) + g + s), gamma_down = pow_gamma (-max(ud, 0)
+    + g - s), g = 1 + pow_gamma_dtod xi, s = pow_up_down_dtod xi: pow_gamma 2, pow_up_down 0.2 give means 2.0
+    and 1.6 (not 2.4 / 1.6), each with std pow_gamma sqrt(pow_gamma_dtod^2 + pow_up_down_dtod^2)."""
+    dev = parse_device(dict(kind="PowStep", pow_gamma=2.0, pow_up_down=0.2, pow_gamma_dtod=0.1,
+                            pow_up_down_dtod=0.05))
+    ep = ConductanceArray(200, 200, dev, seed=1).params.ep.astype(float)
+    g_up, g_dn = ep[..., GAMMA_UP], ep[..., GAMMA_DOWN]
+    se = 2.0 * np.hypot(0.1, 0.05) / 200
+    assert abs(g_up.mean() - 2.0) < 5 * se and abs(g_dn.mean() - 1.6) < 5 * se
+    assert g_up.std() == pytest.approx(2.0 * np.hypot(0.1, 0.05), rel=0.03)
+    assert np.corrcoef(g_up.ravel(), g_dn.ravel())[0, 1] == pytest.approx((0.1**2 - 0.05**2) / (0.1**2 + 0.05**2),
+                                                                          abs=0.02)
+    neg = parse_device(dict(kind="PowStep", pow_gamma=2.0, pow_up_down=-0.2, pow_gamma_dtod=0.0)).nominal().ep
+    assert (neg[0, 0, GAMMA_UP], neg[0, 0, GAMMA_DOWN]) == pytest.approx((1.6, 2.0))
