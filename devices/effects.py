@@ -95,27 +95,44 @@ class ElementEffects:
 
 @njit(cache=True, parallel=True)
 def redraw_kernel(w, base, touched, scale, lo, hi, clip, seed, counter, stream) -> None:
-    """w[i, j] = base[i, j] + scale[i, j] xi_ij, clipped to [lo, hi] where `clip`, for the elements with
-    touched[i, j] != 0 (every element where touched has no rows); xi_ij is normal j of the float32 stream
-    (seed, counter, EFFECT_STREAMS + stream 2^32 + i). Arrays (out, in); scale, lo, hi may be broadcast."""
+    """w[i, j] = base[i, j] + scale[i, j] xi, clipped to [lo, hi] where `clip`, for the elements with
+    touched[i, j] != 0 (every element where touched has no rows). The k-th chosen element of row i takes
+    normal k of the float32 stream (seed, counter, EFFECT_STREAMS + stream 2^32 + i), so a row draws only as
+    many normals as it has chosen elements (rounded up to a block). Arrays (out, in); scale, lo, hi may be
+    broadcast views."""
     rows, cols = w.shape
     every = touched.shape[0] == 0
-    n = (cols + BLOCK - 1) // BLOCK * BLOCK
     for i in prange(rows):
+        count = cols
         if not every:
-            hit = False
+            count = 0
             for j in range(cols):
-                if touched[i, j] != 0:
-                    hit = True
-                    break
-            if not hit:
-                continue
+                count += touched[i, j] != 0
+        if count == 0:
+            continue
         key = stream_seed(uint64(seed), uint64(counter), EFFECT_STREAMS + (uint64(stream) << uint64(32)) + uint64(i))
+        n = (count + BLOCK - 1) // BLOCK * BLOCK
         xi = np.empty(n, np.float32)
         fill_normals(xi, 0, n, key, 0)
+        k = 0
         for j in range(cols):
             if every or touched[i, j] != 0:
-                v = np.float32(base[i, j] + scale[i, j] * xi[j])
+                v = np.float32(base[i, j] + scale[i, j] * xi[k])
+                k += 1
                 if clip:
                     v = min(max(v, lo[i, j]), hi[i, j])
                 w[i, j] = v
+
+
+@njit(cache=True, parallel=True)
+def decay_kernel(w, bias, scale, lo, hi, clip) -> None:
+    """w <- bias + (w - bias) scale per element (aihwkit's decay with alpha 1), clipped to [lo, hi] where
+    `clip` (needed only where a bias lies outside its element's bounds: the step is a convex combination of
+    w and the bias). Arrays (out, in); bias, scale, lo, hi may be broadcast views."""
+    rows, cols = w.shape
+    for i in prange(rows):
+        for j in range(cols):
+            v = bias[i, j] + (w[i, j] - bias[i, j]) * scale[i, j]
+            if clip:
+                v = min(max(v, lo[i, j]), hi[i, j])
+            w[i, j] = v

@@ -60,6 +60,22 @@ def plan_kernel(x, d, lr, dw_min, desired_bl, update_management, bl_management):
     return bl, x_scale, d_scale
 
 
+@njit(cache=True)
+def clip_to_probability(v, scale):
+    """v (B, n) with row b clipped to +-1 / scale[b], where its probabilities scale[b] |v| exceed 1: v itself
+    (no copy) where none does, the common case."""
+    batch, n = v.shape
+    out = v
+    for b in range(batch):
+        lim = np.float32(1.0) / np.float32(scale[b]) if scale[b] > 0.0 else np.float32(np.inf)
+        for k in range(n):
+            if abs(v[b, k]) > lim:
+                if out is v:
+                    out = v.copy()
+                out[b, k] = lim if v[b, k] > 0 else -lim
+    return out
+
+
 TRAIN_STREAMS = uint64(1) << uint64(48)
 """Stream index offset of the pulse trains: train k draws from stream TRAIN_STREAMS + k, apart from the
 per-row streams (index = row) of the coincidence noise in the same call."""

@@ -76,14 +76,14 @@ def _fill_trains_parallel(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_
 def _mark_touched(touched, x_lists, x_counts, d_masks) -> None:
     """touched[i, j] = 1 for every element that the coincidences fire at least once (in slot t of sample b:
     d's train i fires and j is in x's slot list)."""
-    for i in range(touched.shape[0]):
-        row = touched[i]
-        for b in range(d_masks.shape[0]):
+    for b in range(d_masks.shape[0]):  # samples outside: d_masks is read along its rows
+        for i in range(touched.shape[0]):
             md = d_masks[b, i]
             while md != 0:
                 t = lowest_bit(md)
                 md &= md - uint32(1)
                 js = x_lists[b, t]
+                row = touched[i]
                 for a in range(x_counts[b, t]):
                     row[js[a] & INDEX] = 1
 

@@ -8,7 +8,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from aimc.common.validation import STRICT
-from aimc.devices.pulse_trains import plan_kernel
+from aimc.devices.pulse_trains import clip_to_probability, plan_kernel
 
 
 class UpdateConfig(BaseModel):
@@ -49,7 +49,4 @@ def mean_update(x: np.ndarray, d: np.ndarray, lr: float, dw_min: float, cfg: Upd
     clipped at 1: dw_min BL p_d p_x per sample and element, down where lr d x > 0. x_b, d_b enter as
     clip(v, -1 / scale, 1 / scale) (where no probability clips: -lr d^T x exactly). x, d float32."""
     _, x_scale, d_scale = train_plan(x, d, lr, dw_min, cfg)
-    with np.errstate(divide="ignore"):
-        x_lim = np.float32(1.0) / x_scale.astype(np.float32)[:, None]
-        d_lim = np.float32(1.0) / d_scale.astype(np.float32)[:, None]
-    return (-float(lr)) * (np.clip(d, -d_lim, d_lim).T @ np.clip(x, -x_lim, x_lim))
+    return (-float(lr)) * (clip_to_probability(d, d_scale).T @ clip_to_probability(x, x_scale))
