@@ -30,6 +30,7 @@ from aimc.devices.aihwkit_families import (  # noqa: E402
     PiecewiseStep,
     PowStep,
     SoftBounds,
+    soft_bounds_pmax,
 )
 from aimc.devices.array import ConductanceArray  # noqa: E402
 from aimc.devices.device_base import ElementParams  # noqa: E402
@@ -52,5 +53,5 @@ __all__ = [
     "ElementParams", "ExpStep", "Exponential", "Ideal", "Linear", "LinearStep", "PRESETS", "PeripheryConfig",
     "PiecewiseStep", "PowStep", "Power", "SoftBounds", "Tabulated", "UpdateConfig", "analog_mvm",
     "Preset", "Stream", "device_schema", "get_preset", "limit_blas_threads", "load_device", "parse_device",
-    "set_kernel_threads",
+    "set_kernel_threads", "soft_bounds_pmax",
 ]

@@ -247,3 +247,17 @@ class PiecewiseStep(_AihwkitDevice):
     def _table(self):
         n = len(self.piecewise_up)
         return np.linspace(0.0, 1.0, n), np.array(self.piecewise_up, float), np.array(self.piecewise_down, float)
+
+
+def soft_bounds_pmax(p_max: float = 1000.0, alpha: float = 0.0005, range_min: float = -1.0, range_max: float = 1.0,
+                     **fields) -> SoftBounds:
+    """aihwkit 1.1.0's SoftBoundsPmaxDevice, which its library turns into a SoftBounds device:
+    B = (range_max - range_min) / (1 - exp(-p_max alpha)), w_min = range_min, w_max = range_min + B,
+    dw_min = B alpha, up_down = 1 + 2 range_min / B (so dw_up = B alpha, dw_down = -2 alpha range_min).
+    Its documented response B (1 - exp(-alpha p)) + range_min is not what that device does (docs/devices.md).
+    `fields`: any other SoftBounds field (spreads, noise, effects)."""
+    if not (p_max > 0 and alpha > 0 and range_max > range_min):
+        raise ValueError("soft_bounds_pmax needs p_max > 0, alpha > 0 and range_max > range_min")
+    span = (range_max - range_min) / (1.0 - np.exp(-p_max * alpha))
+    return SoftBounds(w_min=range_min, w_max=range_min + span, dw_min=span * alpha,
+                      up_down=1.0 + 2.0 * range_min / span, **fields)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from conftest import NO_SPREAD
 
-from aimc.devices import PRESETS, ConductanceArray, UpdateConfig, parse_device
+from aimc.devices import PRESETS, ConductanceArray, UpdateConfig, parse_device, soft_bounds_pmax
 
 PYTHON = Path(os.path.expanduser(os.environ.get("AIMC_AIHWKIT_PYTHON", "~/aihwkit-venv/bin/python")))
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "aihwkit" / "device_update_aihwkit.py"
@@ -58,7 +58,9 @@ def _trace_device(kind: str) -> dict:
 def aihwkit_traces() -> dict[str, np.ndarray]:
     specs = [dict(mode="trace", kind=kind, device=_trace_device(kind), w0=0.0, signs=SIGNS.tolist(),
                   lr=4 * parse_device(dict(kind=kind, **_trace_device(kind))).granularity) for kind in TRACE_CASES]
-    return {kind: np.array(a["w"]) for kind, a in zip(TRACE_CASES, run_aihwkit(specs))}
+    specs.append(dict(mode="trace", kind="SoftBoundsPmax", device=dict(NO_SPREAD), w0=-1.0, signs=SIGNS.tolist(),
+                      lr=4 * soft_bounds_pmax().granularity))
+    return {kind: np.array(a["w"]) for kind, a in zip([*TRACE_CASES, "SoftBoundsPmax"], run_aihwkit(specs))}
 
 
 @pytest.mark.parametrize("kind", list(TRACE_CASES))
@@ -77,6 +79,17 @@ def test_noiseless_trace_equals_aihwkit(kind, aihwkit_traces):
     assert np.ptp(want) > 0.3  # the trace covers much of the range
     assert np.abs(np.array(w_pulse) - want).max() < 1e-6
     assert np.abs(np.array(w_update) - want).max() < 1e-6
+
+
+def test_soft_bounds_pmax_trace_equals_aihwkit(aihwkit_traces):
+    """aihwkit's SoftBoundsPmaxDevice (defaults, no spread) from -1: our soft_bounds_pmax pulse by pulse."""
+    arr = ConductanceArray(1, 1, soft_bounds_pmax(**NO_SPREAD))
+    arr.set_weights(np.full((1, 1), -1.0))
+    w = []
+    for s in SIGNS:
+        arr.pulse(np.array([[s]]))
+        w.append(float(arr.w[0, 0]))
+    assert np.abs(np.array(w) - aihwkit_traces["SoftBoundsPmax"]).max() < 1e-6
 
 
 # -- one mini-batch update, statistics over device draws and pulses -----------------------------------------

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import FAMILY_CONFIGS, SPREAD_CONFIGS, ref_bounds, ref_multiplicative, ref_q, ref_step_scale
+from conftest import (
+    FAMILY_CONFIGS,
+    NO_SPREAD,
+    SPREAD_CONFIGS,
+    ref_bounds,
+    ref_multiplicative,
+    ref_q,
+    ref_step_scale,
+)
 from scipy.optimize import brentq
 
-from aimc.devices import DEVICE_KINDS, ConductanceArray, parse_device
+from aimc.devices import DEVICE_KINDS, ConductanceArray, parse_device, soft_bounds_pmax
 from aimc.devices.response_step import DW_DOWN, DW_UP, GAMMA_DOWN, GAMMA_UP, W_MAX, W_MIN
 
 
@@ -287,3 +295,20 @@ def test_powstep_exponents_split_one_sidedly_with_additive_gain():
                                                                           abs=0.02)
     neg = parse_device(dict(kind="PowStep", pow_gamma=2.0, pow_up_down=-0.2, pow_gamma_dtod=0.0)).nominal().ep
     assert (neg[0, 0, GAMMA_UP], neg[0, 0, GAMMA_DOWN]) == pytest.approx((1.6, 2.0))
+
+
+def test_soft_bounds_pmax_is_aihwkit_s_conversion():
+    """aihwkit 1.1.0's SoftBoundsPmaxDevice at its defaults (p_max 1000, alpha 5e-4, range -1..1):
+    B = 2 / (1 - e^-0.5) = 5.083, b_max = 4.083, dw_up = B alpha = 2.54e-3, dw_down = 2 alpha = 1e-3; 1000
+    noiseless up pulses from -1 reach b_max - (b_max + 1)(1 - dw_up / b_max)^1000 = 1.356 (not the
+    documented 1.0)."""
+    dev = soft_bounds_pmax(**NO_SPREAD)
+    ep = dev.nominal().ep[0, 0]
+    span = 2 / (1 - np.exp(-0.5))
+    assert (ep[W_MAX], ep[W_MIN], ep[DW_UP], ep[DW_DOWN]) == pytest.approx((span - 1, -1, span * 5e-4, 1e-3))
+    arr = ConductanceArray(1, 1, dev)
+    arr.set_weights(np.full((1, 1), -1.0))
+    arr.pulse(np.full((1, 1), 1000))
+    b_max = span - 1
+    assert arr.w[0, 0] == pytest.approx(b_max - (b_max + 1) * (1 - span * 5e-4 / b_max) ** 1000, abs=1e-4)
+    assert arr.w[0, 0] == pytest.approx(1.356, abs=1e-3)
