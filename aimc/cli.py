@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 
 import aimc
@@ -47,11 +48,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+"""Exit statuses: done; a run failed or diverged, or a file could not be written (disk full, read-only,
+no permission); bad input (config, file, argument, an output folder in use); interrupted (Ctrl-C, SIGINT's
+128 + 2)."""
+
+
+def _os_error(err: OSError) -> str:
+    """One line for an error of the file system, naming the file."""
+    what = err.strerror or str(err)
+    if err.errno == errno.ENOSPC:
+        what = "no space left on the device (the disk is full)"
+    where = f"{err.filename}: " if err.filename else ""
+    return f"{where}{what}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError) as err:
+    except KeyboardInterrupt:
+        hint = getattr(args, "resume_hint", None)
+        print(f"aimc {args.command}: interrupted" + (f"; resume with: {hint}" if hint else ""), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except ValueError as err:
         print(f"aimc {args.command}: error: {err}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
+    except FileNotFoundError as err:
+        print(f"aimc {args.command}: error: {_os_error(err)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as err:
+        print(f"aimc {args.command}: error: {_os_error(err)}", file=sys.stderr)
+        return EXIT_FAILED

@@ -1,33 +1,69 @@
-"""`aimc fit TRACES.csv --out DIR`: fit every response family to pulse traces, export the device, report."""
+"""`aimc fit TRACES.csv --out DIR`: fit every response family to pulse traces, export the device, report.
+
+The output folder appears complete or not at all: everything is written into a temporary folder beside it,
+which is renamed to DIR at the end (a previous DIR is replaced only then), so a failed fit leaves no part.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+
+def _replace_folder(tmp: Path, out: Path) -> None:
+    """Move the finished folder `tmp` to `out`, replacing a previous `out` only once `tmp` is complete."""
+    if not out.exists():
+        os.replace(tmp, out)
+        return
+    old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".old"))
+    os.replace(out, old / out.name)
+    os.replace(tmp, out)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from aimc.calibration import fit, read_csv, write_report
+    from aimc.calibration import fit, read_traces, write_report
 
-    traces = read_csv(args.traces)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {str(out)!r} exists and is not a folder")
+    traces = read_traces(args.traces, args.format)
     kinds = [k.strip() for k in args.families.split(",")] if args.families else None
     result = fit(traces, kinds=kinds, criterion=args.criterion, g_mid=args.g_mid, g_scale=args.g_scale,
-                 n_bins=args.bins, n_nodes=args.nodes, spread=not args.no_spread, source=str(args.traces))
-    result.save(args.out)
-    page = write_report([args.out], args.out, n_elements=args.elements, seed=args.seed,
-                        title=f"aimc fit of {args.traces}")
+                 n_bins=args.bins, n_nodes=args.nodes, spread=not args.no_spread, source=", ".join(args.traces),
+                 method=args.method, progress=not args.quiet)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
+    try:
+        result.save(tmp)
+        write_report([result], tmp, n_elements=args.elements, seed=args.seed,
+                     title=f"aimc fit of {', '.join(Path(t).name for t in args.traces)}")
+        _replace_folder(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     for row in result.ranking_table():
         print(f"{row['kind']:<14} k={row['k']:<3} d{args.criterion.upper()}={row['delta_' + args.criterion]:10.1f}")
-    print(f"best: {result.best.kind}; device file {args.out}/device.json; report {page}")
+    print(f"best: {result.best.kind}; device file {out}/device.json; report {out / 'report.html'}")
     return 0
 
 
 def register(sub) -> None:
     """Add the `fit` sub-command to the sub-parsers `sub`."""
     p = sub.add_parser("fit", help="fit response families to pulse traces (CSV), export the device and a report")
-    p.add_argument("traces", help="trace file (CSV, docs/calibration.md)")
+    p.add_argument("traces", nargs="+", help="trace file (docs/calibration.md); --format runs: one file per run")
+    p.add_argument("--format", choices=("traces", "runs", "matrix"), default="traces",
+                   help="traces: device,pulse,polarity,conductance rows; runs: pulse,conductance files of one "
+                        "potentiation or depression run each; matrix: pulse,polarity,LABEL... (one column per "
+                        "device or cycle)")
     p.add_argument("--out", required=True, help="output folder: device.json, fit.json, report.html, PNGs")
     p.add_argument("--families", default=None, help="comma-separated families to fit (default: all)")
     p.add_argument("--criterion", choices=("bic", "aic"), default="bic", help="model selection criterion")
+    p.add_argument("--method", choices=("pooled", "per-device"), default="pooled",
+                   help="one fit of all devices pooled (default), or each device alone, then the population")
     p.add_argument("--g-mid", type=float, default=None, help="conductance at w = 0 (default: file or data)")
     p.add_argument("--g-scale", type=float, default=None, help="conductance per unit weight (default: file or data)")
     p.add_argument("--bins", type=int, default=20, help="bins of the tabulated (non-parametric) fit")
@@ -35,4 +71,5 @@ def register(sub) -> None:
     p.add_argument("--no-spread", action="store_true", help="skip the per-device fits (device-to-device spread)")
     p.add_argument("--elements", type=int, default=64, help="elements simulated for the report's bands")
     p.add_argument("--seed", type=int, default=0, help="seed of the report's simulated elements")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_run)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 
@@ -26,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Exit status 0 when every run finished, 1 when some failed, 130 when interrupted."""
+    """Exit status 0 when every run finished, 1 when some failed (130 when interrupted: aimc.cli)."""
     from aimc.executors import DaskExecutor, InlineExecutor, LocalExecutor
     from aimc.sweep import run_sweep
     from aimc.sweep_file import load_sweep
@@ -43,9 +42,6 @@ def run(args: argparse.Namespace) -> int:
         executor = DaskExecutor(workers=args.workers, scheduler=args.scheduler)
     else:
         executor = InlineExecutor() if args.workers == 0 else LocalExecutor(args.workers)
-    try:
-        counts = run_sweep(sweep, out, executor)
-    except KeyboardInterrupt:
-        print(f"aimc sweep: interrupted; rerun the same command to resume into {out}", file=sys.stderr)
-        return 130
+    args.resume_hint = f"the same command (the sweep resumes into {out})"  # for the message on Ctrl-C
+    counts = run_sweep(sweep, out, executor)
     return 1 if counts["failed"] else 0

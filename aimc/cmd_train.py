@@ -54,6 +54,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     from aimc.train import TrainingDiverged, comparison_table, run_comparison, train_run
 
+    args.resume_hint = f"aimc train --resume {out}"  # for the one-line message on Ctrl-C
     print(f"aimc train: {cfg.name} -> {out}", file=sys.stderr)
     try:
         if cfg.compare:

@@ -30,7 +30,8 @@ class FCNConfig(BaseModel):
 
     model_config = STRICT
     name: Literal["fcn"] = "fcn"
-    hidden: tuple[Annotated[int, Field(ge=1)], ...] = Field((256, 128), description="hidden layer widths")
+    hidden: tuple[Annotated[int, Field(ge=1, strict=True)], ...] = Field(
+        (256, 128), strict=False, description="hidden layer widths (a TOML list)")
     activation: Activation = Field("sigmoid", description="activation after every hidden layer")
 
 
@@ -83,6 +84,14 @@ class CheckpointConfig(BaseModel):
     keep: int = Field(1, ge=1, description="newest checkpoints kept on disk")
 
 
+class LogConfig(BaseModel):
+    """Where a run's metrics go besides metrics.jsonl; no effect on results (left out of the config hash)."""
+
+    model_config = STRICT
+    tensorboard: bool = Field(False, description="also write each epoch's metrics as TensorBoard events into "
+                                                 "<run folder>/tensorboard (the `tensorboard` extra)")
+
+
 class LrDecayConfig(BaseModel):
     """Step decay of the gradient rate, as torch's StepLR: in epoch e the trainer's `lr` times
     factor^floor((e - 1) / every). R1's code halves its rate every 15 epochs. Transfer rates stay fixed."""
@@ -117,6 +126,7 @@ class ExperimentConfig(BaseModel):
                                                    "finite or above this (nats)")
     lr_decay: LrDecayConfig | None = Field(None, description="step decay of the gradient rate (none: constant)")
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig, description="checkpoint schedule")
+    log: LogConfig | None = Field(None, description="metric logging besides metrics.jsonl (TensorBoard)")
     threads: int = Field(1, ge=1, description="threads of torch and of the Numba kernels (results do not "
                                               "depend on it); 1 suits small batches and parallel sweep workers")
 
@@ -175,6 +185,7 @@ def canonical_json(cfg: BaseModel) -> str:
     for key in _ADDED_LATER:
         if data.get(key, 0) is None:
             del data[key]
+    data.pop("log", None)  # where metrics are logged changes no result
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
@@ -198,8 +209,15 @@ def read_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"config file {str(path)!r} is a directory, not a TOML file")
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
+    raw = path.read_bytes()
     try:
-        return tomllib.loads(path.read_text())
+        text = raw.decode("utf-8-sig")  # a byte-order mark (editors on Windows write one) is not TOML
+    except UnicodeDecodeError as err:
+        line = raw[:err.start].count(b"\n") + 1
+        raise ConfigError(f"config file {str(path)!r} is not UTF-8 text (TOML is): byte {err.start} on line "
+                          f"{line}") from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"config file {str(path)!r} is not valid TOML: {err}") from None
 

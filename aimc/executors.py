@@ -12,9 +12,11 @@ import abc
 import concurrent.futures as cf
 import importlib
 import json
+import logging
 import multiprocessing
 import os
 import socket
+import threading
 import time
 import traceback
 from collections import deque
@@ -139,8 +141,21 @@ class InlineExecutor(Executor):
         return future.result()
 
 
+def _exit_with_parent(parent: int) -> None:
+    """Pool initializer: a daemon thread ends this worker once its driver (`parent`) is gone. A driver that
+    is killed (SIGKILL, out of memory) cannot shut its pool down, and its workers would go on training the
+    runs in flight into the folders a rerun uses."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="aimc-driver-watch", daemon=True).start()
+
+
 class LocalExecutor(Executor):
-    """A pool of `workers` processes on this machine (spawn context: a fresh interpreter per worker)."""
+    """A pool of `workers` processes on this machine (spawn context: a fresh interpreter per worker); the
+    workers end with their driver, however it ends."""
 
     def __init__(self, workers: int | None = None):
         self.workers = workers or os.cpu_count() or 1
@@ -157,7 +172,8 @@ class LocalExecutor(Executor):
 
     def _submit(self, task: dict[str, Any]) -> cf.Future:
         if self._pool is None:
-            self._pool = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                                initializer=_exit_with_parent, initargs=(os.getpid(),))
         fut = self._pool.submit(execute_run, task)
         self._owner[fut] = self._pool
         return fut
@@ -230,6 +246,16 @@ class DaskExecutor(Executor):
             return _failed(task, f"{type(err).__name__} on the Dask cluster: {err}")
 
     def close(self) -> None:
-        self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
+        # By now every outcome is recorded: what distributed logs while it tears down (a worker still
+        # starting up killed, a heartbeat to a scheduler that is gone) is noise on the sweep's output.
+        loggers = [logging.getLogger(n) for n in ("distributed", "tornado")]
+        levels = [lg.level for lg in loggers]
+        for lg in loggers:
+            lg.setLevel(logging.CRITICAL)
+        try:
+            self.client.close()
+            if self.cluster is not None:
+                self.cluster.close()
+        finally:
+            for lg, level in zip(loggers, levels):
+                lg.setLevel(level)

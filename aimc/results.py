@@ -1,5 +1,6 @@
 """The run folder (resolved config, manifest, metrics, checkpoints) and the writers of result files (JSON,
-JSON lines, PNG); every write atomic (temp file, fsync, rename).
+JSON lines); every write atomic (temp file, fsync, rename). Figures are saved by
+`aimc.common.figures.save_figure` (PNG and PDF).
 
 Layout of one run (docs/usage.md):
 
@@ -22,7 +23,7 @@ import torch
 
 import aimc
 from aimc.common.errors import ConfigError
-from aimc.common.files import atomic_open, atomic_write_bytes, atomic_write_text, json_safe
+from aimc.common.files import atomic_write_bytes, atomic_write_text, json_safe
 from aimc.config import ExperimentConfig
 from aimc.timestamps import timestamp
 from aimc.toml_writer import to_toml
@@ -48,13 +49,6 @@ def write_config(folder: str | Path, data: dict[str, Any]) -> None:
     """Write a resolved config (`model_dump(mode="json")`) as folder/config.json and folder/config.toml."""
     write_json(Path(folder) / "config.json", data)
     atomic_write_text(Path(folder) / "config.toml", to_toml(data))
-
-
-def save_png(fig: Any, path: str | Path) -> None:
-    """Save a matplotlib figure as PNG (120 dpi) atomically."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120)
-    atomic_write_bytes(path, buf.getvalue())
 
 
 # -- the run folder --------------------------------------------------------------------------------------
@@ -96,7 +90,7 @@ class RunFolder:
     def start(self, cfg: ExperimentConfig) -> str:
         """Create the folder for `cfg` or reopen one holding the same config (same hash), and mark it
         running. Returns the previous status ('new' for a fresh folder). Raises ConfigError where the folder
-        holds another config."""
+        holds another config. Temp files of writes cut by a kill are removed."""
         old = self.read_manifest()
         digest = cfg.hash()
         if old is not None and old.get("config_hash") != digest:
@@ -113,6 +107,8 @@ class RunFolder:
             }
         else:
             self.manifest = old
+            for tmp in [*self.root.glob(".*.tmp"), *self.checkpoint_dir.glob(".*.tmp")]:
+                tmp.unlink()  # a write cut by a kill (the caller holds the folder's lock)
         previous = "new" if old is None else old["status"]
         self.manifest.update(status="running", error=None, started=timestamp(),
                              attempts=self.manifest.get("attempts", 0) + 1)
@@ -143,8 +139,9 @@ class RunFolder:
     def save_checkpoint(self, epoch: int, state: dict, keep: int) -> Path:
         """Write `state` as checkpoints/epoch-NNNN.pt atomically; delete all but the newest `keep`."""
         path = self.checkpoint_dir / f"epoch-{epoch:04d}.pt"
-        with atomic_open(path, "wb") as f:
-            torch.save(state, f)
+        buf = io.BytesIO()
+        torch.save(state, buf)  # in memory first: torch's own writer reports a full disk as "unexpected pos"
+        atomic_write_bytes(path, buf.getvalue())
         for old in self.checkpoints()[:-keep]:
             old.unlink()
         return path

@@ -1,23 +1,26 @@
 """Parameter sweeps: the resumable run loop over a sweep's runs and the sweep folder.
 
 Folder layout: `manifest.json`, `sweep.json` (the sweep as resolved), `summary.csv`, `summary.md`,
-`figures/`, and `runs/<config hash>/`: the run folder of `aimc.train.run_experiment`, plus `result.json`
+`summary.html`, `figures/`, and `runs/<config hash>/`: the run folder of `aimc.train.run_experiment`, plus `result.json`
 (written by the sweep when the run finished) or `error.txt` (when it failed). The sweep file and its
 expansion are in `aimc.sweep_file`, the summary and figures in `aimc.sweep_summary`.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 import aimc
 from aimc.common.files import atomic_write_text
 from aimc.executors import DEFAULT_RUNNER, Executor, LocalExecutor, make_task
-from aimc.results import write_config, write_json
+from aimc.folder_lock import folder_lock
+from aimc.results import RunFolder, write_config, write_json
 from aimc.sweep_file import Run, Sweep
 from aimc.sweep_summary import RESULT_FILE, read_result, write_summary
 from aimc.timestamps import timestamp
@@ -63,13 +66,7 @@ class SweepRunner:
     def run(self, executor: Executor) -> dict[str, int]:
         """Run every unfinished run on `executor`; returns the counts per status. One driver at a time per
         sweep folder (a lock file); a second one fails at once."""
-        self.out.mkdir(parents=True, exist_ok=True)
-        with open(self.out / ".lock", "w") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise ValueError(f"another aimc sweep is running into {self.out}; wait for it to finish or "
-                                 f"choose another output folder") from None
+        with folder_lock(self.out, "sweep driver"):
             return self._run(executor)
 
     def _run(self, executor: Executor) -> dict[str, int]:
@@ -96,6 +93,8 @@ class SweepRunner:
             self.save_manifest(where)
 
         finished = 0
+        bar = tqdm(total=len(tasks), desc=f"sweep {self.sweep.config.name}", unit="run", file=sys.stderr,
+                   disable=not sys.stderr.isatty(), dynamic_ncols=True)  # a bar on a terminal only
         try:
             for task, outcome in executor.run(tasks, submitted):
                 finished += 1
@@ -103,9 +102,12 @@ class SweepRunner:
                 self.save_manifest(where)
                 e = self.entries[task["config_hash"]]
                 what = "done" if e["status"] == "done" else f"FAILED: {e['error'].splitlines()[0]}"
-                self.log(f"[{finished}/{len(tasks)}] {task['config_hash']} "
-                         f"{_describe(by_hash[task['config_hash']])}: {what} ({e['duration_s']:.1f} s)")
+                bar.update(1)
+                with tqdm.external_write_mode(file=sys.stderr):
+                    self.log(f"[{finished}/{len(tasks)}] {task['config_hash']} "
+                             f"{_describe(by_hash[task['config_hash']])}: {what} ({e['duration_s']:.1f} s)")
         finally:
+            bar.close()
             self.save_manifest(where)
             write_summary(self.sweep, self.out)
         counts = self.counts()
@@ -116,7 +118,10 @@ class SweepRunner:
     def _record(self, run: Run, outcome: dict[str, Any]) -> None:
         folder = self.out / run.folder
         entry = self.entries[run.config_hash]
-        entry.update(status=outcome["status"], error=outcome["error"], attempts=entry["attempts"] + 1,
+        # every start of the run counts, also a task that Dask retried on another worker after its first
+        # worker died: the run folder's manifest counts them where the driver sees one outcome
+        started = (RunFolder(folder).read_manifest() or {}).get("attempts", 0)
+        entry.update(status=outcome["status"], error=outcome["error"], attempts=max(entry["attempts"] + 1, started),
                      **{k: outcome[k] for k in ("started", "finished", "duration_s", "host", "pid")},
                      package_version=outcome["aimc_version"] or entry["package_version"])
         if outcome["status"] == "done":

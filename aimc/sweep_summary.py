@@ -1,4 +1,4 @@
-"""A sweep's summary over seeds (CSV and Markdown) and its figures."""
+"""A sweep's summary over seeds (CSV, Markdown, one HTML page) and its figures."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from aimc.common.figures import figure_style, label, log_spaced, pyplot, save_figure, scale
 from aimc.common.files import atomic_write_text
-from aimc.results import save_png
 from aimc.sweep_file import Dim, Sweep
+from aimc.sweep_page import write_page
+from aimc.train import algorithm_words, device_words
 
 RESULT_FILE = "result.json"
 
@@ -66,7 +68,8 @@ def _fmt(v: float) -> str:
 
 
 def write_summary(sweep: Sweep, out: str | Path) -> None:
-    """summary.csv (every numeric metric), summary.md (the sweep's `metrics`) and the figures."""
+    """summary.csv (every numeric metric), summary.md and summary.html (the sweep's `metrics`; the page
+    sortable, with the figures inline) and the figures."""
     out = Path(out)
     metrics, rows = summarize(sweep, collect_results(sweep, out))
     fields = [f for d in sweep.dims for f in d.fields]
@@ -94,7 +97,13 @@ def write_summary(sweep: Sweep, out: str | Path) -> None:
     if missing and any(row["done"] for row in rows):
         lines += ["", f"No finished run reports {', '.join(missing)}; metrics found: {', '.join(metrics)}."]
     atomic_write_text(out / "summary.md", "\n".join(lines) + "\n")
-    write_figures(sweep, rows, [m for m in shown if m in metrics], out / "figures")
+    figures = write_figures(sweep, rows, [m for m in shown if m in metrics], out / "figures")
+    table = [[*(row[f] for f in fields), row["done"], row["runs"],
+              *(row.get(f"{m}_{s}", math.nan) for m in shown for s in ("mean", "std"))] for row in rows]
+    write_page(out / "summary.html", f"Sweep {sweep.config.name}", subtitle(sweep),
+               [*fields, "done", "runs", *(f"{m} {s}" for m in shown for s in ("mean", "std"))], table, figures,
+               f"Mean and sample standard deviation over the seeds {sweep.config.seeds} of each point (finished runs "
+               "only); click a column header to sort. All metrics: summary.csv.")
 
 
 # -- figures ---------------------------------------------------------------------------------------------
@@ -109,72 +118,96 @@ def _numeric_axis(dim: Dim) -> list[float] | None:
     return [float(v[0]) for v in dim.values]
 
 
-def write_figures(sweep: Sweep, rows: list[dict[str, Any]], metrics: list[str], folder: Path) -> None:
-    """Per metric: `<metric>_vs_<axis>.png` for each axis (one line per combination of the other axes,
-    error bars: std over seeds) and, for a sweep of exactly two axes, `<metric>_heatmap.png`; a CSV with
-    the plotted numbers beside each."""
+def axis_words(dim: Dim) -> str:
+    """An axis in words with units (`trainer.lr` -> "learning rate (gradient step)"); a zipped axis keeps
+    its name."""
+    return label(dim.fields[0]) if len(dim.fields) == 1 else dim.name
+
+
+def subtitle(sweep: Sweep) -> str:
+    """The device and algorithm of the sweep's runs, or "see the axes" for the one that is swept."""
+    devices = {device_words(r.config) for r in sweep.runs}
+    algorithms = {algorithm_words(r.config) for r in sweep.runs}
+    device = f"device {devices.pop()}" if len(devices) == 1 else "devices: see the axes"
+    algorithm = algorithms.pop() if len(algorithms) == 1 else "algorithms: see the axes"
+    return f"{device}, {algorithm}"
+
+
+def write_figures(sweep: Sweep, rows: list[dict[str, Any]], metrics: list[str], folder: Path) -> list[Path]:
+    """Per metric: `<metric>_vs_<axis>.png` (and `.pdf`) for each axis (one line per combination of the
+    other axes, error bars: std over seeds; a log axis where the values are log-spaced) and, for a sweep of
+    exactly two axes, `<metric>_heatmap.png`; a CSV with the plotted numbers beside each (metrics as
+    stored: accuracies as fractions, shown in % in the figures). Returns the PNGs written."""
     if not sweep.dims or not metrics:
-        return
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+        return []
+    plt = pyplot()
+    written = []
+    title = subtitle(sweep)
+    with figure_style():
+        for m in metrics:
+            k_m = scale(m)
+            for k, dim in enumerate(sweep.dims):
+                others = [j for j in range(len(sweep.dims)) if j != k]
+                xs = _numeric_axis(dim)
+                fig, ax = plt.subplots(figsize=(6, 4))
+                buf = io.StringIO()
+                writer = csv.writer(buf, lineterminator="\n")
+                writer.writerow(["other axes", dim.name, f"{m}_mean", f"{m}_std", "done"])
+                groups: dict[tuple, list[int]] = {}
+                for i, pos in enumerate(sweep.points):
+                    groups.setdefault(tuple(pos[j] for j in others), []).append(i)
+                for key, idx in groups.items():
+                    name = ", ".join(f"{axis_words(sweep.dims[j])} = {sweep.dims[j].labels[p]}"
+                                     for j, p in zip(others, key))
+                    pos_k = [sweep.points[i][k] for i in idx]
+                    x = [xs[p] for p in pos_k] if xs else pos_k
+                    mean = [k_m * rows[i][f"{m}_mean"] for i in idx]
+                    std = [0.0 if math.isnan(rows[i][f"{m}_std"]) else k_m * rows[i][f"{m}_std"] for i in idx]
+                    ax.errorbar(x, mean, yerr=std, marker="o", capsize=3, label=name or None)
+                    for i, p in zip(idx, pos_k):
+                        writer.writerow([name, dim.labels[p], rows[i][f"{m}_mean"], rows[i][f"{m}_std"],
+                                         rows[i]["done"]])
+                if xs is None:
+                    ax.set_xticks(range(len(dim.labels)), dim.labels, rotation=20, ha="right")
+                elif log_spaced(xs):
+                    ax.set_xscale("log")
+                    ax.set_xticks(xs, [f"{v:g}" for v in xs])
+                    ax.minorticks_off()
+                ax.set(xlabel=axis_words(dim), ylabel=label(m))
+                ax.set_title(f"{sweep.config.name}: {label(m)} against {axis_words(dim)}\n{title}", fontsize=9)
+                if others and len(groups) <= 10:
+                    ax.legend(fontsize=7)
+                fig.tight_layout()
+                stem = _safe(f"{m}_vs_{dim.name}")
+                written.append(save_figure(fig, folder / f"{stem}.png")[0])
+                plt.close(fig)
+                atomic_write_text(folder / f"{stem}.csv", buf.getvalue())
+            if len(sweep.dims) == 2:
+                written.append(_heatmap(sweep, rows, m, folder, plt, title))
+    return written
 
-    for m in metrics:
-        for k, dim in enumerate(sweep.dims):
-            others = [j for j in range(len(sweep.dims)) if j != k]
-            xs = _numeric_axis(dim)
-            fig, ax = plt.subplots(figsize=(6, 4))
-            buf = io.StringIO()
-            writer = csv.writer(buf, lineterminator="\n")
-            writer.writerow(["other axes", dim.name, f"{m}_mean", f"{m}_std", "done"])
-            groups: dict[tuple, list[int]] = {}
-            for i, pos in enumerate(sweep.points):
-                groups.setdefault(tuple(pos[j] for j in others), []).append(i)
-            for key, idx in groups.items():
-                name = ", ".join(f"{sweep.dims[j].name}={sweep.dims[j].labels[p]}" for j, p in zip(others, key))
-                pos_k = [sweep.points[i][k] for i in idx]
-                x = [xs[p] for p in pos_k] if xs else pos_k
-                mean = [rows[i][f"{m}_mean"] for i in idx]
-                std = [0.0 if math.isnan(rows[i][f"{m}_std"]) else rows[i][f"{m}_std"] for i in idx]
-                ax.errorbar(x, mean, yerr=std, marker="o", capsize=3, label=name or None)
-                for i, p in zip(idx, pos_k):
-                    writer.writerow([name, dim.labels[p], rows[i][f"{m}_mean"], rows[i][f"{m}_std"],
-                                     rows[i]["done"]])
-            if xs is None:
-                ax.set_xticks(range(len(dim.labels)), dim.labels, rotation=20, ha="right")
-            elif min(xs) > 0 and max(xs) / min(xs) >= 100:
-                ax.set_xscale("log")
-            ax.set(xlabel=dim.name, ylabel=m, title=f"{sweep.config.name}: {m} against {dim.name}")
-            ax.grid(alpha=0.3)
-            if others and len(groups) <= 10:
-                ax.legend(fontsize=7)
-            fig.tight_layout()
-            stem = _safe(f"{m}_vs_{dim.name}")
-            save_png(fig, folder / f"{stem}.png")
-            plt.close(fig)
-            atomic_write_text(folder / f"{stem}.csv", buf.getvalue())
-        if len(sweep.dims) == 2:
-            _heatmap(sweep, rows, m, folder, plt)
 
-
-def _heatmap(sweep: Sweep, rows: list[dict[str, Any]], m: str, folder: Path, plt: Any) -> None:
+def _heatmap(sweep: Sweep, rows: list[dict[str, Any]], m: str, folder: Path, plt: Any, title: str) -> Path:
     a, b = sweep.dims
     grid = np.full((len(a.labels), len(b.labels)), np.nan)
     for i, (p, q) in enumerate(sweep.points):
         grid[p, q] = rows[i][f"{m}_mean"]
+    shown = scale(m) * grid
     fig, ax = plt.subplots(figsize=(1.2 * len(b.labels) + 3, 0.8 * len(a.labels) + 2))
-    im = ax.imshow(grid, cmap="viridis", aspect="auto")
+    im = ax.imshow(shown, cmap="viridis", aspect="auto")
     ax.set_xticks(range(len(b.labels)), b.labels, rotation=20, ha="right")
     ax.set_yticks(range(len(a.labels)), a.labels)
-    ax.set(xlabel=b.name, ylabel=a.name, title=f"{sweep.config.name}: {m} (mean over seeds)")
-    finite = grid[np.isfinite(grid)]
+    ax.set(xlabel=axis_words(b), ylabel=axis_words(a))
+    ax.set_title(f"{sweep.config.name}: {label(m)}, mean over seeds\n{title}", fontsize=9)
+    ax.grid(False)
+    finite = shown[np.isfinite(shown)]
     middle = float(finite.mean()) if finite.size else 0.0
-    for (p, q), v in np.ndenumerate(grid):
+    for (p, q), v in np.ndenumerate(shown):
         ax.text(q, p, _fmt(v), ha="center", va="center", fontsize=8, color="white" if v < middle else "black")
-    fig.colorbar(im, ax=ax, label=m)
+    fig.colorbar(im, ax=ax, label=label(m))
     fig.tight_layout()
     stem = _safe(f"{m}_heatmap")
-    save_png(fig, folder / f"{stem}.png")
+    png = save_figure(fig, folder / f"{stem}.png")[0]
     plt.close(fig)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -182,3 +215,4 @@ def _heatmap(sweep: Sweep, rows: list[dict[str, Any]], m: str, folder: Path, plt
     for p, lab in enumerate(a.labels):
         writer.writerow([lab, *("" if math.isnan(v) else v for v in grid[p])])
     atomic_write_text(folder / f"{stem}.csv", buf.getvalue())
+    return png

@@ -25,12 +25,15 @@ from torch import nn
 from tqdm import tqdm
 
 from aimc import trainers
+from aimc.common.figures import PALETTE, figure_style, integer_ticks, loss_axis, pyplot, save_figure
 from aimc.common.files import atomic_write_text
 from aimc.config import ExperimentConfig
 from aimc.datasets import Dataset, load_dataset
 from aimc.devices import check_kernel_threads, set_kernel_threads
+from aimc.folder_lock import folder_lock
+from aimc.metric_log import MetricLog, wanted
 from aimc.models import build_model
-from aimc.results import RunFolder, save_png, write_json
+from aimc.results import RunFolder, write_json
 
 _LAST_GOOD = ("epoch", "train_loss", "test_loss", "test_accuracy", "saturated_fraction", "pulses_per_weight")
 
@@ -89,12 +92,14 @@ def epoch_order(seed: int, epoch: int, n: int) -> torch.Tensor:
 
 
 def _rng_state() -> dict:
-    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state()}
+    """The generators a run draws from and does not own: torch's global one (model init, dropout). Sample
+    orders and device draws come from seeded generators of their own, and nothing draws from numpy's
+    global generator."""
+    return {"torch": torch.get_rng_state()}
 
 
 def _set_rng_state(state: dict) -> None:
     torch.set_rng_state(state["torch"])
-    np.random.set_state(state["numpy"])
 
 
 def _finite_params(model: nn.Module, tiles: list) -> bool:
@@ -128,20 +133,22 @@ def train_run(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = False
     if cfg.compare:
         raise ValueError("train_run takes a single-trainer config; use run_experiment for `compare`")
     check_kernel_threads(cfg.threads)  # before anything is written
+    wanted(cfg)  # TensorBoard asked for without its package: refused before anything is written
     run = RunFolder(out_dir)
     if (done := run.finished(cfg)) is not None:
         return done
     data = data or _load(cfg)  # a bad data set fails before the folder exists
-    run.start(cfg)
-    t0 = time.perf_counter()
-    try:
-        with _end_recorded(run):
-            final = _train(cfg, data, run, progress)
-    finally:
-        timings = run.manifest.setdefault("timings", {})
-        timings["wall_s"] = timings.get("wall_s", 0.0) + time.perf_counter() - t0
-        run.save_manifest()
-    run.finish("finished", final=final)
+    with folder_lock(run.root, "training run"):
+        run.start(cfg)
+        t0 = time.perf_counter()
+        try:
+            with _end_recorded(run):
+                final = _train(cfg, data, run, progress)
+        finally:
+            timings = run.manifest.setdefault("timings", {})
+            timings["wall_s"] = timings.get("wall_s", 0.0) + time.perf_counter() - t0
+            run.save_manifest()
+        run.finish("finished", final=final)
     return final
 
 
@@ -157,6 +164,7 @@ def _train(cfg: ExperimentConfig, data: Dataset, run: RunFolder, progress: bool)
     model, opt = build(cfg)
     tiles = analog_tiles(model)
     label = f"{cfg.name}/{cfg.trainer.algorithm}"
+    log = MetricLog(cfg, run.root)  # flushed after every record, closed when the run ends
 
     def record(epoch: int, train_loss: float | None, seconds: float) -> dict[str, Any]:
         test_loss, acc = evaluate(model, x_test, y_test, cfg.eval_batch_size)
@@ -165,6 +173,7 @@ def _train(cfg: ExperimentConfig, data: Dataset, run: RunFolder, progress: bool)
         if progress:
             tqdm.write(f"{label} epoch {epoch}: train loss {_f(train_loss)}, test loss {test_loss:.4f}, "
                        f"test accuracy {100 * acc:.2f}%", file=sys.stderr)
+        log.record(rec)
         return rec
 
     def checkpoint(epoch: int, history: list[dict]) -> Path:
@@ -216,10 +225,11 @@ def _train(cfg: ExperimentConfig, data: Dataset, run: RunFolder, progress: bool)
         run.write_metrics(history)
         if epoch % cfg.checkpoint.every == 0 or epoch == cfg.epochs:
             checkpoint(epoch, history)
-    write_curves({cfg.trainer.algorithm: history}, run.root / "curves")
+    write_curves({cfg.trainer.algorithm: history}, run.root / "curves", f"{cfg.name}: {describe(cfg)}")
     run.manifest["latency"] = opt.latency_estimate()
     final = {k: v for k, v in history[-1].items() if k not in ("epoch", "time_s")}
     final.update(epochs=cfg.epochs, train_s=sum(r["time_s"] for r in history))
+    log.close()
     return final
 
 
@@ -239,10 +249,16 @@ def run_comparison(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = 
     """One run per `compare` entry in out_dir/<label>/, then comparison.{json,csv,md} and curves.{png,csv}.
     A diverged run is reported with its status and error; it does not stop the others."""
     check_kernel_threads(cfg.threads)  # before anything is written
+    wanted(cfg)
     run = RunFolder(out_dir)
     if (done := run.finished(cfg)) is not None:
         return done
     data = _load(cfg)
+    with folder_lock(run.root, "comparison run"):
+        return _compare(cfg, run, data, progress)
+
+
+def _compare(cfg: ExperimentConfig, run: RunFolder, data: Dataset, progress: bool) -> dict[str, dict]:
     run.start(cfg)
     results: dict[str, dict] = {}
     histories: dict[str, list[dict]] = {}
@@ -261,7 +277,7 @@ def run_comparison(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = 
     write_json(run.root / "comparison.json", results)
     atomic_write_text(run.root / "comparison.csv", _csv(results))
     atomic_write_text(run.root / "comparison.md", comparison_table(results) + "\n")
-    write_curves(histories, run.root / "curves")
+    write_curves(histories, run.root / "curves", f"{cfg.name}: {describe(cfg)}")
     run.finish("finished", final=results)
     return results
 
@@ -312,29 +328,56 @@ def _csv(results: dict[str, dict]) -> str:
     return buf.getvalue()
 
 
-def write_curves(histories: dict[str, list[dict]], stem: Path) -> None:
-    """Learning curves: stem.png (test accuracy, train and test loss per epoch) and stem.csv."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def device_words(cfg: ExperimentConfig) -> str:
+    """The device of a config in words: its preset name or file, or for a table its kind and the fields
+    that differ from the family's defaults (`power (gamma=2, tau=0.7)`)."""
+    dev = cfg.tile.device
+    if isinstance(dev, str):
+        return dev
+    fields = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                       for k, v in dev.model_dump(exclude_defaults=True).items() if k != "kind")
+    return dev.kind + (f" ({fields})" if fields else "")
 
-    fig, (ax_acc, ax_loss) = plt.subplots(1, 2, figsize=(10, 4))
-    for i, (label, hist) in enumerate(histories.items()):
-        color = f"C{i}"
-        ep = [r["epoch"] for r in hist]
-        ax_acc.plot(ep, [100 * r["test_accuracy"] for r in hist], "o-", color=color, label=label)
-        ax_loss.plot(ep, [r["test_loss"] for r in hist], "o-", color=color, label=f"{label} test")
-        tr = [(r["epoch"], r["train_loss"]) for r in hist if r["train_loss"] is not None]
-        if tr:
-            ax_loss.plot(*zip(*tr), "--", color=color, label=f"{label} train")
-    ax_acc.set(xlabel="epoch", ylabel="test accuracy (%)", title="test accuracy")
-    ax_loss.set(xlabel="epoch", ylabel="cross-entropy (nats)", title="loss", yscale="log")
-    for ax in (ax_acc, ax_loss):
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    save_png(fig, stem.with_suffix(".png"))
-    plt.close(fig)
+
+def algorithm_words(cfg: ExperimentConfig) -> str:
+    """The algorithm of a config, or its comparison's algorithms (`sgd vs residual`)."""
+    return " vs ".join(t.algorithm for t in cfg.compare) if cfg.compare else cfg.trainer.algorithm
+
+
+def describe(cfg: ExperimentConfig) -> str:
+    """The device and algorithm of a run or comparison, for figure titles: `device r1_exp_2, residual`."""
+    if algorithm_words(cfg) == "sgd":
+        return "digital SGD (no device)"
+    return f"device {device_words(cfg)}, {algorithm_words(cfg)}"
+
+
+def write_curves(histories: dict[str, list[dict]], stem: Path, title: str = "") -> None:
+    """Learning curves: stem.png and stem.pdf (test accuracy, train and test loss per epoch; `title` above
+    both panels) and stem.csv."""
+    plt = pyplot()
+    with figure_style():
+        fig, (ax_acc, ax_loss) = plt.subplots(1, 2, figsize=(10, 4))
+        losses = []
+        for i, (label, hist) in enumerate(histories.items()):
+            color = PALETTE[i % len(PALETTE)]
+            ep = [r["epoch"] for r in hist]
+            ax_acc.plot(ep, [100 * r["test_accuracy"] for r in hist], "o-", color=color, label=label)
+            ax_loss.plot(ep, [r["test_loss"] for r in hist], "o-", color=color, label=f"{label} test")
+            tr = [(r["epoch"], r["train_loss"]) for r in hist if r["train_loss"] is not None]
+            if tr:
+                ax_loss.plot(*zip(*tr), "--", color=color, label=f"{label} train")
+            losses += [r["test_loss"] for r in hist] + [v for _, v in tr]
+        ax_acc.set(xlabel="epoch", ylabel="test accuracy (%)", title="test accuracy")
+        ax_loss.set(xlabel="epoch", ylabel="cross-entropy loss (nats)", title="loss")
+        loss_axis(ax_loss, losses)
+        for ax in (ax_acc, ax_loss):
+            integer_ticks(ax.xaxis)
+            ax.legend(fontsize=8)
+        if title:
+            fig.suptitle(title)
+        fig.tight_layout()
+        save_figure(fig, stem.with_suffix(".png"))
+        plt.close(fig)
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["algorithm", "epoch", "train_loss", "test_loss", "test_accuracy"])

@@ -3,7 +3,8 @@
 
 A step = zero_grad + forward + loss + backward + optimizer step (as benchmarks/aihwkit/bench_fcn_aihwkit.py).
 Inputs uniform in [0, 1], random labels, CrossEntropy on the logits. Variants: digital (torch SGD, lr 0.1),
-analog_sgd, tiki_taka, residual, residual_v2, mixed_precision (lr 0.05, transfer_lr 0.01) on R1's periphery
+every analog algorithm (lr 0.05, transfer_lr 0.01; c_ttv2 and agad with aihwkit's build_config settings, a
+column read after every sample; c_ttv2_mb, agad_mb one per mini-batch) on R1's periphery
 (DAC 7 bit, ADC 9 bit, output noise 0.06, noise and bound management) and the `--device` preset, tiles of at
 most 512 x 512 (aihwkit's default mapping). The variants are timed in interleaved rounds (median over all
 steps), so a load change on the machine hits all of them alike; ratios are against digital in the same run.
@@ -31,7 +32,8 @@ from aimc import trainers as T  # noqa: E402
 from aimc.devices import UpdateConfig  # noqa: E402
 
 SIZES = (784, 256, 128, 10)
-VARIANTS = ("digital", "analog_sgd", "tiki_taka", "residual", "residual_v2", "mixed_precision")
+VARIANTS = ("digital", "analog_sgd", "tiki_taka", "ttv2", "residual", "residual_v2", "multi_tile", "mixed_precision",
+            "c_ttv2", "agad", "c_ttv2_mb", "agad_mb", "rider", "e_rider")
 
 
 def make_net():
@@ -44,17 +46,28 @@ def make_net():
 
 
 def build(variant, base, a):
+    """(model, optimizer) of `variant` on a copy of `base` with the settings of `a`."""
     model = copy.deepcopy(base)
     if variant == "digital":
         return model, T.build_optimizer(model, T.DigitalSGDConfig(lr=0.1))
-    tile = T.TileConfig(device=a.device, update=UpdateConfig(mode=a.mode))
+    # aihwkit's build_config("c-ttv2") / ("agad") give the fast update BL 5
+    bl = 5 if variant.startswith(("c_ttv2", "agad")) else 31
+    tile = T.TileConfig(device=a.device, update=UpdateConfig(mode=a.mode, desired_bl=bl))
     T.convert(model, tile, seed=a.seed)
     lr, tlr = a.lr_analog, a.transfer_lr
     cfg = {"analog_sgd": T.AnalogSGDConfig(lr=lr),
            "tiki_taka": T.TikiTakaConfig(lr=lr, transfer_lr=tlr),
            "residual": T.ResidualConfig(lr=lr, transfer_lr=tlr, zero_shift_cycles=a.zero_shift_cycles),
            "residual_v2": T.ResidualV2Config(lr=lr, zero_shift_cycles=a.zero_shift_cycles),
-           "mixed_precision": T.MixedPrecisionConfig(lr=lr)}[variant]
+           "mixed_precision": T.MixedPrecisionConfig(lr=lr),
+           "ttv2": T.TTv2Config(lr=lr, transfer_lr=tlr),
+           "multi_tile": T.MultiTileConfig(lr=lr, transfer_lr=tlr, zero_shift_cycles=a.zero_shift_cycles),
+           # aihwkit 1.1.0 build_config("c-ttv2") / ("agad") settings: a column read after every sample
+           "c_ttv2": T.CTTv2Config(lr=lr), "agad": T.AGADConfig(lr=lr),
+           # the same with one column read per mini-batch (units_in_mbatch, as R1's and DSPT's scripts)
+           "c_ttv2_mb": T.CTTv2Config(lr=lr, units_in_mbatch=True),
+           "agad_mb": T.AGADConfig(lr=lr, units_in_mbatch=True),
+           "rider": T.RiderConfig(lr=lr, transfer_lr=tlr), "e_rider": T.ERiderConfig(lr=lr, transfer_lr=tlr)}[variant]
     return model, T.build_optimizer(model, cfg)
 
 

@@ -119,6 +119,14 @@ def _aihw_start(d: PulseData, dw: float | None = None) -> list[float]:
     return [d.dw0 if dw is None else dw, 0.0, d.hi, d.lo]
 
 
+def _wide_start(d: PulseData) -> list[float]:
+    """A PowStep start for traces that stop short of the bounds (a steep power law approaches them slowly):
+    bounds half the measured range beyond the reads, exponent 2 (at mid range ((b_max - w) / r)^2 = 1/4, so
+    dw_min = 4 dw0)."""
+    s = _span(d)
+    return [4.0 * d.dw0, 0.0, d.hi + 0.5 * s, d.lo - 0.5 * s, 2.0, 0.0]
+
+
 def _piecewise(n_nodes: int, dw0: float) -> Family:
     def fields(theta):
         return {"piecewise_up": [float(v) for v in theta[:n_nodes]],
@@ -166,7 +174,7 @@ def families(n_nodes: int = 6, dw0: float = 1e-3) -> dict[str, Family]:
                {**_AIHW_FIXED, "a": 0.5, "b": 0.0}, _AIHW_SPREAD),
         Family("PowStep", PowStep, ("dw_min", "up_down", "w_max", "w_min", "pow_gamma", "pow_up_down"),
                lambda d: _aihw_box(d, (0.05, -0.99), (10.0, 0.99)),
-               lambda d: [_aihw_start(d, d.dw0 / 0.5 ** g) + [g, 0.0] for g in (0.5, 1.0, 2.0)],
+               lambda d: [_aihw_start(d, d.dw0 / 0.5 ** g) + [g, 0.0] for g in (0.5, 1.0, 2.0)] + [_wide_start(d)],
                {**_AIHW_FIXED, "pow_gamma_dtod": 0.0, "pow_up_down_dtod": 0.0},
                {**_AIHW_SPREAD, "pow_gamma_dtod": (_by("pow_gamma"), "rel"),
                 "pow_up_down_dtod": (_by("pow_up_down"), "abs")}),

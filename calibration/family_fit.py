@@ -4,13 +4,13 @@ of the parameters, residual diagnostics, and the non-parametric (tabulated) fit.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import optimize, stats
 
 from aimc.calibration.families import Family
-from aimc.calibration.pulse_data import PulseData, predict
+from aimc.calibration.pulse_data import PulseData
 from aimc.devices import DeviceConfig, Tabulated, parse_device
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
@@ -21,7 +21,11 @@ MAX_NFEV = 60  # least-squares iterations per starting point
 class FamilyFit:
     """Fit of one family: parameters with standard errors and 95% intervals, the nominal device (no noise,
     no spread), goodness of fit (rss in weight units^2, n increments, k parameters, aic, bic) and residual
-    diagnostics (see `diagnostics`)."""
+    diagnostics (see `diagnostics`).
+
+    A population fit (`population.fit_population`) also has parts: (rss, n, k) of each device's own fit,
+    whose criteria are summed; ci: its intervals (over devices); interval: how the intervals were made;
+    flags: parameter -> why the data do not identify it (`population.identification`)."""
 
     kind: str
     params: dict[str, float]
@@ -35,24 +39,37 @@ class FamilyFit:
     diagnostics: dict
     cov: np.ndarray
     message: str = ""
+    parts: tuple[tuple[float, int, int], ...] = ()
+    ci: dict[str, tuple[float, float]] | None = None
+    interval: str = "Jacobian sandwich, normal"
+    flags: dict[str, str] = field(default_factory=dict)
 
     @property
     def ci95(self) -> dict[str, tuple[float, float]]:
+        if self.ci is not None:
+            return self.ci
         return {p: (v - Z95 * self.stderr[p], v + Z95 * self.stderr[p]) for p, v in self.params.items()}
+
+    def _criterion(self, penalty) -> float:
+        parts = self.parts or ((self.rss, self.n, self.k),)
+        return sum(n * math.log(max(rss, 1e-300) / n) + penalty(k, n) for rss, n, k in parts)
 
     @property
     def aic(self) -> float:
-        return self.n * math.log(self.rss / self.n) + 2 * self.k
+        """n ln(RSS/n) + 2k; a population fit sums it over its devices' own fits."""
+        return self._criterion(lambda k, n: 2 * k)
 
     @property
     def bic(self) -> float:
-        return self.n * math.log(self.rss / self.n) + self.k * math.log(self.n)
+        """n ln(RSS/n) + k ln n; a population fit sums it over its devices' own fits."""
+        return self._criterion(lambda k, n: k * math.log(n))
 
     def summary(self) -> dict:
         return {"kind": self.kind, "params": self.params, "stderr": self.stderr,
                 "ci95": {p: list(v) for p, v in self.ci95.items()}, "at_bound": self.at_bound,
                 "device": self.device.model_dump(mode="json"), "rss": self.rss, "n": self.n, "k": self.k,
-                "aic": self.aic, "bic": self.bic, "diagnostics": self.diagnostics, "message": self.message}
+                "aic": self.aic, "bic": self.bic, "diagnostics": self.diagnostics, "message": self.message,
+                "interval": self.interval, "flags": self.flags, "n_devices_fitted": len(self.parts) or None}
 
 
 def sandwich_cov(jac: np.ndarray, r: np.ndarray, follows: np.ndarray) -> np.ndarray:
@@ -104,7 +121,7 @@ def _least_squares(fam: Family, data: PulseData, starts: list[list[float]]):
     lo, hi = (np.array(v, float) for v in fam.box(data))
 
     def resid(theta):
-        return (data.dw - predict(fam.fast_config(theta), data.m, data.up)) / data.dw0
+        return (data.dw - data.predict(fam.fast_config(theta))) * data.weight / data.dw0
 
     best = None
     for x0 in starts:
@@ -122,14 +139,14 @@ def fit_family(fam: Family, data: PulseData, starts: list[list[float]] | None = 
     cov = sandwich_cov(res.jac, res.fun, data.follows)
     se = np.sqrt(np.maximum(np.diag(cov), 0.0))
     device = parse_device(fam.config_fields(theta), where=fam.kind)
-    fitted = predict(device, data.m, data.up)
+    fitted = data.predict(device)
     r = data.dw - fitted
     tol = 1e-6 * (hi - lo)
     at_bound = [p for p, v, a, b, t in zip(fam.params, theta, lo, hi, tol) if v - a < t or b - v < t]
     return FamilyFit(fam.kind, {p: float(v) for p, v in zip(fam.params, theta)},
                      {p: float(s) for p, s in zip(fam.params, se)}, at_bound, device,
-                     float(np.sum(r ** 2)), data.n, len(theta), r, diagnostics(r, data, fitted), cov,
-                     f"{res.message} ({res.nfev} evaluations)")
+                     float(np.sum((r * data.weight) ** 2)), data.n, len(theta), r, diagnostics(r, data, fitted),
+                     cov, f"{res.message} ({res.nfev} evaluations)")
 
 
 def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
@@ -142,7 +159,8 @@ def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
     edges = np.linspace(data.lo, data.hi, n_bins + 1)
     centers = 0.5 * (edges[:-1] + edges[1:])
     mag, se, used = {}, {}, np.zeros(n_bins, bool)
-    for name, sel, sign in (("up", data.up, 1.0), ("down", ~data.up, -1.0)):
+    one = data.k == 1  # the table holds single-pulse steps
+    for name, sel, sign in (("up", data.up & one, 1.0), ("down", ~data.up & one, -1.0)):
         k = np.clip(np.digitize(data.m[sel], edges) - 1, 0, n_bins - 1)
         cnt = np.bincount(k, minlength=n_bins)
         mean = sign * np.bincount(k, data.dw[sel], n_bins) / np.maximum(cnt, 1)
@@ -170,7 +188,7 @@ def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
         raise ValueError("binned steps are zero at the symmetric point; cannot normalise the table")
     device = Tabulated(w=grid.tolist(), q_plus_values=(up / dw_min).tolist(), q_minus_values=(dn / dw_min).tolist(),
                        w_min=data.lo, w_max=data.hi, dw_min=dw_min)
-    fitted = predict(device, data.m, data.up)
+    fitted = data.predict(device)
     r = data.dw - fitted
     params = {"dw_min": dw_min, "w_min": data.lo, "w_max": data.hi}
     stderr = {"dw_min": float("nan"), "w_min": float("nan"), "w_max": float("nan")}
@@ -180,5 +198,6 @@ def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
         params[f"q_minus[{w:.4g}]"] = float(dn[k] / dw_min)
         stderr[f"q_minus[{w:.4g}]"] = float(se["down"][used][k] / dw_min)
     n_par = 2 * len(grid) + 2  # table values and the two bounds (dw_min only normalises the table)
-    return FamilyFit("tabulated", params, stderr, [], device, float(np.sum(r ** 2)), data.n, n_par, r,
-                     diagnostics(r, data, fitted), np.full((0, 0), np.nan), "binned means")
+    rss = float(np.sum((r * data.weight) ** 2))
+    return FamilyFit("tabulated", params, stderr, [], device, rss, data.n, n_par, r, diagnostics(r, data, fitted),
+                     np.full((0, 0), np.nan), "binned means")

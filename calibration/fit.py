@@ -8,18 +8,22 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+from tqdm import tqdm
 
 from aimc.calibration.families import FAMILY_KINDS, families
 from aimc.calibration.family_fit import FamilyFit, fit_family, fit_tabulated
-from aimc.calibration.pulse_data import PulseData, WeightMap, predict, pulse_data, weight_map_for
+from aimc.calibration.population import MIN_DEVICES, fit_population, fitted_devices, identification
+from aimc.calibration.pulse_data import PulseData, WeightMap, model_trace, predict, pulse_data, weight_map_for
 from aimc.calibration.traces import TraceSet
 from aimc.calibration.variation import estimate_noise, estimate_spread, spread_tabulated
 from aimc.common.files import atomic_write_text, json_safe
 from aimc.common.version import VERSION
 from aimc.devices import DeviceConfig, parse_device
+
+START_SAMPLE = 20000  # increments of the pooled fit that starts the per-device fits
 
 
 @dataclass
@@ -36,6 +40,8 @@ class FitResult:
     device: DeviceConfig
     data: PulseData
     source: str = ""
+    method: str = "pooled"
+    overlay: list = field(default_factory=list)
 
     @property
     def ranking(self) -> list[str]:
@@ -93,7 +99,7 @@ class FitResult:
                          "typical_step": d.dw0, "sample": {"m": d.m[keep].tolist(), "dw": d.dw[keep].tolist(),
                                                            "up": d.up[keep].astype(int).tolist(),
                                                            "residual": self.best.residuals[keep].tolist()}},
-                "source": self.source}
+                "source": self.source, "method": self.method, "quality": d.quality, "overlay": self.overlay}
 
     def export(self, path: str | os.PathLike) -> None:
         """Write the device file (JSON) atomically."""
@@ -125,13 +131,18 @@ def _export_device(best: FamilyFit, noise: dict, spread: dict) -> DeviceConfig:
 
 def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic", g_mid: float | None = None,
         g_scale: float | None = None, n_bins: int = 20, n_nodes: int = 6, spread: bool = True,
-        source: str = "") -> FitResult:
+        source: str = "", method: str = "pooled", progress: bool = False) -> FitResult:
     """Fit every family in `kinds` (default: all of the device layer) to the increments of `traces`, rank
     them by `criterion` ("bic" or "aic"), estimate noise and device-to-device spread for the best one and
     build the exported device. g_mid, g_scale: the weight map (default: `weight_map_for`); n_bins: bins of
-    the tabulated fit; n_nodes: nodes of the PiecewiseStep fit; spread: fit each device for the spread."""
+    the tabulated fit; n_nodes: nodes of the PiecewiseStep fit; spread: fit each device for the spread;
+    method: "pooled" (one fit of all increments) or "per-device" (each family fitted to every device alone,
+    chosen by the summed criterion, the population from the per-device parameters: `population`);
+    progress: show a progress bar (tqdm, on stderr)."""
     if criterion not in ("aic", "bic"):
         raise ValueError(f"criterion must be 'aic' or 'bic', got {criterion!r}")
+    if method not in ("per-device", "pooled"):
+        raise ValueError(f"method must be 'per-device' or 'pooled', got {method!r}")
     kinds = list(FAMILY_KINDS if kinds is None else kinds)
     unknown = [k for k in kinds if k not in FAMILY_KINDS]
     if unknown or not kinds:
@@ -139,7 +150,21 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
     wmap = weight_map_for(traces, g_mid, g_scale)
     data = pulse_data(traces, wmap)
     specs = families(n_nodes, data.dw0)
-    fits = {k: fit_tabulated(data, n_bins) if k == "tabulated" else fit_family(specs[k], data) for k in kinds}
+    fits, per = {}, {}
+    two_stage = method == "per-device" and len(fitted_devices(data)) >= MIN_DEVICES
+    start_data = data
+    if two_stage and data.n > START_SAMPLE:  # the pooled fit only gives the per-device fits their start
+        keep = np.zeros(data.n, bool)
+        keep[np.random.default_rng(0).choice(data.n, START_SAMPLE, replace=False)] = True
+        start_data = data.subset(keep)
+    for k in tqdm(kinds, desc="fitting families", unit="family", disable=not progress):
+        fam = specs.get(k)
+        pooled = fit_tabulated(data, n_bins) if k == "tabulated" else fit_family(fam, start_data)
+        if two_stage:
+            fits[k], per[k] = fit_population(fam, pooled, data, n_bins, progress)
+        else:
+            pooled.flags = identification(fam, pooled, data)
+            fits[k] = pooled
     best = min(fits.values(), key=lambda f: getattr(f, criterion))
     noise = estimate_noise(best, data, wmap.g_scale)
     if not spread or data.n_devices < 3:
@@ -147,6 +172,8 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
     elif best.kind == "tabulated":
         spread_info = spread_tabulated(best, data)
     else:
-        spread_info = estimate_spread(specs[best.kind], best, data)
+        spread_info = estimate_spread(specs[best.kind], best, data, progress=progress,
+                                      per_device=per.get(best.kind) or None)
     device = _export_device(best, noise, spread_info)
-    return FitResult(wmap, fits, criterion, noise, spread_info, device, data, source)
+    overlay = [model_trace(device, traces, wmap, d) for d in range(min(2, traces.n_devices))]
+    return FitResult(wmap, fits, criterion, noise, spread_info, device, data, source, method, overlay)

@@ -19,11 +19,13 @@ increments. Families are ranked by AIC and BIC of the Gaussian least-squares lik
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from aimc.calibration.quality import outliers, sparse_devices
 from aimc.calibration.traces import TraceSet
 from aimc.devices import DeviceConfig
 
@@ -49,10 +51,11 @@ class WeightMap:
 
 
 def _extremes(values: np.ndarray, frac: float = 0.02) -> tuple[float, float]:
-    """Mean of the lowest and of the highest `frac` of the values (at least 3 each): a plateau estimate."""
+    """Median of the lowest and of the highest `frac` of the values (at least 3 each): a plateau estimate
+    that a glitch read does not move (a mean of the top 2% would take 1/k of the glitch)."""
     v = np.sort(values)
     k = max(3, int(frac * len(v)))
-    return float(v[:k].mean()), float(v[-k:].mean())
+    return float(np.median(v[:k])), float(np.median(v[-k:]))
 
 
 def weight_map_for(traces: TraceSet, g_mid: float | None = None, g_scale: float | None = None) -> WeightMap:
@@ -84,7 +87,8 @@ def weight_map_for(traces: TraceSet, g_mid: float | None = None, g_scale: float 
 class PulseData:
     """Increments in weight units: m (midpoint), dw, up (bool), device (index), follows (see Increments);
     lo, hi: plateau estimates of the bounds (median over devices); dev_lo, dev_hi: per device; dw0: typical
-    step (mean step magnitude in the middle half of the range)."""
+    step (mean step magnitude in the middle half of the range); k: pulses per increment; row: the TraceSet
+    row of each increment's second read; quality: what was left out and why (`pulse_data`)."""
 
     m: np.ndarray
     dw: np.ndarray
@@ -97,10 +101,18 @@ class PulseData:
     dev_lo: np.ndarray
     dev_hi: np.ndarray
     dw0: float
+    k: np.ndarray
+    row: np.ndarray
+    quality: dict
 
     @property
     def n(self) -> int:
         return len(self.dw)
+
+    @functools.cached_property
+    def weight(self) -> np.ndarray:
+        """Least-squares weight of each increment, 1 / sqrt(k): the cycle noise of k steps adds up."""
+        return 1.0 / np.sqrt(self.k)
 
     def subset(self, sel: np.ndarray) -> PulseData:
         """The increments where sel is True (follows kept only where the predecessor is kept too)."""
@@ -110,29 +122,51 @@ class PulseData:
         if len(idx):
             follows[0] = False
         return PulseData(self.m[idx], self.dw[idx], self.up[idx], self.device[idx], follows, self.n_devices,
-                         self.lo, self.hi, self.dev_lo, self.dev_hi, self.dw0)
+                         self.lo, self.hi, self.dev_lo, self.dev_hi, self.dw0, self.k[idx], self.row[idx],
+                         self.quality)
+
+    def predict(self, device: DeviceConfig) -> np.ndarray:
+        """Mean increments of `device` at these increments (`predict` with their pulse counts)."""
+        return predict(device, self.m, self.up, self.k)
+
+
+MAX_LISTED = 50  # outliers listed one by one in the quality record
 
 
 def pulse_data(traces: TraceSet, wmap: WeightMap) -> PulseData:
-    """Increments of `traces` in weight units, with the bound and step-size estimates the fits start from."""
+    """Increments of `traces` in weight units, without the outliers (`quality.outliers`), with the bound and
+    step-size estimates the fits start from and a record of what was left out (`quality`)."""
     inc = traces.increments()
     up = inc.polarity > 0
-    if up.sum() < 10 or (~up).sum() < 10:
-        raise ValueError(f"need at least 10 up and 10 down increments (found {up.sum()} up, {(~up).sum()} down); "
-                         "an increment is two consecutive reads with one pulse between them")
     ext = np.array([_extremes(wmap.to_w(traces.trace(k)[2])) for k in range(traces.n_devices)])
     lo, hi = float(np.median(ext[:, 0])), float(np.median(ext[:, 1]))
     if not hi > lo:
         raise ValueError("the traces do not span a conductance range (all reads equal)")
     m, dw = wmap.to_w(inc.g), inc.dg / wmap.g_scale
-    central = np.abs(m - 0.5 * (lo + hi)) < 0.25 * (hi - lo)
-    dw0 = 0.5 * (np.mean(dw[up & central]) - np.mean(dw[~up & central])) if (central & up).any() and \
+    bad, expected = outliers(m, dw, up, inc.n_pulses)
+    listed = [{"at": traces.where(int(r)), "after": traces.where(int(r) - 1), "polarity": "up" if u else "down",
+               "pulses": int(k), "increment": float(d), "expected": float(e * k)}
+              for r, u, k, d, e in zip(inc.row[bad], up[bad], inc.n_pulses[bad], dw[bad], expected[bad])]
+    keep = ~bad
+    n_up, n_down = int((up & keep).sum()), int((~up & keep).sum())
+    if n_up < 10 or n_down < 10:
+        raise ValueError(f"need at least 10 up and 10 down increments (found {n_up} up, {n_down} down); "
+                         "an increment is two reads of a device with pulses of one polarity between them")
+    y = dw / inc.n_pulses
+    central = keep & (np.abs(m - 0.5 * (lo + hi)) < 0.25 * (hi - lo))
+    dw0 = 0.5 * (np.mean(y[up & central]) - np.mean(y[~up & central])) if (central & up).any() and \
         (central & ~up).any() else float("nan")
     if not dw0 > 0:
-        dw0 = float(np.median(np.abs(dw)))
+        dw0 = float(np.median(np.abs(y[keep])))
     if not dw0 > 0:
         raise ValueError("the traces show no change under pulses (all increments zero)")
-    return PulseData(m, dw, up, inc.device, inc.follows, traces.n_devices, lo, hi, ext[:, 0], ext[:, 1], dw0)
+    quality = {"n_pairs_used": int(keep.sum()), "skipped": inc.skipped, "n_outliers": int(bad.sum()),
+               "outliers": listed[:MAX_LISTED], "n_multi_pulse": int(np.sum(keep & (inc.n_pulses > 1))),
+               "sparse_devices": [traces.devices[d] for d in sparse_devices(inc.device[keep], up[keep],
+                                                                             traces.n_devices)]}
+    full = PulseData(m, dw, up, inc.device, inc.follows, traces.n_devices, lo, hi, ext[:, 0], ext[:, 1], dw0,
+                     inc.n_pulses, inc.row, quality)
+    return full if not bad.any() else full.subset(keep)
 
 
 def mean_step(device: DeviceConfig, m: np.ndarray, up: np.ndarray) -> np.ndarray:
@@ -145,11 +179,53 @@ def mean_step(device: DeviceConfig, m: np.ndarray, up: np.ndarray) -> np.ndarray
     return s * device.dw_min
 
 
-def predict(device: DeviceConfig, m: np.ndarray, up: np.ndarray) -> np.ndarray:
+def compose(device: DeviceConfig, w: np.ndarray, up: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Weight after k mean steps from w (each clipped to the bounds), minus w (arrays of one length)."""
+    lo, hi = device.bounds
+    end = np.array(w, float)
+    for j in range(int(k.max(initial=0))):
+        act = k > j
+        step = mean_step(device, end[act], up[act])
+        end[act] = np.clip(end[act] + np.where(up[act], step, -step), lo, hi)
+    return end - w
+
+
+def predict(device: DeviceConfig, m: np.ndarray, up: np.ndarray, k: np.ndarray | None = None) -> np.ndarray:
     """Mean increment of a pulse seen from midpoint weight m: the clipped mean step (module docstring),
-    evaluated where the pulse started, m -+ s/2 (one fixed-point step; the error is of order dw_min^3)."""
+    evaluated where the pulse started, m -+ s/2 (one fixed-point step; the error is of order dw_min^3).
+    k: pulses per increment (default 1); an increment of k > 1 pulses composes k mean steps from its start
+    m - D/2, with D from two fixed-point steps (D_0 from m, D_1 from m - D_0/2; relative error of order
+    (k dw_min q' / 2)^3)."""
     lo, hi = device.bounds
     s = mean_step(device, m - np.where(up, 0.5, -0.5) * mean_step(device, m, up), up)
     room = np.maximum(np.where(up, hi - m, m - lo), 0.0) * 2.0
     mag = np.minimum(s, room)
-    return np.where(up, mag, -mag)
+    out = np.where(up, mag, -mag)
+    if k is not None and np.any(k > 1):
+        sel = k > 1
+        ms, us, ks = m[sel], up[sel], k[sel]
+        d = compose(device, ms, us, ks)
+        for _ in range(2):
+            d = compose(device, ms - 0.5 * d, us, ks)
+        out[sel] = np.where(us, np.minimum(d, room[sel]), np.maximum(d, -room[sel]))
+    return out
+
+
+def model_trace(device: DeviceConfig, traces: TraceSet, wmap: WeightMap, d: int,
+                max_reads: int = 4000) -> dict:
+    """Device d's measured reads (weight units) beside the mean trace of `device` under the same pulses:
+    from the first read, each read k pulses after the previous one of the same polarity moves the model by
+    k mean steps; where the pulses between two reads are unknown (polarity 0, or k > 1 after a read of the
+    other polarity) the model restarts at the measured read. At most max_reads reads."""
+    pulse, pol, g = (a[:max_reads] for a in traces.trace(d))
+    w = wmap.to_w(g)
+    model = np.empty(len(w))
+    model[0] = w[0]
+    for j in range(1, len(w)):
+        gap = int(pulse[j] - pulse[j - 1])
+        if pol[j] == 0 or (gap > 1 and pol[j - 1] != pol[j]):
+            model[j] = w[j]
+            continue
+        up = np.array([pol[j] > 0])
+        model[j] = model[j - 1] + compose(device, model[j - 1:j], up, np.array([gap]))[0]
+    return {"device": traces.devices[d], "pulse": pulse.tolist(), "measured": w.tolist(), "model": model.tolist()}

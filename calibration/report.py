@@ -21,6 +21,7 @@ from aimc.calibration.pulse_data import WeightMap
 from aimc.calibration.report_figures import (
     fig_compare,
     fig_fit_data,
+    fig_fit_overlay,
     fig_fit_ranking,
     fig_fit_residuals,
     fig_penalty,
@@ -49,7 +50,8 @@ def resolve(spec: str | DeviceConfig | FitResult, name: str | None = None) -> Su
     """A report subject from a preset name, a device file (JSON/TOML), a fit output folder (device.json and
     fit.json), a device config or a FitResult."""
     if isinstance(spec, FitResult):
-        return Subject(name or f"fit ({spec.best.kind})", spec.device, spec.weight_map, json_safe(spec.summary()))
+        return Subject(name or _fit_name(spec.source, spec.best.kind), spec.device, spec.weight_map,
+                       json_safe(spec.summary()))
     if not isinstance(spec, str):
         return Subject(name or spec.kind, load_device(spec))
     path = Path(spec)
@@ -60,6 +62,7 @@ def resolve(spec: str | DeviceConfig | FitResult, name: str | None = None) -> Su
         subj = resolve(str(dev_file), name or path.name)
         if fit_file.is_file():
             subj.fit = json.loads(fit_file.read_text())
+            subj.name = name or _fit_name(subj.fit.get("source", ""), subj.fit.get("best", subj.device.kind))
         return subj
     device = load_device(spec)
     wmap = None
@@ -70,6 +73,11 @@ def resolve(spec: str | DeviceConfig | FitResult, name: str | None = None) -> Su
             wmap = WeightMap(float(m["g_mid"]), float(m["g_scale"]), str(m.get("unit", "a.u.")),
                              str(m.get("origin", "file")))
     return Subject(name or (spec if spec in PRESETS else path.stem), device, wmap)
+
+
+def _fit_name(source: str, kind: str) -> str:
+    """A fitted device's name: the trace file's stem and the family, e.g. 'cycles (SoftBounds)'."""
+    return f"{Path(source).stem or 'fit'} ({kind})"
 
 
 def _slug(name: str) -> str:
@@ -97,8 +105,15 @@ def _key_rows(num: dict, wmap: WeightMap | None) -> list[list]:
                                                         f"{_fmt(sp['dynamic_range']['p95'])}"],
             ["dw_min (w)", num["dw_min"], f"step at mid range: mean {_fmt(sp['step_at_mid_range']['mean'])}, "
                                           f"std {_fmt(sp['step_at_mid_range']['std'])}"],
-            ["number of states", num["n_states"], f"elements {_fmt(sp['n_states']['p5'])} .. "
-                                                  f"{_fmt(sp['n_states']['p95'])}"],
+            ["number of states (range / dw_min)", num["n_states"], f"elements {_fmt(sp['n_states']['p5'])} .. "
+                                                                   f"{_fmt(sp['n_states']['p95'])}"],
+            ["pulses to cross the range (up, down)", f"{num['crossing']['pulses_up']:.4g}, "
+                                                     f"{num['crossing']['pulses_down']:.4g}",
+             "integral of dw / step from one bound to within dw_min/2 of the other; more than range / dw_min "
+             "where the step shrinks toward the bound"],
+            ["non-linearity NL (LTP, LTD)", f"{num['crossing']['NL_LTP']:.3g}, {num['crossing']['NL_LTD']:.3g}",
+             "largest distance of the normalised potentiation (depression) curve from a straight line, in "
+             "units of the range (0: linear)"],
             ["symmetric point (w)", num["symmetric_point"], f"elements mean {_fmt(sp['symmetric_point']['mean'])}, "
                                                             f"std {_fmt(sp['symmetric_point']['std'])}"],
             ["max |G|", num["asymmetry"]["max_abs_G"], "largest drift per step toward the symmetric point, in units "
@@ -114,10 +129,57 @@ def _key_rows(num: dict, wmap: WeightMap | None) -> list[list]:
     return rows
 
 
-def _fit_html(fit: dict, imgs: list[str]) -> str:
+_AIHWKIT_CLASS = {"ConstantStep": "ConstantStepDevice", "LinearStep": "LinearStepDevice",
+                  "SoftBounds": "SoftBoundsDevice", "ExpStep": "ExpStepDevice", "PowStep": "PowStepDevice",
+                  "PiecewiseStep": "PiecewiseStepDevice"}
+
+
+def aihwkit_snippet(device: dict) -> str:
+    """Python text that builds the same device in IBM aihwkit 1.1.0 (its field names are ours for these
+    families), or a line saying that aihwkit has no such family."""
+    cls = _AIHWKIT_CLASS.get(device["kind"])
+    if cls is None:
+        return f"# aihwkit 1.1.0 has no device of the family {device['kind']!r}"
+    args = ",\n    ".join(f"{k}={v!r}" for k, v in device.items() if k != "kind")
+    return f"from aihwkit.simulator.configs.devices import {cls}\n\ndevice = {cls}(\n    {args},\n)"
+
+
+def fit_flags(fit: dict, num: dict) -> list[str]:
+    """Warnings about a fit: a degenerate device (fewer than 2 states), a noise-dominated fit (the model
+    explains under 10% of the increment variance beyond a constant step), unidentified parameters."""
     best = fit["families"][fit["best"]]
+    out = []
+    if num["n_states"] < 2:
+        out.append(f"degenerate device: {num['n_states']:.2g} states (range / dw_min)")
+    r2 = best["diagnostics"].get("r2")
+    if r2 is not None and r2 < 0.1:
+        out.append(f"noise-dominated fit: the model explains {max(r2, 0):.0%} of the increment variance")
+    out += [f"{p}: {why}" for p, why in best.get("flags", {}).items()]
+    return out
+
+
+def _quality_html(q: dict | None) -> str:
+    if not q:
+        return ""
+    rows = [["increments used", q["n_pairs_used"], f"{q['n_multi_pulse']} of them span k > 1 pulses"],
+            ["outliers left out", q["n_outliers"], "more than 8 robust std and 2x the largest typical step "
+                                                   "from the increments at the same weight"]]
+    rows += [[f"pairs skipped: {why}", n, ""] for why, n in q["skipped"].items()]
+    if q["sparse_devices"]:
+        rows.append(["devices with too few increments", len(q["sparse_devices"]), ", ".join(q["sparse_devices"])])
+    out = "<h4>Data quality</h4>" + _table(rows, ["item", "count", "note"])
+    if q["outliers"]:
+        out += _table([[o["at"], o["after"], o["polarity"], o["pulses"], o["increment"], o["expected"]]
+                       for o in q["outliers"]], ["outlier read", "previous read", "pulse", "k", "increment (w)",
+                                                 "expected (w)"])
+    return out
+
+
+def _fit_html(fit: dict, imgs: list[str], num: dict) -> str:
+    best = fit["families"][fit["best"]]
+    flags = best.get("flags", {})
     prm = [[p, v, best["stderr"][p], best["ci95"][p][0] if best["ci95"][p][0] is not None else None,
-            best["ci95"][p][1] if best["ci95"][p][1] is not None else None, "yes" if p in best["at_bound"] else ""]
+            best["ci95"][p][1] if best["ci95"][p][1] is not None else None, flags.get(p, "yes")]
            for p, v in best["params"].items()]
     rank = [[r["kind"], r["k"], r["rmse"], r["r2"], r["aic"], r["bic"], r["delta_aic"], r["delta_bic"],
              r["akaike_weight"]] for r in fit["ranking"]]
@@ -132,16 +194,22 @@ def _fit_html(fit: dict, imgs: list[str]) -> str:
                                         "lack_of_fit_chi2", "lack_of_fit_dof", "lack_of_fit_p")]
     spread = fit["spread"]
     sp_rows = [[k, v] for k, v in spread.get("dtod", {}).items()]
+    warn = fit_flags(fit, num)
     parts = [f"<h3>Fit: best family {html.escape(fit['best'])} (by {fit['criterion'].upper()}), "
              f"{fit['data']['n_increments']} increments from {fit['data']['n_devices']} devices</h3>",
+             "".join(f"<p><b>Warning:</b> {html.escape(w)}</p>" for w in warn), _quality_html(fit.get("quality")),
+             "<h4>Measured traces and the fitted device under the same pulses</h4>", imgs[3] if len(imgs) > 3 else "",
              imgs[0], "<h4>Family ranking</h4>",
              _table(rank, ["family", "k", "rmse", "r2", "AIC", "BIC", "dAIC", "dBIC", "Akaike weight"]), imgs[2],
-             "<h4>Parameters (pooled fit, 95% intervals from the Jacobian sandwich)</h4>",
-             _table(prm, ["parameter", "value", "std error", "95% low", "95% high", "at limit"]),
+             f"<h4>Parameters ({html.escape(fit.get('method', 'pooled'))} fit; 95% intervals: "
+             f"{html.escape(best.get('interval', 'Jacobian sandwich, normal'))})</h4>",
+             _table(prm, ["parameter", "value", "std error", "95% low", "95% high", "identified"]),
              "<h4>Residual diagnostics</h4>", _table(diag_rows, ["diagnostic", "value"]), imgs[1],
              "<h4>Noise</h4>", _table(noise_rows, ["quantity", "value", "std error"]),
              "<h4>Device-to-device spread</h4>",
-             _table(sp_rows, ["field", "value"]) if sp_rows else f"<p>{html.escape(spread.get('message', ''))}</p>"]
+             _table(sp_rows, ["field", "value"]) if sp_rows else f"<p>{html.escape(spread.get('message', ''))}</p>",
+             "<h4>The fitted device in IBM aihwkit 1.1.0</h4>",
+             f"<pre>{html.escape(aihwkit_snippet(fit['device_file']['device']))}</pre>"]
     return "\n".join(parts)
 
 
@@ -182,7 +250,9 @@ def write_report(specs: list, out_dir: str | os.PathLike, n_elements: int = 64, 
         if s.fit:
             part.append(_fit_html(s.fit, [img(fig_fit_data(s.fit), f"{slug}_fit_data"),
                                           img(fig_fit_residuals(s.fit), f"{slug}_fit_residuals"),
-                                          img(fig_fit_ranking(s.fit), f"{slug}_fit_ranking")]))
+                                          img(fig_fit_ranking(s.fit), f"{slug}_fit_ranking")]
+                                  + ([img(fig_fit_overlay(s.fit, s.weight_map), f"{slug}_fit_overlay")]
+                                     if s.fit.get("overlay") else []), num))
         part.append(f"<details><summary>device config</summary><pre>"
                     f"{html.escape(json.dumps(num['device'], indent=1))}</pre></details>")
         sections.append("\n".join(part))

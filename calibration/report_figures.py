@@ -77,10 +77,17 @@ def fig_steps(num: dict) -> Figure:
     axes[0].set_xlabel("weight w")
     axes[0].set_ylabel("step per pulse (weight units)")
     axes[0].legend(fontsize=8)
-    s = num["spread"]["n_states"]
-    axes[1].set_title(f"states: nominal {num['n_states']:.0f}, elements {s['p5'] or 0:.0f} to {s['p95'] or 0:.0f}")
-    axes[1].bar(["nominal", "mean", "p5", "p95"], [num["n_states"], s["mean"] or 0, s["p5"] or 0, s["p95"] or 0])
-    axes[1].set_ylabel("number of states")
+    c2, s = num["crossing"], num["spread"]["n_states"]
+    labels = ["range / dw_min", "pulses up", "pulses down"]
+    vals = [num["n_states"], c2["pulses_up"], c2["pulses_down"]]
+    axes[1].bar(labels, vals, color=["C2", "C0", "C1"])
+    if s["p5"] is not None and s["p95"] is not None and s["p95"] > s["p5"]:
+        lo, hi = max(num["n_states"] - s["p5"], 0), max(s["p95"] - num["n_states"], 0)
+        axes[1].errorbar([0], [num["n_states"]], [[lo], [hi]],
+                         color="k", capsize=4, label="elements 5-95%")
+        axes[1].legend(fontsize=8)
+    axes[1].set_title("states: granularity and pulses to cross the range")
+    axes[1].set_ylabel("number")
     return fig
 
 
@@ -121,6 +128,23 @@ def fig_fit_data(fit: dict) -> Figure:
     ax.set_ylabel("increment per pulse")
     ax.set_title("data over the best three models")
     ax.legend(fontsize=7)
+    return fig
+
+
+def fig_fit_overlay(fit: dict, wmap: WeightMap | None) -> Figure:
+    """Measured reads of the first devices against pulse number, over the fitted device's mean trace under
+    the same pulses (restarted at the measured read where the pulses between reads are unknown)."""
+    tr = fit["overlay"]
+    fig, axes = plt.subplots(len(tr), 1, figsize=(9, 2.8 * len(tr)), squeeze=False)
+    tf = (lambda v: wmap.to_g(np.asarray(v))) if wmap else (lambda v: np.asarray(v))
+    for ax, t in zip(axes[:, 0], tr):
+        ax.plot(t["pulse"], tf(t["measured"]), ".", ms=2, color="0.4", label="measured")
+        ax.plot(t["pulse"], tf(t["model"]), lw=1, color="C3", label=f"fitted {fit['best']}, same pulses")
+        ax.set_title(f"device {t['device']}", fontsize=9)
+        ax.set_ylabel(f"conductance ({wmap.unit})" if wmap else "weight")
+        ax.legend(fontsize=7)
+    axes[-1, 0].set_xlabel("pulse number")
+    fig.tight_layout()
     return fig
 
 

@@ -11,6 +11,7 @@ point ([R1] Wu et al., NeurIPS 2025, arXiv:2502.06309, Theorem 1).
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -33,6 +34,30 @@ def implicit_penalty(w: np.ndarray, g_over_f: np.ndarray, w_sym: float) -> np.nd
     return cum - np.interp(w_sym, w, cum)
 
 
+def crossing(device: DeviceConfig, n_grid: int = 4001) -> dict:
+    """Pulses the mean step needs to cross the range, and the non-linearity of the potentiation (LTP) and
+    depression (LTD) curves, in the continuum limit: P(w) = integral of dw / step(w) from the starting bound
+    to within dw_min / 2 of the other (a soft bound is approached only asymptotically). NL is the largest
+    distance of the normalised curve (w - start) / range against P / P_total from the straight line, a
+    fraction of the range (0: a constant step)."""
+    lo, hi = device.bounds
+    half = 0.5 * device.dw_min
+    out = {}
+    for name, q, a, b in (("up", device.q_plus, lo, hi - half), ("down", device.q_minus, hi, lo + half)):
+        w = np.linspace(a, b, n_grid)
+        step = np.maximum(q(w) * device.dw_min, 1e-12 * device.dw_min)
+        p = np.concatenate([[0.0], np.cumsum(0.5 * (1 / step[1:] + 1 / step[:-1]) * np.abs(np.diff(w)))])
+        frac = np.abs(w - a) / (hi - lo)
+        out[f"pulses_{name}"] = float(p[-1])
+        out[f"NL_{'LTP' if name == 'up' else 'LTD'}"] = float(np.max(np.abs(frac - p / p[-1] * frac[-1])))
+    return out
+
+
+def _zero(v: float, scale: float) -> float:
+    """v, or 0.0 when it is zero within rounding (|v| < 1e-9 scale)."""
+    return 0.0 if abs(v) < 1e-9 * scale else float(v)
+
+
 def device_numbers(device: DeviceConfig, n_elements: int = 64, seed: int = 0, n_grid: int = 201,
                    max_pulses: int = 2000) -> dict:
     """The report numbers of one device (weight units), with the curves behind them.
@@ -47,6 +72,8 @@ def device_numbers(device: DeviceConfig, n_elements: int = 64, seed: int = 0, n_
     F, G = 0.5 * (qm + qp), 0.5 * (qm - qp)
     gf = np.divide(G, F, out=np.full_like(G, np.nan), where=F > 0)
     w_sym_raw = device.symmetric_point()
+    if math.isfinite(w_sym_raw):
+        w_sym_raw = _zero(w_sym_raw, hi - lo)
     w_sym = float(w_sym_raw) if math.isfinite(w_sym_raw) else 0.5 * (lo + hi)
     gf0 = np.nan_to_num(gf)
     rc = implicit_penalty(w, gf0, w_sym)
@@ -61,10 +88,12 @@ def device_numbers(device: DeviceConfig, n_elements: int = 64, seed: int = 0, n_
     bands = {}
     for key, val in el.items():
         v = np.where(inside, val, np.nan)
-        with np.errstate(all="ignore"):
+        with warnings.catch_warnings():  # weights outside every element's bounds: an all-NaN column, band NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
             bands[key] = {"p5": np.nanpercentile(v, 5, axis=0).tolist(),
                           "p95": np.nanpercentile(v, 95, axis=0).tolist()}
     sym = arr.symmetric_points()[:, 0]
+    sym = np.where(np.abs(sym) < 1e-9 * (hi - lo), 0.0, sym)
     mid = 0.5 * (b_lo + b_hi)
     step_mid = 0.5 * (arr.element_steps(True, mid[:, None]) + arr.element_steps(False, mid[:, None]))[:, 0]
     states = np.divide(b_hi - b_lo, step_mid, out=np.full(n_elements, np.nan), where=step_mid > 0)
@@ -76,6 +105,7 @@ def device_numbers(device: DeviceConfig, n_elements: int = 64, seed: int = 0, n_
     return {
         "kind": device.kind, "device": device.model_dump(mode="json"),
         "bounds": [lo, hi], "dynamic_range": hi - lo, "dw_min": device.dw_min, "n_states": device.n_states,
+        "crossing": crossing(device),
         "symmetric_point": float(w_sym_raw) if math.isfinite(w_sym_raw) else None,
         "asymmetry": {"max_abs_G": float(np.max(np.abs(G))), "mean_abs_G_over_F": float(np.nanmean(np.abs(gf)))},
         "penalty": {"R_c_at_bounds": [float(rc[0]), float(rc[-1])], "stiffness_at_symmetric_point": stiffness},

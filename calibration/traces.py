@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from aimc.common.errors import ConfigError
 from aimc.common.files import atomic_write_text
 
 UNITS = ("S", "mS", "uS", "nS", "pS", "a.u.")
@@ -29,7 +30,13 @@ _POLARITY = {"+1": 1, "1": 1, "up": 1, "-1": -1, "down": -1, "0": 0, "none": 0}
 _CONDUCTANCE = re.compile(r"^conductance\s*\[\s*([^\]]+?)\s*\]$")
 
 
-class TraceFormatError(ValueError):
+# The largest read magnitude accepted: the fit squares differences of reads and sums them over up to ~1e6
+# increments, so values near float64's limit (1.8e308) would overflow it; 1e150 leaves room for both.
+MAX_ABS_READ = 1e150
+MAX_PULSE = 2 ** 53  # pulse indices are exact integers in float64 below this
+
+
+class TraceFormatError(ConfigError):
     """A malformed trace file; the message names the file, the line and the column."""
 
 
@@ -39,7 +46,9 @@ class Increments:
 
     g: conductance midway between the two reads, dg: change of conductance (both in the set's unit);
     polarity: +1 up, -1 down; device: index into TraceSet.devices; follows: True where this increment starts
-    at the read where the previous one ended (same device, consecutive pulses).
+    at the read where the previous one ended; n_pulses: pulses between the two reads (1, or k > 1 when reads
+    were skipped and both reads follow pulses of the same polarity); row: row of the second read in the
+    TraceSet; skipped: pairs of consecutive reads not used, by reason.
     """
 
     g: np.ndarray
@@ -47,6 +56,9 @@ class Increments:
     polarity: np.ndarray
     device: np.ndarray
     follows: np.ndarray
+    n_pulses: np.ndarray
+    row: np.ndarray
+    skipped: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -54,7 +66,8 @@ class TraceSet:
     """Reads of one or many devices, rows grouped by device in order of first appearance, then by pulse.
 
     devices: the device labels; device: index of each row's device; pulse: read index; polarity: pulse
-    before the read (+1, -1, 0); conductance: read value in `unit`; meta: the file's metadata lines.
+    before the read (+1, -1, 0); conductance: read value in `unit`; meta: the file's metadata lines; line:
+    the file line of each row (None when the set was not read from a file).
     """
 
     devices: tuple[str, ...]
@@ -64,6 +77,7 @@ class TraceSet:
     conductance: np.ndarray
     unit: str = "uS"
     meta: dict[str, str] = field(default_factory=dict)
+    line: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.conductance)
@@ -94,14 +108,29 @@ class TraceSet:
         return self.pulse[sel], self.polarity[sel], self.conductance[sel]
 
     def increments(self) -> Increments:
-        """Changes between consecutive reads (pulse index n-1 then n) with a pulse (polarity != 0) between."""
-        ok = ((self.device[1:] == self.device[:-1]) & (np.diff(self.pulse) == 1) & (self.polarity[1:] != 0))
-        idx = np.flatnonzero(ok)
+        """Changes between consecutive reads of a device with pulses between them: reads n-1 and n with a
+        pulse (polarity != 0) before read n, and reads k > 1 pulses apart when both follow pulses of the same
+        polarity (then all k pulses are taken to have it); other pairs are counted in `skipped`."""
+        same = self.device[1:] == self.device[:-1]
+        gap = np.diff(self.pulse)
+        pol0, pol1 = self.polarity[:-1], self.polarity[1:]
+        single = same & (gap == 1) & (pol1 != 0)
+        multi = same & (gap > 1) & (pol1 != 0) & (pol0 == pol1)
+        skipped = {"no pulse before the read (polarity 0)": int(np.sum(same & (pol1 == 0))),
+                   "reads k > 1 pulses apart after pulses of different polarity": int(
+                       np.sum(same & (gap > 1) & (pol1 != 0) & (pol0 != pol1)))}
+        idx = np.flatnonzero(single | multi)
         g0, g1 = self.conductance[idx], self.conductance[idx + 1]
         follows = np.zeros(len(idx), bool)
         follows[1:] = idx[1:] == idx[:-1] + 1
         return Increments(0.5 * (g0 + g1), g1 - g0, self.polarity[idx + 1].astype(np.int8),
-                          self.device[idx].astype(np.int64), follows)
+                          self.device[idx].astype(np.int64), follows, gap[idx].astype(np.int64), idx + 1,
+                          {k: v for k, v in skipped.items() if v})
+
+    def where(self, row: int) -> str:
+        """Where a row came from: 'line N' of the file, else 'row N', with its device and pulse index."""
+        place = f"line {int(self.line[row])}" if self.line is not None else f"row {row}"
+        return f"{place} (device {self.devices[int(self.device[row])]}, pulse {int(self.pulse[row])})"
 
 
 def from_arrays(conductance: np.ndarray, polarity: np.ndarray, unit: str = "uS",
@@ -136,17 +165,45 @@ def write_csv(traces: TraceSet, path: str | os.PathLike) -> Path:
     return atomic_write_text(path, buf.getvalue())
 
 
+def read_text(path: Path) -> str:
+    """The file's text: UTF-8, a leading byte-order mark (spreadsheet exports) dropped; a file that is not
+    UTF-8 raises TraceFormatError naming the line and byte offset of the first bad byte."""
+    if not path.is_file():
+        raise FileNotFoundError(f"trace file {str(path)!r} does not exist")
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw[:err.start].count(b"\n") + 1
+        raise TraceFormatError(f"{path}: line {line}: byte {raw[err.start]:#04x} at offset {err.start} is not "
+                               "UTF-8 (save the file as UTF-8 text)") from None
+
+
+def read_value(cell: str, where: str, column: int, name: str) -> float:
+    """A finite read within +-MAX_ABS_READ, else TraceFormatError naming line and column."""
+    try:
+        g = float(cell)
+    except ValueError:
+        raise TraceFormatError(f"{where}, column {column} ({name}): {cell!r} is not a number") from None
+    if not np.isfinite(g):
+        raise TraceFormatError(f"{where}, column {column} ({name}): {cell!r} is not finite")
+    if abs(g) > MAX_ABS_READ:
+        raise TraceFormatError(f"{where}, column {column} ({name}): {cell!r} is beyond +-{MAX_ABS_READ:g} "
+                               "(the fit would overflow; choose a smaller unit)")
+    return g
+
+
 def read_csv(path: str | os.PathLike) -> TraceSet:
     """Read a trace file; a malformed file raises TraceFormatError naming the line and the column."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"trace file {str(path)!r} does not exist")
     meta: dict[str, str] = {}
+    lineno = 0
     unit = None
     labels: dict[str, int] = {}
     rows: list[tuple[int, int, int, float]] = []
     last: dict[int, int] = {}
-    with path.open(newline="") as fh:
+    content = read_text(path)
+    with io.StringIO(content, newline="") as fh:
         for lineno, line in enumerate(fh, start=1):
             text = line.strip()
             if not text:
@@ -156,8 +213,10 @@ def read_csv(path: str | os.PathLike) -> TraceSet:
                     key, value = text[1:].split(":", 1)
                     meta[key.strip()] = value.strip()
                 continue
-            cells = next(csv.reader([text]))
             where = f"{path}: line {lineno}"
+            if "\0" in text:
+                raise TraceFormatError(f"{where}: contains a NUL character (not a text CSV line)")
+            cells = next(csv.reader([text]))
             if unit is None:
                 unit = _parse_header(cells, where)
                 continue
@@ -170,30 +229,26 @@ def read_csv(path: str | os.PathLike) -> TraceSet:
                 pulse = int(cells[1])
             except ValueError:
                 raise TraceFormatError(f"{where}, column 2 (pulse): {cells[1]!r} is not an integer") from None
-            if pulse < 0:
-                raise TraceFormatError(f"{where}, column 2 (pulse): {pulse} is negative")
+            if not 0 <= pulse < MAX_PULSE:
+                raise TraceFormatError(f"{where}, column 2 (pulse): {pulse} is outside 0 .. 2^53")
             pol = _POLARITY.get(cells[2].strip().lower())
             if pol is None:
                 raise TraceFormatError(f"{where}, column 3 (polarity): {cells[2]!r} is not +1, -1 or 0")
-            try:
-                g = float(cells[3])
-            except ValueError:
-                raise TraceFormatError(f"{where}, column 4 (conductance): {cells[3]!r} is not a number") from None
-            if not np.isfinite(g):
-                raise TraceFormatError(f"{where}, column 4 (conductance): {cells[3]!r} is not finite")
+            g = read_value(cells[3], where, 4, "conductance")
             d = labels.setdefault(label, len(labels))
             if d in last and pulse <= last[d]:
                 raise TraceFormatError(f"{where}, column 2 (pulse): index {pulse} of device {label!r} does not "
                                        f"increase (previous {last[d]})")
             last[d] = pulse
-            rows.append((d, pulse, pol, g))
+            rows.append((d, pulse, pol, g, lineno))
+    end = f"{path}: line {max(lineno, 1)} (end of file)"
     if unit is None:
-        raise TraceFormatError(f"{path}: no header line (expected 'device,pulse,polarity,conductance [uS]')")
+        raise TraceFormatError(f"{end}: no header line (expected 'device,pulse,polarity,conductance [uS]')")
     if not rows:
-        raise TraceFormatError(f"{path}: no data rows after the header")
-    arr = np.array(rows, dtype=[("d", np.int64), ("p", np.int64), ("s", np.int8), ("g", float)])
+        raise TraceFormatError(f"{end}: no data rows after the header")
+    arr = np.array(rows, dtype=[("d", np.int64), ("p", np.int64), ("s", np.int8), ("g", float), ("n", np.int64)])
     arr = arr[np.argsort(arr["d"], kind="stable")]
-    return TraceSet(tuple(labels), arr["d"], arr["p"], arr["s"], arr["g"], unit, meta)
+    return TraceSet(tuple(labels), arr["d"], arr["p"], arr["s"], arr["g"], unit, meta, arr["n"])
 
 
 def _parse_header(cells: list[str], where: str) -> str:
@@ -204,10 +259,15 @@ def _parse_header(cells: list[str], where: str) -> str:
     for k, (got, want) in enumerate(zip(names[:3], COLUMNS[:3]), start=1):
         if got.lower() != want:
             raise TraceFormatError(f"{where}, column {k}: header {got!r}, expected {want!r}")
-    m = _CONDUCTANCE.match(names[3])
+    return parse_unit(names[3], where, 4)
+
+
+def parse_unit(cell: str, where: str, column: int) -> str:
+    """The unit of a 'conductance [UNIT]' header cell, else TraceFormatError naming line and column."""
+    m = _CONDUCTANCE.match(cell.strip())
     if not m:
-        raise TraceFormatError(f"{where}, column 4: header {names[3]!r}, expected 'conductance [UNIT]'")
+        raise TraceFormatError(f"{where}, column {column}: header {cell!r}, expected 'conductance [UNIT]'")
     unit = m.group(1).replace("µ", "u")
     if unit not in UNITS:
-        raise TraceFormatError(f"{where}, column 4: unknown unit {m.group(1)!r}; known: {', '.join(UNITS)}")
+        raise TraceFormatError(f"{where}, column {column}: unknown unit {m.group(1)!r}; known: {', '.join(UNITS)}")
     return unit

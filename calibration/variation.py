@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from tqdm import tqdm
 
 from aimc.calibration.families import Family
 from aimc.calibration.family_fit import FamilyFit, fit_family
@@ -16,11 +17,12 @@ from aimc.devices.response_step import DW_DOWN, DW_UP
 
 
 def _interior(device: DeviceConfig, data: PulseData) -> tuple[np.ndarray, np.ndarray]:
-    """(mean step magnitude, mask of the increments inside the bounds whose step the bound does not clip)."""
+    """(mean step magnitude, mask of the single-pulse increments inside the bounds whose step the bound does not
+    clip)."""
     lo, hi = device.bounds
     s = mean_step(device, data.m, data.up)
     room = 2.0 * np.where(data.up, hi - data.m, data.m - lo)
-    return s, (s < room) & (data.m > lo) & (data.m < hi)
+    return s, (s < room) & (data.m > lo) & (data.m < hi) & (data.k == 1)
 
 
 def _noise_moments(r: np.ndarray, s: np.ndarray, ref: np.ndarray, follows: np.ndarray) -> dict:
@@ -29,26 +31,40 @@ def _noise_moments(r: np.ndarray, s: np.ndarray, ref: np.ndarray, follows: np.nd
     Read noise e puts e_{k+1} - e_k into each increment, so consecutive residuals have covariance -sigma_r^2:
     sigma_r^2 = -mean(r_k r_{k-1}). What remains of the variance, r_k^2 - 2 sigma_r^2, is the cycle noise,
     fitted as sigma^2 ref_k^2 (additive: ref = the element's step at the reference point) and as
-    sigma^2 s_k^2 (multiplicative: s = the mean step at m_k); the form with the smaller squared error wins.
+    sigma^2 s_k^2 (multiplicative: s = the mean step at m_k). The form whose residual variances
+    2 sigma_r^2 + sigma^2 x_k^2 give the residuals the larger Gaussian log-likelihood wins (a squared-error
+    comparison of r_k^2 is dominated by the largest residuals and picked the additive form for multiplicative
+    devices).
     """
     idx = np.flatnonzero(follows)
     sr2 = max(-float(np.mean(r[idx] * r[idx - 1])), 0.0) if len(idx) else 0.0
     z = r ** 2 - 2.0 * sr2
     out = {"read_noise": math.sqrt(sr2)}
-    sse = {}
+    loglik = {}
+    floor = 1e-12 * max(float(np.mean(r ** 2)), 1e-300)
     for name, x in (("additive", ref), ("multiplicative", s)):
         x2 = x ** 2
         var = max(float(np.sum(z * x2) / np.sum(x2 ** 2)), 0.0) if np.any(x2 > 0) else 0.0
         out[f"sigma_{name}"] = math.sqrt(var)
-        sse[name] = float(np.sum((z - var * x2) ** 2))
-    out["form"] = "additive" if sse["additive"] < sse["multiplicative"] else "multiplicative"
+        v = np.maximum(2.0 * sr2 + var * x2, floor)
+        loglik[name] = float(-0.5 * np.sum(np.log(v) + r ** 2 / v))
+    out["form"] = "additive" if loglik["additive"] >= loglik["multiplicative"] else "multiplicative"
+    out["loglik"] = loglik
     return out
 
 
 def estimate_noise(fit: FamilyFit, data: PulseData, g_scale: float) -> dict:
     """Read noise (weight and conductance units) and cycle-to-cycle noise (relative to the step) from the
-    residuals of `fit`, with standard errors from the spread of per-device estimates (NaN for one device)."""
+    residuals of `fit`, with standard errors from the spread of per-device estimates (NaN for one device).
+    Without single-pulse increments inside the bounds (reads always k > 1 pulses apart) the noise is not
+    estimated: zeros, with a message."""
     s, ok = _interior(fit.device, data)
+    if ok.sum() < 3:
+        nan = float("nan")
+        return {"read_noise": 0.0, "sigma_additive": 0.0, "sigma_multiplicative": 0.0, "form": "additive",
+                "read_noise_se": nan, "sigma_additive_se": nan, "sigma_multiplicative_se": nan,
+                "read_noise_g": 0.0, "read_noise_g_se": nan, "n_increments": int(ok.sum()),
+                "message": "not estimated: no single-pulse increments inside the bounds"}
     ep = fit.device.nominal().ep[0, 0]
     ref = np.where(data.up, ep[DW_UP], ep[DW_DOWN])
     sub = data.subset(ok)
@@ -71,18 +87,25 @@ def _numeric_grad(func: Callable[[np.ndarray], float], theta: np.ndarray) -> np.
     return np.array([(func(theta + e) - func(theta - e)) / (2 * e[k]) for k, e in enumerate(np.diag(h))])
 
 
-def estimate_spread(fam: Family, pooled: FamilyFit, data: PulseData, min_increments: int = 50) -> dict:
-    """Device-to-device spread: fit `fam` to each device alone (from the pooled solution), then for every
-    spread field of the family the between-device std of its per-device quantity, with the estimation noise
-    removed: sqrt(max(var over devices - mean squared standard error, 0)) (method of moments)."""
+def estimate_spread(fam: Family, pooled: FamilyFit, data: PulseData, min_increments: int = 50,
+                    progress: bool = False, per_device: dict[int, FamilyFit] | None = None) -> dict:
+    """Device-to-device spread: fit `fam` to each device alone (from the pooled solution; or take the fits
+    `per_device` already made), then for every spread field of the family the between-device std of its
+    per-device quantity, with the estimation noise removed: sqrt(max(var over devices - mean squared
+    standard error, 0)) (method of moments)."""
     theta0 = np.array(list(pooled.params.values()))
     dw_nom = pooled.params["dw_min"] if "dw_min" in pooled.params else pooled.device.dw_min
     rows, covs, used = [], [], []
-    for d in range(data.n_devices):
-        sub = data.subset(data.device == d)
-        if sub.n < max(min_increments, 5 * len(theta0)) or sub.up.sum() < 5 or (~sub.up).sum() < 5:
-            continue
-        f = fit_family(fam, sub, starts=[theta0])
+    for d in tqdm(range(data.n_devices), desc="per-device fits", unit="device", disable=not progress, leave=False):
+        if per_device is not None:
+            if d not in per_device:
+                continue
+            f = per_device[d]
+        else:
+            sub = data.subset(data.device == d)
+            if sub.n < max(min_increments, 5 * len(theta0)) or sub.up.sum() < 5 or (~sub.up).sum() < 5:
+                continue
+            f = fit_family(fam, sub, starts=[theta0])
         rows.append(np.array(list(f.params.values())))
         covs.append(f.cov)
         used.append(d)

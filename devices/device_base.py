@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from aimc.common.validation import STRICT
+from aimc.common.validation import Float32Config
 from aimc.devices.characteristics import element_steps_kernel, symmetric_point_kernel
 from aimc.devices.response_step import DW_DOWN, DW_UP, N_ELEMENT_PARAMS, W_MAX, W_MIN
 
@@ -69,10 +69,8 @@ def _shared_if_uniform(ep: np.ndarray) -> np.ndarray:
 _EMPTY = np.zeros(2)
 
 
-class DeviceBase(BaseModel):
+class DeviceBase(Float32Config):
     """Fields and methods common to all families."""
-
-    model_config = STRICT
 
     dw_min: float = Field(0.001, gt=0, description="granularity: mean step of one pulse at the reference point "
                                                    "(weight units)")

@@ -15,17 +15,15 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange, uint64
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from aimc.common.validation import STRICT
+from aimc.common.validation import Float32Config
 from aimc.devices.loops import row_abs_max
 from aimc.devices.rng import Stream, normal_step, stream_seed
 
 
-class PeripheryConfig(BaseModel):
+class PeripheryConfig(Float32Config):
     """DAC/ADC and noise of one read direction. Defaults are R1's hardware settings."""
-
-    model_config = STRICT
 
     inp_bound: float = Field(1.0, gt=0, description="DAC input range +-inp_bound (normalized units)")
     inp_bits: int | None = Field(7, ge=1, le=24, description="DAC resolution in bits; None: no quantization")

@@ -5,17 +5,15 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from aimc.common.validation import STRICT
+from aimc.common.validation import Float32Config
 from aimc.devices.pulse_trains import clip_to_probability, plan_kernel
 
 
-class UpdateConfig(BaseModel):
+class UpdateConfig(Float32Config):
     """Update scheme of a tile; the defaults are aihwkit 1.1.0's pulsed update (StochasticCompressed pulse
     trains, desired_bl 31, update management and BL management on)."""
-
-    model_config = STRICT
 
     mode: Literal["pulsed", "expected"] = Field(
         "pulsed", description="pulsed: coincidences of stochastic pulse trains (hardware); expected: the "

@@ -18,7 +18,7 @@ n_pulses = min(int(1.5 * device.n_states), 600)  # long presets: a shorter cycle
 traces = measure_cycles(device, n_pulses=n_pulses, n_cycles=2, n_devices=16, read_noise=0.2 * device.dw_min,
                         seed=0)
 csv = write_csv(traces, out / f"{preset}_traces.csv")
-result = fit(read_csv(csv), source=str(csv))
+result = fit(read_csv(csv), source=str(csv), progress=True)  # a progress bar per family on stderr
 result.save(out / "fit")
 for row in result.ranking_table()[:5]:
     print(f"{row['kind']:<14} dBIC {row['delta_bic']:10.1f}")
@@ -26,5 +26,6 @@ best = result.best
 for p, v in best.params.items():
     truth = getattr(device, p, None)
     print(f"  {p:<12} {v:10.4g} +- {best.stderr[p]:.2g}   (preset: {truth})")
+print("writing the report (64 simulated elements per device) ...", flush=True)
 page = write_report([out / "fit", preset], out / "report")
 print(f"traces {csv}\ndevice {out / 'fit' / 'device.json'}\nreport {page}")

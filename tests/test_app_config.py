@@ -39,6 +39,32 @@ def test_non_finite_numbers_are_refused_by_field(field, data, value):
     assert f"{field}: Input should be a finite number" in _error(data(value))
 
 
+@pytest.mark.parametrize("field,data", [
+    ("trainer.lr", {"trainer": {"algorithm": "analog_sgd", "lr": 1e300}}),
+    ("compare.0.transfer_lr", {"compare": [{"algorithm": "residual", "transfer_lr": 1e39}]}),
+    ("tile.device.w_max", {"tile": {"device": {"kind": "SoftBounds", "w_max": 3.5e38}}}),
+    ("tile.device.w", {"tile": {"device": {"kind": "tabulated", "w": [-1e300, 1.0], "q_plus_values": [1, 1],
+                                                 "q_minus_values": [1, 1]}}}),
+])
+def test_numbers_beyond_float32_are_refused_by_field(field, data):
+    """The arrays and torch compute in float32, whose largest finite value is 3.4028235e38 (IEEE 754)."""
+    msg = _error(data)
+    assert field.rsplit(".", 1)[0] in msg and "beyond float32's range" in msg
+
+
+@pytest.mark.parametrize("field,data", [
+    ("epochs", {"epochs": True}),
+    ("trainer.lr", {"trainer": {"algorithm": "sgd", "lr": True}}),
+    ("model.hidden.0", {"model": {"hidden": [False, 10]}}),
+    ("batch_size", {"batch_size": "10"}),
+    ("tile.device.dw_min", {"tile": {"device": {"kind": "power", "dw_min": "0.1"}}}),
+])
+def test_no_coercion_across_types(field, data):
+    """`epochs = true` is not one epoch and a quoted number is not a number."""
+    msg = _error(data)
+    assert msg.splitlines()[1].startswith(f"{field}: Input should be a valid")
+
+
 def test_wrong_key_names_the_field():
     msg = _error({"trainer": {"algorithm": "residual", "gama": 1}, "epoch": 3})
     assert "trainer.gama: Extra inputs are not permitted" in msg

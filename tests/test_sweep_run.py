@@ -7,6 +7,9 @@ import csv
 import json
 import math
 import os
+import subprocess
+import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -177,6 +180,50 @@ def test_small_sweep_on_the_local_pool(small_local, capsys):
     assert "8 finished before, 0 to run" in capsys.readouterr().out
 
 
+def _children(pid: int) -> set[int]:
+    """The processes `pid` started (Linux /proc)."""
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(c) for c in (task / "children").read_text().split()}
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the process tree from Linux's /proc")
+def test_a_killed_driver_takes_its_workers_along_and_the_rerun_matches(small_local, tmp_path):
+    """SIGKILL of `aimc sweep` while runs are in flight: its pool workers (and multiprocessing's resource
+    tracker) end within seconds, and rerunning the command finishes the sweep with the results of a sweep
+    that was never interrupted."""
+    _, whole = small_local
+    out = tmp_path / "cut"
+    driver = subprocess.Popen([sys.executable, "-m", "aimc", "sweep", str(SMALL), "--out", str(out),
+                               "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not list((out / "runs").glob("*/manifest.json")):
+        time.sleep(0.05)  # until a worker has started a run
+    children = _children(driver.pid)
+    driver.kill()
+    driver.wait()
+    assert children
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(_alive(c) for c in children):
+        time.sleep(0.1)
+    assert not [c for c in children if _alive(c)]
+    assert main(["sweep", str(SMALL), "--out", str(out), "--workers", "0"]) == 0
+    cut, ref = results(out), results(whole)
+    assert cut.keys() == ref.keys()
+    timings = {"train_s", "step_ns", "update_ns"}
+    for h in ref:
+        assert {k: v for k, v in cut[h]["metrics"].items() if k not in timings} == {
+            k: v for k, v in ref[h]["metrics"].items() if k not in timings}, h
+
+
 def test_small_sweep_on_a_dask_local_cluster(small_local, tmp_path):
     pytest.importorskip("distributed")
     from aimc.executors import DaskExecutor
@@ -220,7 +267,9 @@ def test_one_driver_per_sweep_folder(tmp_path):
 
     tmp_path.mkdir(exist_ok=True)
     with open(tmp_path / ".lock", "w") as held:
+        held.write("sweep driver, pid 4242 on elsewhere, since 2026-12-04T00:00:00+0000\n")
+        held.flush()
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        with pytest.raises(ValueError, match="another aimc sweep is running"):
+        with pytest.raises(ValueError, match="in use by another process .sweep driver, pid 4242 on elsewhere"):
             run_sweep(tiny(), tmp_path, InlineExecutor(), log=None)
     assert not (tmp_path / "manifest.json").exists()

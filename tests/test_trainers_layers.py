@@ -86,7 +86,7 @@ def test_convert_named_layers_only():
     model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
     T.convert(model, PERFECT, layers=["2"])
     assert isinstance(model[0], nn.Linear) and isinstance(model[2], T.AnalogLinear)
-    with pytest.raises(ValueError, match="no Linear/Conv2d layer named"):
+    with pytest.raises(ValueError, match="no Linear/Conv1d/Conv2d layer named"):
         T.convert(model, PERFECT, layers=["7"])
 
 

@@ -1,31 +1,36 @@
 """aimc trainer layer: PyTorch models on analog tiles and the analog training algorithms.
 
-    model = trainers.convert(model, TileConfig(...))          # Linear/Conv2d -> AnalogLinear/AnalogConv2d
+    model = trainers.convert(model, TileConfig(...))          # Linear/Conv1d/Conv2d -> Analog...
     opt = trainers.build_optimizer(model, ResidualConfig())   # torch.optim conventions
     ... opt.zero_grad(); loss.backward(); opt.step()
     opt.costs(); opt.latency_estimate(); trainers.to_digital(model)
 """
 
+from aimc.trainers import guards  # noqa: F401  (refuses torch optimizers on analog layers)
 from aimc.trainers.algorithms import OPTIMIZERS, AnalogOptimizer, LatencyModel, build_optimizer
 from aimc.trainers.config import (
                              ALGORITHMS,
+                             AGADConfig,
                              AnalogSGDConfig,
+                             CTTv2Config,
                              DigitalSGDConfig,
+                             ERiderConfig,
                              MixedPrecisionConfig,
                              MultiTileConfig,
                              ResidualConfig,
                              ResidualV2Config,
+                             RiderConfig,
                              TikiTakaConfig,
                              TileConfig,
                              TrainerConfig,
                              TTv2Config,
 )
-from aimc.trainers.convert import convert, to_digital
-from aimc.trainers.layers import AnalogConv2d, AnalogLinear, analog_layers
+from aimc.trainers.convert import convert, digital_layers, to_digital
+from aimc.trainers.layers import AnalogConv1d, AnalogConv2d, AnalogLinear, analog_layers
 
 __all__ = [
-    "ALGORITHMS", "AnalogConv2d", "AnalogLinear", "AnalogOptimizer", "AnalogSGDConfig", "DigitalSGDConfig",
-    "LatencyModel", "MixedPrecisionConfig", "MultiTileConfig", "OPTIMIZERS", "ResidualConfig", "ResidualV2Config",
-    "TTv2Config", "TikiTakaConfig", "TileConfig", "TrainerConfig", "analog_layers", "build_optimizer", "convert",
-    "to_digital",
+    "AGADConfig", "ALGORITHMS", "AnalogConv1d", "AnalogConv2d", "AnalogLinear", "AnalogOptimizer", "AnalogSGDConfig",
+    "CTTv2Config", "DigitalSGDConfig", "ERiderConfig", "LatencyModel", "MixedPrecisionConfig", "MultiTileConfig",
+    "OPTIMIZERS", "ResidualConfig", "ResidualV2Config", "RiderConfig", "TTv2Config", "TikiTakaConfig", "TileConfig",
+    "TrainerConfig", "analog_layers", "build_optimizer", "convert", "digital_layers", "to_digital",
 ]

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, Field
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from aimc.common.validation import STRICT
-from aimc.devices import DeviceConfig, PeripheryConfig, UpdateConfig, load_device
+from aimc.common.errors import ConfigError
+from aimc.common.validation import Float32Config, format_validation_error
+from aimc.devices import DEVICE_KINDS, DeviceConfig, PeripheryConfig, UpdateConfig, load_device
 
 
-class TileConfig(BaseModel):
+class TileConfig(Float32Config):
     """How a torch layer becomes analog tiles."""
-
-    model_config = STRICT
 
     device: Union[str, DeviceConfig] = Field("r1_power_1", description="device preset name, device file path, "
                                                                      "or an inline device table with `kind`")
@@ -32,12 +31,36 @@ class TileConfig(BaseModel):
         False, description="learnable digital output scale: true, one per layer (aihwkit's learn_out_scaling); "
                            "\"column\", one per output (aihwkit's out_scaling_columnwise); false, none")
 
+    def __init__(self, **data):
+        """A problem is a ConfigError with one line per field, named as in an experiment config (`tile.device:
+        unknown device ...`), the same message from Python as from `aimc train`."""
+        try:
+            super().__init__(**data)
+        except ValidationError as err:
+            raise ConfigError(format_validation_error(err, "tile", hidden=DEVICE_KINDS)) from None
+
+    @field_validator("device")
+    @classmethod
+    def _known_device(cls, device: Union[str, DeviceConfig]) -> Union[str, DeviceConfig]:
+        """A preset name or device file is checked now, not when a layer is built (the name is kept)."""
+        if isinstance(device, str):
+            try:
+                load_device(device)
+            except ConfigError as err:
+                raise ValueError(str(err)) from None
+        return device
+
     def resolved_device(self) -> DeviceConfig:
         return load_device(self.device)
 
 
-class _Trainer(BaseModel):
-    model_config = STRICT
+ZeroShiftMode = Literal["cycles", "random"]
+ZERO_SHIFT_MODE = ("how the zero shift drives P to its symmetric point: \"cycles\", alternating up/down pulse pairs "
+                   "(Kim et al. 2019; zero_shift_cycles pairs); \"random\", zero_shift_cycles single pulses of "
+                   "random sign (Algorithm 1 of arXiv:2602.21321; default count the device's number of states)")
+
+
+class _Trainer(Float32Config):
     lr: float = Field(0.05, gt=0, description="gradient step (weight units per unit gradient)")
 
 
@@ -84,6 +107,7 @@ class ResidualConfig(_Transfer):
     zero_shift: bool = Field(True, description="zero-shift P to its symmetric point before training")
     zero_shift_cycles: int | None = Field(None, ge=1, description="up/down pulse pairs of the zero shift; None: "
                                                                "the device's number of states (slow on big layers)")
+    zero_shift_mode: ZeroShiftMode = Field("cycles", description=ZERO_SHIFT_MODE)
 
 
 class ResidualV2Config(ResidualConfig):
@@ -103,6 +127,95 @@ class MultiTileConfig(_Transfer):
     zero_shift: bool = Field(True, description="zero-shift the fast arrays before training")
     zero_shift_cycles: int | None = Field(None, ge=1, description="up/down pulse pairs of the zero shift; None: "
                                                                "the device's number of states (slow on big layers)")
+    zero_shift_mode: ZeroShiftMode = Field("cycles", description=ZERO_SHIFT_MODE)
+
+
+class CTTv2Config(_Trainer):
+    """Chopped Tiki-Taka v2 (aihwkit 1.1.0 ChoppedTransferCompound; Rasch et al., Nat. Commun. 15:7133,
+    2024, arXiv:2303.04721). Names and defaults are aihwkit's `build_config("c-ttv2")`; every `*_every` is in
+    rank-1 updates (one input vector; one output pixel of a convolution), unless `units_in_mbatch`."""
+
+    algorithm: Literal["c_ttv2"] = "c_ttv2"
+    fast_lr: float = Field(0.1, gt=0, description="gradient step onto the fast array A: with auto_scale the "
+                           "pulse fraction fast_lr * BL * dw_A / (m_x m_d) (weight units per unit d x); without, "
+                           "fast_lr itself (weight units per unit d x)")
+    scale_fast_lr: bool = Field(False, description="multiply the fast step by lr (later aihwkit versions; "
+                                "aihwkit 1.1.0 never does)")
+    auto_scale: bool = Field(True, description="scale the fast step by running estimates m_x, m_d of max|x|, max|d|")
+    auto_momentum: float = Field(0.99, gt=0, lt=1, description="EMA momentum of m_x, m_d (per batch of m vectors: "
+                                 "each vector moves the EMA by (1 - auto_momentum) / m)")
+    transfer_lr: float = Field(1.0, gt=0, description="transfer rate lr_T (weight units of C per unit read of A, "
+                               "before the buffer granularity): the buffer grows by lr_T * read / granularity")
+    scale_transfer_lr: bool = Field(True, description="lr_T = transfer_lr * lr (true) or transfer_lr (false)")
+    transfer_every: float = Field(1.0, gt=0, description="rank-1 updates between two column reads (or mini-batches "
+                                  "with units_in_mbatch); rounded to an integer >= 1")
+    units_in_mbatch: bool = Field(False, description="transfer_every counts mini-batches instead of rank-1 updates")
+    in_chop_prob: float = Field(0.1, ge=0, le=1, description="chopper switching of a column: probability per read "
+                                "(in_chop_random) or the reciprocal of the period in sweeps (regular)")
+    in_chop_random: bool = Field(True, description="switch input choppers at random (true) or regularly (false)")
+    out_chop_prob: float = Field(0.0, ge=0, le=1, description="probability per sweep that a row's output chopper "
+                                 "switches")
+    buffer_granularity: float = Field(1.0, gt=0, description="buffer threshold in units of dw_A (times the "
+                                      "auto_granularity factor)")
+    auto_granularity: float = Field(0.0, ge=0, description="if > 0, the threshold is multiplied by "
+                                    "auto_granularity / (n_in * transfer_every): rank-1 updates of constant gradient "
+                                    "that fill the buffer to one pulse")
+    momentum: float = Field(0.0, ge=0, le=1, description="buffer kept after a pulse: H <- momentum H "
+                            "(forget_buffer) or H <- H - (1 - momentum) n")
+    forget_buffer: bool = Field(True, description="after a pulse keep momentum * H (true) or subtract the pulses")
+    no_buffer: bool = Field(False, description="each read is thresholded alone (no memory in H)")
+    correct_gradient_magnitudes: bool = Field(False, description="divide the buffer increment by the fast step and "
+                                              "use dw_C / dw_A (aihwkit's correct_gradient_magnitudes)")
+    transfer_bl: int = Field(1, ge=1, le=32, description="most pulses per element and column write into C")
+    gamma: float = Field(0.0, ge=0, description="gain of the de-chopped A in the forward weight C + gamma A (later "
+                         "aihwkit versions; needs in_chop_prob = out_chop_prob = 0); the transfer rate is "
+                         "multiplied by gamma where gamma > 0")
+
+    @model_validator(mode="after")
+    def _gamma_without_choppers(self):
+        if self.gamma > 0 and (self.in_chop_prob > 0 or self.out_chop_prob > 0):
+            raise ValueError(f"gamma = {self.gamma} needs in_chop_prob = out_chop_prob = 0: the forward gain of the "
+                             "fast array is one number per tile, it cannot follow per-column choppers")
+        return self
+
+
+class AGADConfig(CTTv2Config):
+    """AGAD (aihwkit 1.1.0 DynamicTransferCompound; Rasch et al. 2024): c-TTv2 whose reads are taken relative to
+    a reference latched from the running mean of the reads at each chopper switch; no writes into C during the
+    first chopper period. Defaults are aihwkit's `build_config("agad")`."""
+
+    algorithm: Literal["agad"] = "agad"
+    in_chop_prob: float = Field(0.1, gt=0, le=1, description="1 / chopper period: the input choppers switch "
+                                "every N_s = max(ceil(1 / in_chop_prob), 2) sweeps (and at random with this "
+                                "probability per read when in_chop_random)")
+    in_chop_random: bool = Field(False, description="also switch at random with probability in_chop_prob per read")
+    tail_weightening: float = Field(5.0, gt=0, description="running mean rate beta = min(tail_weightening / N_s, 1)")
+    buffer_cap: float = Field(0.0, ge=0, description="if > 0 (and not forget_buffer), |H| <= buffer_cap * "
+                              "transfer_bl")
+
+
+class RiderConfig(_Transfer):
+    """RIDER (arXiv:2602.21321, Algorithm 2): residual learning whose reference Q tracks the symmetric point of P
+    on the fly: mixed weight W + gamma (P - Q), Q <- (1 - tracking_rate) Q + tracking_rate P per read column,
+    W <- W + transfer_lr (P - Q); no zero shift needed."""
+
+    algorithm: Literal["rider"] = "rider"
+    gamma: float = Field(0.1, gt=0, description="gain of P - Q in the mixed weight")
+    tracking_rate: float = Field(0.1, gt=0, le=1, description="EMA rate eta of the digital reference Q, per read "
+                                 "of a column (Q <- (1 - eta) Q + eta P)")
+    zero_shift: bool = Field(False, description="zero-shift P before training as well (not needed by RIDER)")
+    zero_shift_cycles: int | None = Field(None, ge=1, description="pulse pairs (or pulses) of that zero shift")
+    zero_shift_mode: ZeroShiftMode = Field("cycles", description=ZERO_SHIFT_MODE)
+
+
+class ERiderConfig(RiderConfig):
+    """E-RIDER (arXiv:2602.21321, Algorithm 3): RIDER with a chopper c = +-1 per tile on the gradient of P and in the
+    mixed weight W + gamma c (P - Q~); the analog reference Q~ is reprogrammed to Q at each chopper switch."""
+
+    algorithm: Literal["e_rider"] = "e_rider"
+    chop_prob: float = Field(0.05, gt=0, le=1, description="chopper switching per step: probability "
+                             "(chop_random) or 1 / period in steps, period max(ceil(1 / chop_prob), 2)")
+    chop_random: bool = Field(True, description="switch at random (Eq. 17 of arXiv:2602.21321) or regularly")
 
 
 class MixedPrecisionConfig(_Trainer):
@@ -114,8 +227,9 @@ class MixedPrecisionConfig(_Trainer):
 
 TrainerConfig = Annotated[
     Union[DigitalSGDConfig, AnalogSGDConfig, TikiTakaConfig, TTv2Config, ResidualConfig, ResidualV2Config,
-          MultiTileConfig, MixedPrecisionConfig],
+          MultiTileConfig, MixedPrecisionConfig, CTTv2Config, AGADConfig,
+          RiderConfig, ERiderConfig],
     Field(discriminator="algorithm"),
 ]
 ALGORITHMS = ("sgd", "analog_sgd", "tiki_taka", "ttv2", "residual", "residual_v2", "multi_tile",
-              "mixed_precision")
+              "mixed_precision", "c_ttv2", "agad", "rider", "e_rider")

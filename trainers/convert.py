@@ -1,50 +1,127 @@
-"""Swap a torch model's Linear / Conv2d layers for analog ones, and export back to a digital model."""
+"""Swap a torch model's Linear / Conv1d / Conv2d layers for analog ones, and export back to a digital model."""
 
 from __future__ import annotations
 
 import copy
+import numbers
+import warnings
 from collections.abc import Iterable
 
 from torch import nn
 
 from aimc.trainers.config import TileConfig
-from aimc.trainers.layers import AnalogConv2d, AnalogLayer, AnalogLinear
+from aimc.trainers.layers import AnalogConv1d, AnalogConv2d, AnalogLayer, AnalogLinear
+
+ANALOG = {nn.Linear: AnalogLinear, nn.Conv1d: AnalogConv1d, nn.Conv2d: AnalogConv2d}
+"""The torch layers convert maps onto tiles, and their analog counterparts."""
+
+NOT_MAPPED = {
+    nn.RNNBase: "recurrent layers (RNN, LSTM, GRU) have no analog counterpart yet",
+    nn.Conv3d: "3-d convolutions have no analog counterpart yet",
+    nn.ConvTranspose1d: "transposed convolutions have no analog counterpart yet",
+    nn.ConvTranspose2d: "transposed convolutions have no analog counterpart yet",
+    nn.ConvTranspose3d: "transposed convolutions have no analog counterpart yet",
+    nn.Embedding: "embeddings are table look-ups, not matrix products",
+    nn.EmbeddingBag: "embeddings are table look-ups, not matrix products",
+    nn.Bilinear: "bilinear layers have no analog counterpart yet",
+    nn.MultiheadAttention: "attention uses its projection weights directly, not through its sub-layers",
+}
+"""Layers with weight matrices that convert leaves digital, and why. Normalization layers, activations
+with parameters (PReLU) and other element-wise parameters stay digital by design and are not listed."""
+
+
+def _kind(m: nn.Module) -> type[nn.Module] | None:
+    """The torch layer type among ANALOG that `m` is (exactly, or as a subclass), or None."""
+    return next((t for t in ANALOG if isinstance(m, t)), None)
+
+
+def digital_layers(model: nn.Module, layers: set[str] | None = None) -> dict[str, str]:
+    """Qualified name -> reason of every layer with a weight matrix that `convert` leaves digital (the
+    NOT_MAPPED types, convolutions it cannot map, uninitialized lazy layers); only the names in `layers`
+    when given (and the layers inside them)."""
+    found: dict[str, str] = {}
+    for name, m in model.named_modules():
+        if isinstance(m, AnalogLayer) or any(name.startswith(f"{n}.") for n in found):
+            continue
+        if layers is not None and name not in layers:
+            continue
+        why = next((w for t, w in NOT_MAPPED.items() if isinstance(m, t)), None)
+        if why is None and isinstance(m, nn.modules.lazy.LazyModuleMixin) and m.has_uninitialized_params():
+            why = "a lazy layer whose shape is not known yet (run one forward pass before convert)"
+        kind = _kind(m)
+        if why is None and kind is not None and kind is not nn.Linear:
+            why = ANALOG[kind].unsupported(m)
+        if why is not None:
+            found[name or "(the model)"] = f"{type(m).__name__}: {why}"
+    return found
 
 
 def convert(model: nn.Module, tile_cfg: TileConfig | None = None, layers: Iterable[str] | None = None,
-            seed: int = 0) -> nn.Module:
-    """Replace (in place, and return) the model's nn.Linear and nn.Conv2d modules by AnalogLinear /
-    AnalogConv2d on tiles of `tile_cfg`, with their current weights written into the arrays.
+            seed: int = 0, strict: bool = False) -> nn.Module:
+    """Replace (in place, and return) the model's nn.Linear, nn.Conv1d and nn.Conv2d modules by AnalogLinear /
+    AnalogConv1d / AnalogConv2d on tiles of `tile_cfg`, with their current weights written into the arrays.
 
     layers: qualified module names (as in `model.named_modules()`) to convert; None converts all.
     A layer larger than max_out x max_in is split over a grid of tiles. Layer k (in module order) gets
     tile seeds derived from `seed` and k, so a conversion is reproducible.
+    Layers with weight matrices that cannot be mapped (recurrent layers, 3-d and transposed or grouped
+    convolutions, embeddings, attention; see `digital_layers`) stay digital: a `UserWarning` names each with
+    the reason, and `strict=True` raises a ValueError instead.
     """
-    cfg = tile_cfg or TileConfig()
+    tile_cfg = _checked_args(model, tile_cfg, layers, seed)
     wanted = None if layers is None else set(layers)
-    names = {name for name, m in model.named_modules() if isinstance(m, (nn.Linear, nn.Conv2d))}
+    left = digital_layers(model, wanted)
+    if left and strict:
+        raise ValueError("convert(strict=True): these layers cannot be mapped onto tiles: "
+                         + "; ".join(f"{n} ({w})" for n, w in left.items()))
+    names = {name for name, m in model.named_modules() if _kind(m) is not None}
     if wanted is not None:
-        missing = wanted - names
+        missing = wanted - names - set(left)
         if missing:
-            raise ValueError(f"no Linear/Conv2d layer named {sorted(missing)}; convertible: {sorted(names)}")
+            raise ValueError(f"convert: no Linear/Conv1d/Conv2d layer named {sorted(missing)}; convertible: "
+                             f"{sorted(names)}")
     k = 0
     targets = []
     for name, m in model.named_modules():
         if isinstance(m, AnalogLayer):
             k += 1
             continue
-        if isinstance(m, (nn.Linear, nn.Conv2d)) and (wanted is None or name in wanted):
+        if _kind(m) is not None and (wanted is None or name in wanted):
+            if name in left or any(name.startswith(f"{n}.") for n in left):
+                continue
             targets.append((name, m, k))
             k += 1
     for name, m, idx in targets:
-        layer_seed = int(seed) * 1000 + idx
-        if isinstance(m, nn.Linear):
-            new = AnalogLinear.from_digital(m, cfg, seed=layer_seed)
-        else:
-            new = AnalogConv2d.from_digital(m, cfg, seed=layer_seed)
+        new = ANALOG[_kind(m)].from_digital(m, tile_cfg, seed=int(seed) * 1000 + idx)
+        new.convert_seed = int(seed)
         new.train(m.training)
         _set_module(model, name, new)
+    if left:
+        warnings.warn("convert: these layers stay digital (trained by plain SGD with `lr`): "
+                      + "; ".join(f"{n} ({w})" for n, w in left.items())
+                      + "; convert(..., strict=True) makes this an error", UserWarning, stacklevel=2)
     return model
+
+
+def _checked_args(model, tile_cfg, layers, seed) -> TileConfig:
+    """Refuse arguments of the wrong kind by name, before anything changes; the tile config to use."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"convert: `model` must be a torch.nn.Module (got {type(model).__name__} {model!r:.60})")
+    if _kind(model) is not None:
+        raise ValueError("convert() cannot replace the model itself; wrap the layer in a container "
+                         "(torch.nn.Sequential(layer))")
+    if tile_cfg is None:
+        tile_cfg = TileConfig()
+    elif isinstance(tile_cfg, dict):
+        tile_cfg = TileConfig(**tile_cfg)
+    elif not isinstance(tile_cfg, TileConfig):
+        raise TypeError(f"convert: `tile_cfg` must be a trainers.TileConfig or a dict of its fields (got "
+                        f"{type(tile_cfg).__name__} {tile_cfg!r:.60}), e.g. TileConfig(device='r1_power_1')")
+    if isinstance(layers, str) or (layers is not None and not all(isinstance(n, str) for n in layers)):
+        raise TypeError(f"convert: `layers` must be a list of module names, e.g. ['fc1'] (got {layers!r:.60})")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"convert: `seed` must be an integer >= 0 (got {seed!r})")
+    return tile_cfg
 
 
 def _set_module(model: nn.Module, name: str, new: nn.Module) -> None:
@@ -56,8 +133,8 @@ def _set_module(model: nn.Module, name: str, new: nn.Module) -> None:
 
 
 def to_digital(model: nn.Module) -> nn.Module:
-    """A deep copy of the model with every analog layer replaced by the equivalent nn.Linear / nn.Conv2d
-    (effective weight sum_n gains[n] W_n, output scale folded in, noiseless)."""
+    """A deep copy of the model with every analog layer replaced by the equivalent nn.Linear / nn.Conv1d /
+    nn.Conv2d (effective weight sum_n gains[n] W_n, output scale folded in, noiseless)."""
     if isinstance(model, AnalogLayer):
         return model.to_digital()
     out = copy.deepcopy(model)

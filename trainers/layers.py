@@ -1,8 +1,8 @@
 """Analog layers: torch modules whose weights live in the conductance arrays of `devices.AnalogTile`s.
 
 `AnalogLinear` maps an (out, in) weight onto a grid of tiles of at most `max_out` x `max_in` (the analog
-bias, when chosen, is one more input column fed with 1). `AnalogConv2d` unfolds its input (im2col) and
-runs the same matrix product, one "sample" per output pixel. Both use one autograd bridge:
+bias, when chosen, is one more input column fed with 1). `AnalogConv1d` and `AnalogConv2d` unfold their input
+(im2col) and run the same matrix product, one "sample" per output position. All use one autograd bridge:
 
 - forward: y = read(W_eff, x) through each tile's forward periphery (sum over the input blocks);
 - backward: grad_x = read(W_eff^T, d) through the backward periphery (skipped when x needs no grad);
@@ -14,11 +14,17 @@ counter and cached W_eff = sum_n gains[n] (w_n - reference_n)); the layer places
 result in its rows or columns. State (arrays, references, gains, RNG states, counters) travels through
 the module's `state_dict` via `get_extra_state` / `set_extra_state`, as torch tensors and plain Python
 values (loadable with `torch.load(weights_only=True)`).
+
+The layers compute in float32 on the CPU: a non-floating-point input is refused (as torch's layers refuse
+it), a wrong input shape is reported with the layer and both shapes, and `.cuda()`, `.to("cuda")`,
+`.double()`, `.half()` raise instead of leaving the arrays behind.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import warnings
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,10 +83,18 @@ class _AnalogMatmul(torch.autograd.Function):
         return gx, None, gb, None, None
 
 
+LIVE_LAYERS: weakref.WeakSet[AnalogLayer] = weakref.WeakSet()
+"""Every analog layer alive in the process (trainers.guards looks for their parameters in torch optimizers)."""
+
+UNCONSUMED_WARNING = 1000
+"""Backward passes an analog layer keeps (x, d) for without an analog optimizer step before it warns once."""
+
+
 class AnalogLayer(nn.Module):
-    """Common machinery of AnalogLinear and AnalogConv2d: the tile grid, reads, saved x/d, state."""
+    """Common machinery of the analog layers: the tile grid, reads, saved x/d, state, input checks."""
 
     is_analog = True
+    convert_seed: int | None = None  # the `seed` given to trainers.convert, where the layer came from it
 
     def _init_tiles(self, out_features: int, in_features: int, bias: bool, cfg: TileConfig, seed: int):
         self.tile_config = cfg
@@ -114,6 +128,8 @@ class AnalogLayer(nn.Module):
         self._xs: list[np.ndarray] = []
         self._ds: list[np.ndarray | None] = []
         self.algorithm: str | None = None  # set by the optimizer that prepared the tiles
+        self._warned_unconsumed = False
+        LIVE_LAYERS.add(self)
 
     # -- tiles ------------------------------------------------------------------------------------------
     @property
@@ -172,6 +188,13 @@ class AnalogLayer(nn.Module):
     def _save_d(self, slot: int, d: np.ndarray) -> None:
         if slot < len(self._ds):
             self._ds[slot] = d
+            if slot + 1 >= UNCONSUMED_WARNING and not self._warned_unconsumed:
+                self._warned_unconsumed = True
+                warnings.warn(f"{self.label()}: {slot + 1} backward passes since an analog optimizer last took "
+                              "this layer's inputs and gradients: its analog weights change only through an "
+                              "optimizer of trainers.build_optimizer (a torch optimizer such as Adam or SGD "
+                              "trains only digital parameters), and the saved batches keep growing",
+                              RuntimeWarning, stacklevel=2)
 
     def pop_batch(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The (x, d) pairs saved since the last call, stacked: x (n, in_ext), d (n, out); None if none."""
@@ -185,6 +208,40 @@ class AnalogLayer(nn.Module):
 
     def clear_saved(self) -> None:
         self._xs, self._ds = [], []
+
+    # -- inputs and placement ---------------------------------------------------------------------------
+    def label(self) -> str:
+        """The layer as a user wrote it, e.g. `AnalogLinear(784, 10)`."""
+        return f"{type(self).__name__}({self.in_features}, {self.out_features})"
+
+    def _check_input(self, x: torch.Tensor, ndims: tuple[int, ...] | None, what: str, dim: int, size: int) -> None:
+        """Refuse an input that is no tensor, not floating point, not on the CPU, of another number of
+        dimensions than `ndims` (None: any), or whose dimension `dim` is not `size` (`what` names it)."""
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{self.label()}: the input must be a torch.Tensor (got {type(x).__name__})")
+        if not x.is_floating_point():
+            raise TypeError(f"{self.label()}: the input has dtype {x.dtype}; analog layers, like torch's, take "
+                            "floating-point inputs (x.float())")
+        if x.device.type != "cpu":
+            raise RuntimeError(f"{self.label()}: the input is on {x.device}; analog layers run on the CPU only")
+        if (ndims is not None and x.dim() not in ndims) or x.dim() == 0 or x.shape[dim] != size:
+            dims = "" if ndims is None else " or ".join(f"{n}-D" for n in ndims) + " input with "
+            raise ValueError(f"{self.label()}: got an input of shape {tuple(x.shape)}, expected {dims}{size} {what}")
+
+    def _apply(self, fn: Callable, recurse: bool = True):
+        """Refuse `.cuda()`, `.to(device)` off the CPU and dtype casts (`.double()`, `.half()`): the weights
+        live in the tiles' float32 numpy arrays, which such a cast would not move."""
+        try:
+            probe = fn(torch.zeros(0))
+        except (RuntimeError, AssertionError) as err:  # e.g. .cuda() on a build without CUDA
+            raise RuntimeError(f"{self.label()}: analog layers run on the CPU only ({err})") from None
+        if probe.device.type != "cpu":
+            raise RuntimeError(f"{self.label()}: analog layers run on the CPU only; the tiles' arrays are numpy "
+                               f"arrays (no GPU path yet): keep the model on the CPU instead of {probe.device}")
+        if probe.dtype != torch.float32:
+            raise TypeError(f"{self.label()}: analog layers compute in float32 (the arrays hold float32 "
+                            f"weights); a cast to {probe.dtype} would leave their outputs float32")
+        return super()._apply(fn, recurse)
 
     # -- weights ----------------------------------------------------------------------------------------
     def analog_weight(self) -> np.ndarray:
@@ -255,14 +312,23 @@ class AnalogLayer(nn.Module):
         if len(tiles) != len(self.blocks):
             raise ValueError(f"checkpoint has {len(tiles)} tiles, layer has {len(self.blocks)}")
         if int(state["seed"]) != self.seed:
-            raise ValueError(f"checkpoint layer seed {state['seed']} differs from {self.seed}: the drawn "
-                             "device parameters would differ; convert with the same seed")
+            raise ValueError(self._seed_mismatch(int(state["seed"])))
         for b, s in zip(self.blocks, tiles):
             s = state_to_numpy(s)
             b.tile.set_stack([float(g) for g in np.asarray(s["gains"]).ravel()])
             b.tile.load_state_dict(s)
         self.algorithm = state.get("algorithm")
         self.clear_saved()
+
+    def _seed_mismatch(self, saved: int) -> str:
+        """The message for a checkpoint of another seed, in the seeds the user gave (convert's `seed`,
+        from which layer k's tile seeds derive as seed * 1000 + k, or the layer's own `seed`)."""
+        why = "the per-element device parameters drawn from it would differ"
+        if self.convert_seed is not None:
+            return (f"{self.label()}: the checkpoint was converted with seed={saved // 1000}, this model with "
+                    f"seed={self.convert_seed}; {why}: convert with seed={saved // 1000} to load it")
+        return (f"{self.label()}: the checkpoint's layer has seed={saved}, this layer seed={self.seed}; {why}: "
+                f"build the layer with seed={saved} to load it")
 
     def extra_repr(self) -> str:
         g = self.blocks[0].tile.gains.tolist()
@@ -279,6 +345,7 @@ class AnalogLinear(AnalogLayer):
         self._init_tiles(out_features, in_features, bias, tile_config or TileConfig(), seed)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check_input(x, None, "features in its last dimension", -1, self.in_features)
         lead = x.shape[:-1]
         y = self._matmul(x.reshape(-1, self.in_features).to(torch.float32))
         return self._finish(y, 1).reshape(*lead, self.out_features)
@@ -299,48 +366,72 @@ class AnalogLinear(AnalogLayer):
         return lin
 
 
-class AnalogConv2d(AnalogLayer):
-    """2-D convolution on analog tiles through im2col: each output pixel is one read of the tile with the
-    unfolded (C * kh * kw) patch; the weight is the (out, C * kh * kw) matrix of nn.Conv2d (groups = 1)."""
+class _AnalogConv(AnalogLayer):
+    """N-d convolution (N = `ndim`, 1 or 2) on analog tiles through im2col: each output position is one read
+    of the tile with the unfolded (C * prod(kernel)) patch; the weight is the (out, C * prod(kernel)) matrix
+    of torch's ConvNd (groups = 1, zero padding). Conv1d runs as a Conv2d of height 1."""
+
+    ndim = 2
+    digital: type[nn.Module] = nn.Conv2d
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
                  bias: bool = True, tile_config: TileConfig | None = None, seed: int = 0):
         super().__init__()
-        pair = lambda v: tuple(v) if isinstance(v, (tuple, list)) else (int(v), int(v))  # noqa: E731
         self.in_channels, self.out_channels = int(in_channels), int(out_channels)
-        self.kernel_size, self.stride = pair(kernel_size), pair(stride)
-        self.padding, self.dilation = pair(padding), pair(dilation)
-        fan_in = self.in_channels * self.kernel_size[0] * self.kernel_size[1]
+        self.kernel_size, self.stride = self._tuple(kernel_size), self._tuple(stride)
+        self.padding, self.dilation = self._tuple(padding), self._tuple(dilation)
+        fan_in = self.in_channels * int(np.prod(self.kernel_size))
         self._init_tiles(out_channels, fan_in, bias, tile_config or TileConfig(), seed)
 
+    def _tuple(self, v) -> tuple[int, ...]:
+        return tuple(int(a) for a in v) if isinstance(v, (tuple, list)) else (int(v),) * self.ndim
+
+    def label(self) -> str:
+        return f"{type(self).__name__}({self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size})"
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        batch, _, h, w = x.shape
-        cols = F.unfold(x.to(torch.float32), self.kernel_size, dilation=self.dilation, padding=self.padding,
-                        stride=self.stride)  # (B, C k k, L)
-        oh = (h + 2 * self.padding[0] - self.dilation[0] * (self.kernel_size[0] - 1) - 1) // self.stride[0] + 1
-        ow = (w + 2 * self.padding[1] - self.dilation[1] * (self.kernel_size[1] - 1) - 1) // self.stride[1] + 1
+        n = self.ndim
+        self._check_input(x, (n + 1, n + 2), "channels in dimension 1 (or 0 unbatched)", -n - 1, self.in_channels)
+        unbatched = x.dim() == n + 1
+        x = x.unsqueeze(0) if unbatched else x
+        x4 = x.unsqueeze(2) if n == 1 else x  # (B, C, 1, L) for a 1-d convolution
+        grow = (lambda v, fill: (fill, *v)) if n == 1 else (lambda v, fill: v)  # noqa: E731
+        kernel, dilation = grow(self.kernel_size, 1), grow(self.dilation, 1)
+        padding, stride = grow(self.padding, 0), grow(self.stride, 1)
+        cols = F.unfold(x4.to(torch.float32), kernel, dilation=dilation, padding=padding,
+                        stride=stride)  # (B, C prod(k), L)
+        out = [(size + 2 * p - d * (k - 1) - 1) // s + 1
+               for size, k, s, p, d in zip(x.shape[2:], self.kernel_size, self.stride, self.padding, self.dilation)]
         x2d = cols.transpose(1, 2).reshape(-1, self.in_features)
-        y = self._matmul(x2d).reshape(batch, oh * ow, self.out_features).transpose(1, 2)
-        y = y.reshape(batch, self.out_features, oh, ow)
-        return self._finish(y, 1)
+        y = self._matmul(x2d).reshape(len(x), -1, self.out_features).transpose(1, 2)
+        y = self._finish(y.reshape(len(x), self.out_features, *out), 1)
+        return y[0] if unbatched else y
 
     @classmethod
-    def from_digital(cls, conv: nn.Conv2d, cfg: TileConfig, seed: int = 0) -> AnalogConv2d:
+    def unsupported(cls, conv: nn.Module) -> str | None:
+        """Why a torch convolution cannot become this layer, or None where it can."""
         if conv.groups != 1:
-            raise ValueError(f"AnalogConv2d supports groups=1 only (got {conv.groups})")
+            return f"groups={conv.groups} (only groups=1 maps onto tiles)"
         if conv.padding_mode != "zeros":
-            raise ValueError(f"AnalogConv2d supports padding_mode='zeros' only (got {conv.padding_mode!r})")
+            return f"padding_mode={conv.padding_mode!r} (only 'zeros')"
         if isinstance(conv.padding, str):
-            raise ValueError("AnalogConv2d needs numeric padding (got a string)")
+            return f"padding={conv.padding!r} (numeric padding only)"
+        return None
+
+    @classmethod
+    def from_digital(cls, conv: nn.Module, cfg: TileConfig, seed: int = 0) -> _AnalogConv:
+        why = cls.unsupported(conv)
+        if why is not None:
+            raise ValueError(f"{cls.__name__} cannot take {conv}: {why}")
         m = cls(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
                 conv.dilation, conv.bias is not None, cfg, seed)
         m.set_weights(conv.weight.reshape(conv.out_channels, -1), conv.bias)
         return m
 
-    def to_digital(self) -> nn.Conv2d:
+    def to_digital(self) -> nn.Module:
         w, b = self.get_weights()
-        conv = nn.Conv2d(self.in_channels, self.out_channels, self.kernel_size, self.stride, self.padding,
-                         self.dilation, bias=b is not None)
+        conv = self.digital(self.in_channels, self.out_channels, self.kernel_size, self.stride, self.padding,
+                            self.dilation, bias=b is not None)
         with torch.no_grad():
             conv.weight.copy_(w.reshape(conv.weight.shape))
             if b is not None:
@@ -350,6 +441,22 @@ class AnalogConv2d(AnalogLayer):
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
                 f"stride={self.stride}, padding={self.padding}, " + super().extra_repr())
+
+
+class AnalogConv1d(_AnalogConv):
+    """1-D convolution on analog tiles (nn.Conv1d's arguments; groups = 1, zero padding): input (B, C, L)
+    or (C, L), weight the (out, C * k) matrix of nn.Conv1d."""
+
+    ndim = 1
+    digital = nn.Conv1d
+
+
+class AnalogConv2d(_AnalogConv):
+    """2-D convolution on analog tiles (nn.Conv2d's arguments; groups = 1, zero padding): input (B, C, H, W)
+    or (C, H, W), weight the (out, C * kh * kw) matrix of nn.Conv2d."""
+
+    ndim = 2
+    digital = nn.Conv2d
 
 
 def analog_layers(model: nn.Module) -> list[AnalogLayer]:

@@ -21,8 +21,11 @@ def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
     """Open a temp file in `path`'s folder for writing; on success flush, fsync and rename it over `path`
     (a reader sees the old file or the new one, even after a power loss), on failure remove it."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as err:
+        raise _naming(err, path) from err
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)  # the mode open() gives a new file (mkstemp's is 0600)
         with os.fdopen(fd, mode) as fh:
@@ -30,9 +33,19 @@ def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise _naming(err, path) from err
         raise
+
+
+def _naming(err: OSError, path: Path) -> OSError:
+    """The same error (class and errno) naming the file being written, not a temp file or nothing (a full
+    disk reports ENOSPC on a write, with no file name)."""
+    if err.errno is None:
+        return err
+    return type(err)(err.errno, err.strerror, str(path))
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:

@@ -2,21 +2,51 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
+from typing import Any
 
-from pydantic import ConfigDict, ValidationError
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-"""The model config of every config section: unknown keys, NaN and infinities are errors, and a validated
-config is frozen."""
+STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
+"""The model config of every config section: unknown keys, NaN and infinities are errors, no value is
+coerced across types (`true` is not the integer 1, a string not a number; an integer is a valid float), and
+a validated config is frozen."""
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+"""Largest finite float32 (about 3.4e38): the arrays and kernels compute in float32."""
+
+
+class Float32Config(BaseModel):
+    """A strict config section whose numbers reach float32 arrays or torch tensors: a number (or a number
+    in a list) beyond float32's range is refused by field, before it overflows in a kernel or a torch
+    call."""
+
+    model_config = STRICT
+
+    @field_validator("*")
+    @classmethod
+    def _fits_float32(cls, value: Any) -> Any:
+        values = value if isinstance(value, (list, tuple)) else (value,)
+        for v in values:
+            if isinstance(v, float) and abs(v) > FLOAT32_MAX:
+                raise ValueError(f"{v:g} is beyond float32's range (|x| <= {FLOAT32_MAX:.4g})")
+        return value
 
 
 def _dotted(loc: tuple, prefix: str, hidden: Collection[str]) -> str:
     """Dotted path of an error location behind `prefix`, without the parts pydantic inserts for unions:
     the tags in `hidden`, the `str` branch of a `str | table` field and function-validator names."""
-    parts = [str(p) for i, p in enumerate(loc)
+    parts = [_part(p) for i, p in enumerate(loc)
              if not (i > 0 and isinstance(p, str) and (p in hidden or p == "str" or "[" in p))]
     return ".".join(p for p in (prefix, *parts) if p != "")
+
+
+def _part(key: str | int) -> str:
+    """A path part as written, quoted where it is not a plain key (empty, spaces, line breaks, dots)."""
+    key = str(key)
+    return key if re.fullmatch(r"[\w-]+", key) else repr(key)
 
 
 def format_validation_error(err: ValidationError, prefix: str = "", hidden: Collection[str] = ()) -> str:

@@ -54,12 +54,14 @@ class AnalogOptimizer(torch.optim.Optimizer):
         self.counts = {"update_pulses": 0, "transfer_pulses": 0, "setup_pulses": 0, "transfers": 0,
                        "transferred_columns": 0, "transfer_reads": 0}
         self.tile_state: list[list[dict]] = [[{} for _ in layer.blocks] for layer in self.layers]
+        self.setup_seconds = 0.0  # wall-clock time of the preparation (zero shift)
         for li, layer in enumerate(self.layers):
             fresh = layer.algorithm != self.algorithm
             layer.set_gains(self.gains())
             for bi, b in enumerate(layer.blocks):
                 self.init_block(li, bi, b, fresh)
             layer.algorithm = self.algorithm
+        self.report_setup()
 
     # -- hooks ------------------------------------------------------------------------------------------
     def gains(self) -> list[float]:
@@ -68,6 +70,9 @@ class AnalogOptimizer(torch.optim.Optimizer):
 
     def init_block(self, li: int, bi: int, block: TileBlock, fresh: bool) -> None:
         """Prepare a tile (fresh: first time this algorithm sees it, e.g. zero-shift) and its state."""
+
+    def report_setup(self) -> None:
+        """Say what the preparation of the tiles cost, where it cost anything."""
 
     def update_block(self, li: int, bi: int, block: TileBlock, x: np.ndarray, d: np.ndarray) -> None:
         """Apply the tile's part of a batch: x (n, in) its inputs, d (n, out) its output gradients."""
@@ -131,7 +136,8 @@ class AnalogOptimizer(torch.optim.Optimizer):
     # -- costs ------------------------------------------------------------------------------------------
     def costs(self) -> dict:
         """What training cost on the chip so far: pulses (all arrays, setup included), reads (vector
-        MVMs: forward, backward, column reads), transfers (transfer events), steps, and the breakdown."""
+        MVMs: forward, backward, column reads), transfers (transfer events), steps, and the breakdown. (The
+        wall-clock time of the preparation is `setup_seconds`, not a cost: costs are reproducible.)"""
         pulses = sum(t.pulses for layer in self.layers for t in layer.tiles)
         reads = sum(t.reads for layer in self.layers for t in layer.tiles)
         weights = sum(layer.out_features * layer.in_ext for layer in self.layers)

@@ -11,11 +11,14 @@ step (equations in docs/trainers.md):
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from aimc.devices import UpdateConfig
 from aimc.trainers.algorithms.base import AnalogOptimizer
 from aimc.trainers.algorithms.latency import LatencyModel
+from aimc.trainers.algorithms.zero_shift import report, zero_shift
 from aimc.trainers.layers import TileBlock
 
 
@@ -30,9 +33,17 @@ class TransferOptimizer(AnalogOptimizer):
 
     def init_block(self, li, bi, block, fresh):
         if fresh and getattr(self.cfg, "zero_shift", False):
-            cycles = getattr(self.cfg, "zero_shift_cycles", None)
+            start = time.perf_counter()
             for n in range(1, len(block.tile.arrays)):
-                self.counts["setup_pulses"] += block.tile.zero_shift(n, cycles)
+                self.counts["setup_pulses"] += zero_shift(block.tile, n, self.cfg.zero_shift_mode,
+                                                          self.cfg.zero_shift_cycles)
+            self.setup_seconds += time.perf_counter() - start
+
+    def report_setup(self):
+        if self.counts["setup_pulses"]:
+            weights = sum(layer.out_features * layer.in_ext for layer in self.layers)
+            report(self.algorithm, self.counts["setup_pulses"], weights, self.setup_seconds,
+                   self.cfg.zero_shift_mode, self.cfg.zero_shift_cycles)
 
     def update_block(self, li, bi, block, x, d):
         self.gradient_update(block, x, d, self.fast)

@@ -1,0 +1,52 @@
+#!/usr/bin/env python
+"""Time `aimc.calibration.fit` on a population of simulated devices: 16 devices (default) of a preset with
+its device-to-device spread, measured over 3 potentiation/depression cycles of 1.5 x the preset's states per
+direction with read noise a quarter of a step, every family fitted. Prints one line per preset and, last,
+one JSON line with every number (wall time of the fit alone, the trace file and report not included).
+
+    python benchmarks/bench_fit.py --presets ecram,reram_sb,pcm_like --devices 16 --cycles 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from aimc.calibration import fit, measure_cycles  # noqa: E402
+from aimc.devices import get_preset  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--presets", default="ecram,reram_sb,pcm_like")
+    ap.add_argument("--devices", type=int, default=16)
+    ap.add_argument("--cycles", type=int, default=3)
+    ap.add_argument("--method", default=None, help="fit method (per-device or pooled; default: the fit's)")
+    args = ap.parse_args()
+    rows = []
+    for name in args.presets.split(","):
+        dev = get_preset(name)
+        tr = measure_cycles(dev, n_cycles=args.cycles, n_devices=args.devices, read_noise=0.25 * dev.dw_min,
+                            seed=0)
+        kw = {"method": args.method} if args.method and "method" in inspect.signature(fit).parameters else {}
+        t0 = time.perf_counter()
+        res = fit(tr, **kw)
+        wall = time.perf_counter() - t0
+        rows.append({"preset": name, "kind": dev.kind, "reads": len(tr.conductance), "increments": res.data.n,
+                     "best": res.best.kind, "wall_s": round(wall, 2), **kw})
+        print(f"{name:<10} {dev.kind:<12} reads {len(tr.conductance):>7}  best {res.best.kind:<13} {wall:6.1f} s",
+              flush=True)
+    print(json.dumps({"devices": args.devices, "cycles": args.cycles, "python": platform.python_version(),
+                      "results": rows}))
+
+
+if __name__ == "__main__":
+    main()

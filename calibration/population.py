@@ -1,0 +1,111 @@
+"""Per-device fits, then the population (a two-stage, summary-statistics random-effects fit).
+
+Stage 1 fits a family to every device alone (from the pooled solution). Stage 2 describes the population by
+the distribution of the per-device parameters: the nominal parameter is their mean, its 95% interval the
+t-interval over devices, mean -+ t(0.975, n - 1) sd / sqrt(n). That interval holds both the estimation noise
+of each device and the device-to-device spread, and is right when the per-device estimates scatter around
+the population mean (it does not need the pooled model to describe every device, which it does not under
+spread: a pooled fit of devices with different bounds sees a smeared response). The family is chosen by the
+criterion summed over the devices' own fits (each device has its own parameters: k per device).
+
+Identification: a parameter is flagged, not just given a number, when its box limit stops it, when its
+interval is wider than half its box, when its interval has zero width (no curvature: the data do not move
+it), or when it is a bound beyond the measured range of the reads by more than EXTRAPOLATED x the range.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+from tqdm import tqdm
+
+from aimc.calibration.families import Family
+from aimc.calibration.family_fit import FamilyFit, diagnostics, fit_family, fit_tabulated
+from aimc.calibration.pulse_data import PulseData
+from aimc.calibration.quality import sparse_devices
+from aimc.devices import parse_device
+
+EXTRAPOLATED = 0.1  # a bound further than this fraction of the measured range beyond it is extrapolated
+MIN_DEVICES = 3  # fewer fitted devices: the pooled fit is kept
+
+
+def fitted_devices(data: PulseData) -> list[int]:
+    """Devices with enough increments of both polarities for a fit of their own."""
+    sparse = set(sparse_devices(data.device, data.up, data.n_devices))
+    return [d for d in range(data.n_devices) if d not in sparse]
+
+
+def identification(fam: Family | None, fit: FamilyFit, data: PulseData) -> dict[str, str]:
+    """Parameter -> why the data do not identify it (empty when all are identified); module docstring."""
+    flags: dict[str, str] = {}
+    box = dict(zip(fam.params, zip(*fam.box(data)))) if fam else {}
+    for p in fit.at_bound:
+        flags[p] = "stopped at its box limit"
+    for p, (lo, hi) in fit.ci95.items():
+        if p in flags or not (math.isfinite(lo) and math.isfinite(hi)):
+            continue
+        if hi - lo <= 1e-12 * max(abs(fit.params[p]), 1e-12) and p in box:
+            flags[p] = "zero-width interval: the data do not move it"
+        elif p in box and hi - lo > 0.5 * (box[p][1] - box[p][0]):
+            flags[p] = "interval wider than half its box"
+    span = data.hi - data.lo
+    b_lo, b_hi = fit.device.bounds
+    for p, beyond in (("w_max", b_hi - data.hi), ("w_min", data.lo - b_lo), ("tau", max(b_hi - data.hi,
+                                                                                          data.lo - b_lo))):
+        if p in fit.params and p not in flags and beyond > EXTRAPOLATED * span:
+            flags[p] = f"bound extrapolated {beyond / span:.0%} of the measured range beyond the reads"
+    return flags
+
+
+def fit_population(fam: Family | None, pooled: FamilyFit, data: PulseData, n_bins: int = 20,
+                   progress: bool = False) -> tuple[FamilyFit, dict[int, FamilyFit]]:
+    """(population fit, per-device fits by device index) of one family; `pooled`: a fit of all devices (or
+    of a subsample of their increments), the per-device fits' start; fam None: the tabulated family
+    (per-device tables for the criterion, the pooled table as the population). With fewer than MIN_DEVICES
+    fittable devices: the pooled fit (its sandwich intervals) and no per-device fits."""
+    used = fitted_devices(data)
+    if len(used) < MIN_DEVICES:
+        pooled.flags = identification(fam, pooled, data)
+        return pooled, {}
+    theta0 = np.array(list(pooled.params.values()))
+    per: dict[int, FamilyFit] = {}
+    kind = fam.kind if fam else "tabulated"
+    for d in tqdm(used, desc=f"{kind} per device", unit="device", disable=not progress, leave=False):
+        sub = data.subset(data.device == d)
+        try:
+            per[d] = (fit_tabulated(sub, n_bins) if fam is None
+                      else fit_family(fam, sub, starts=[theta0, fam.starts(sub)[0]]))
+        except ValueError:  # a device whose table cannot be built: charged with the pooled table
+            continue
+    r = data.dw - data.predict(pooled.device)  # the pooled fit may be of a subsample
+    parts = []
+    for d in range(data.n_devices):
+        sel = data.device == d
+        if d in per:
+            r[sel] = per[d].residuals
+            parts.append((per[d].rss, per[d].n, per[d].k))
+        elif sel.any():  # a sparse device: residuals of the pooled model, its parameters charged in full
+            parts.append((float(np.sum((r[sel] * data.weight[sel]) ** 2)), int(sel.sum()), pooled.k))
+    fitted = data.dw - r
+    rss = float(np.sum((r * data.weight) ** 2))
+    if fam is None:
+        return FamilyFit(kind, pooled.params, pooled.stderr, [], pooled.device, rss, data.n, pooled.k, r,
+                         diagnostics(r, data, fitted), pooled.cov, "pooled table; criterion over per-device tables",
+                         tuple(parts), None, pooled.interval), per
+    theta = np.array([list(f.params.values()) for f in per.values()])
+    n = len(theta)
+    mean, se = theta.mean(0), theta.std(0, ddof=1) / math.sqrt(n)
+    t = float(stats.t.ppf(0.975, n - 1))
+    params = {p: float(v) for p, v in zip(fam.params, mean)}
+    device = parse_device(fam.config_fields(mean), where=f"{kind} population")
+    at_bound = [p for p in fam.params if sum(p in g.at_bound for g in per.values()) > n / 2]
+    out = FamilyFit(kind, params, {p: float(v) for p, v in zip(fam.params, se)}, at_bound, device, rss, data.n,
+                    pooled.k, r, diagnostics(r, data, fitted), np.cov(theta.T, ddof=1).reshape(len(mean), -1) / n,
+                    f"mean of {n} per-device fits", tuple(parts),
+                    {p: (float(m - t * s), float(m + t * s)) for p, m, s in zip(fam.params, mean, se)},
+                    f"over {n} devices: mean -+ t(0.975, {n - 1}) sd / sqrt(n)")
+    out.flags = identification(fam, out, data)
+    return out, per
+

@@ -1,0 +1,121 @@
+"""Failures as a user meets them: one line and an exit status from the CLI, one process per output folder,
+and a run killed at any point resumes to the result of the run that was never interrupted."""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from state_helpers import same_state
+
+from aimc.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, main
+from aimc.results import RunFolder
+
+TINY = ["--set", "epochs=1", "--set", "data.n_train=20", "--set", "data.n_test=20", "--quiet"]
+RESIDUAL = """name = "k"
+epochs = 4
+batch_size = 10
+[model]
+hidden = [16]
+[data]
+n_train = 1000
+n_test = 100
+[tile]
+device = "r1_power_1"
+[trainer]
+algorithm = "residual"
+lr = 0.05
+transfer_lr = 0.01
+"""
+
+
+def _error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err.strip().splitlines()[-1]
+
+
+def test_unwritable_outputs_are_one_line_naming_the_path(tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    assert main(["train", "--out", str(tmp_path / "file" / "run"), *TINY]) == EXIT_FAILED
+    assert _error_line(capsys) == f"aimc train: error: {tmp_path / 'file' / 'run'}: Not a directory"
+    assert main(["train", "--out", "/dev/null", *TINY]) == EXIT_BAD_INPUT
+    assert _error_line(capsys) == "aimc train: error: output folder '/dev/null' exists and is not a folder"
+
+
+def test_a_full_disk_is_named_with_the_file(tmp_path, capsys, monkeypatch):
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    assert main(["train", "--out", str(tmp_path / "run"), *TINY]) == EXIT_FAILED
+    line = _error_line(capsys)
+    assert line.startswith(f"aimc train: error: {tmp_path / 'run'}/") and line.endswith(
+        ": no space left on the device (the disk is full)")
+    assert not list((tmp_path / "run").rglob("*.tmp"))  # no half-written file stays behind
+
+
+def test_one_process_per_run_folder_and_a_dead_holders_lock_is_taken_over(tmp_path, capsys):
+    out = tmp_path / "run"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom aimc.folder_lock import folder_lock\n"
+         "with folder_lock(sys.argv[1], 'training run'):\n    print('held', flush=True)\n    time.sleep(120)",
+         str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert main(["train", "--out", str(out), *TINY]) == EXIT_BAD_INPUT
+        assert f"is in use by another process (training run, pid {holder.pid} on " in _error_line(capsys)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert main(["train", "--out", str(out), *TINY]) == 0  # the killed holder's lock is free
+
+
+def _stop_at_random_point(config: Path, out: Path, sig: int, seed: int) -> tuple[int, str]:
+    """Start `aimc train` in a process, send it `sig` at a seeded random time once it trains; its exit
+    status and standard error."""
+    proc = subprocess.Popen([sys.executable, "-m", "aimc", "train", str(config), "--out", str(out), "--quiet"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not (out / "manifest.json").is_file() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(random.Random(seed).uniform(0.0, 3.0))
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    if sig == signal.SIGINT and proc.returncode == EXIT_INTERRUPTED:
+        assert err.strip().splitlines()[-1] == f"aimc train: interrupted; resume with: aimc train --resume {out}"
+        assert "Traceback" not in err
+    return proc.returncode, err
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("whole")
+    (folder / "k.toml").write_text(RESIDUAL)
+    assert main(["train", str(folder / "k.toml"), "--out", str(folder / "run"), "--quiet"]) == 0
+    return folder
+
+
+@pytest.mark.parametrize("sig,seed", [(signal.SIGINT, 0), (signal.SIGKILL, 1),
+                                      pytest.param(signal.SIGKILL, 2, marks=pytest.mark.slow),
+                                      pytest.param(signal.SIGKILL, 3, marks=pytest.mark.slow),
+                                      pytest.param(signal.SIGINT, 4, marks=pytest.mark.slow)])
+def test_a_run_stopped_at_a_random_point_resumes_to_the_uninterrupted_result(uninterrupted, tmp_path, sig, seed):
+    code, err = _stop_at_random_point(uninterrupted / "k.toml", tmp_path / "cut", sig, seed)
+    if RunFolder(tmp_path / "cut").read_manifest()["status"] != "finished":  # else the signal came too late
+        assert code == (EXIT_INTERRUPTED if sig == signal.SIGINT else -signal.SIGKILL), err
+    assert main(["train", "--resume", str(tmp_path / "cut"), "--quiet"]) == 0
+    cut, whole = RunFolder(tmp_path / "cut"), RunFolder(uninterrupted / "run")
+    assert cut.read_manifest()["status"] == "finished"
+    a, b = cut.load_checkpoint(), whole.load_checkpoint()
+    assert all(same_state(a[k], b[k]) for k in ("model", "optimizer", "rng"))
+    untimed = [{k: v for k, v in r.items() if k != "time_s"} for r in cut.read_metrics()]
+    assert untimed == [{k: v for k, v in r.items() if k != "time_s"} for r in whole.read_metrics()]
+    assert not list(cut.root.rglob("*.tmp"))

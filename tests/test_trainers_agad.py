@@ -1,0 +1,151 @@
+"""AGAD (aihwkit 1.1.0 DynamicTransferCompound): the recursion against a numpy re-implementation of its
+equations (docs/trainers.md), offset immunity, costs, checkpoint/resume and refused settings."""
+
+import io
+
+import numpy as np
+import pytest
+import torch
+from state_helpers import same_state
+from torch import nn
+
+from aimc import trainers as T
+from aimc.devices import Ideal, Linear, PeripheryConfig, UpdateConfig
+
+P = PeripheryConfig.perfect()
+DW = 2.0 ** -9
+F32 = np.float32
+
+
+def _exact_model(n_in=4, n_out=3):
+    lin = nn.Linear(n_in, n_out, bias=False)
+    with torch.no_grad():
+        lin.weight.zero_()
+    tile = T.TileConfig(device=Ideal(tau=8.0, dw_min=DW), forward=P, backward=P,
+                        update=UpdateConfig(mode="expected", desired_bl=32))
+    return T.convert(nn.Sequential(lin), tile)
+
+
+def _drive(model, opt, batches):
+    for x, g in batches:
+        opt.zero_grad()
+        (model(torch.tensor(x, dtype=torch.float32)) * torch.tensor(g, dtype=torch.float32)).sum().backward()
+        opt.step()
+
+
+def _reference(batches, n_in, n_out, eta, s, n_s, beta):
+    """AGAD for one tile, in float32 where the buffer and the running mean are: per rank-1 update
+    A -= eta d (c_in x)^T; per update, read column k: latch Pref = M if its chopper switched since the last
+    read, H += c_in[k] s (v - Pref), M = (1 - beta) M + beta v, pulses where |H| >= 1 (H reset) written into C
+    only after N_s sweeps; the chopper switches in the last sweep of every N_s."""
+    a = np.zeros((n_out, n_in))
+    c = np.zeros((n_out, n_in))
+    h, m, pref = (np.zeros((n_out, n_in), F32) for _ in range(3))
+    c_in = np.ones(n_in)
+    switched = np.zeros(n_in, bool)
+    k = sweeps = 0
+    for xb, db in batches:
+        for x, d in zip(xb, db):
+            a -= eta * np.outer(d, c_in * x)
+            v = a[:, k].astype(F32)
+            if switched[k]:
+                pref[:, k], switched[k] = m[:, k], False
+            hk = h[:, k] + F32(s) * (F32(c_in[k]) * (v - pref[:, k]))
+            m[:, k] = (F32(1) - F32(beta)) * m[:, k] + F32(beta) * v
+            hit = np.abs(hk) >= 1
+            n = np.where(hit, np.clip(np.trunc(hk), -1, 1), 0)
+            hk[hit] = 0
+            h[:, k] = hk
+            if sweeps > n_s:
+                c[:, k] += n * DW
+            if sweeps % n_s + 1 == n_s:
+                c_in[k] *= -1
+                switched[k] = True
+            k += 1
+            if k == n_in:
+                k, sweeps = 0, sweeps + 1
+    return a, c, h, m, pref
+
+
+@pytest.mark.parametrize("tail", [2.0, 1.0])
+def test_recursion_matches_a_numpy_reimplementation(tail):
+    n_in, n_out = 4, 3
+    rng = np.random.default_rng(0)
+    batches = [(rng.integers(-4, 5, (4, n_in)) / 4.0, rng.integers(-4, 5, (4, n_out)) / 4.0) for _ in range(16)]
+    model = _exact_model(n_in, n_out)
+    lr, fast_lr, transfer_lr = 2.0 ** -4, 2.0 ** -4, 2.0
+    opt = T.build_optimizer(model, T.AGADConfig(lr=lr, fast_lr=fast_lr, auto_scale=False, transfer_lr=transfer_lr,
+                                                in_chop_prob=0.5, tail_weightening=tail))
+    _drive(model, opt, batches)
+    a, c, h, m, pref = _reference(batches, n_in, n_out, fast_lr, transfer_lr * lr / DW, n_s=2, beta=tail / 2)
+    tile, st = model[0].tiles[0], opt.tile_state[0][0]
+    assert np.abs(c).max() > 0 and np.abs(pref).max() > 0
+    np.testing.assert_array_equal(tile.arrays[1].w, a.astype(F32))
+    np.testing.assert_array_equal(tile.arrays[0].w, c.astype(F32))
+    for key, ref in (("H", h), ("M", m), ("Pref", pref)):
+        np.testing.assert_array_equal(st[key], ref, err_msg=key)
+
+
+def test_an_offset_of_the_fast_array_is_not_transferred():
+    """NC24 Eq. 12-13: with no gradient, A held at a large offset (0.5) moves nothing into C, even with a
+    single read period (every sweep a chopper phase is too short for c-TTv2 to average out)."""
+    model = _exact_model(2, 2)
+    opt = T.build_optimizer(model, T.AGADConfig(lr=0.05, auto_scale=False, fast_lr=DW, in_chop_prob=0.5))
+    model[0].tiles[0].arrays[1].w[...] = 0.5
+    model[0].tiles[0].invalidate()
+    for _ in range(40):
+        _drive(model, opt, [(np.ones((2, 2)) / 4, np.zeros((2, 2)))])
+    # before the first latch Pref = 0 fills H, but those sweeps (<= N_s) write nothing; afterwards v - Pref = 0
+    assert np.abs(model[0].tiles[0].arrays[0].w).max() == 0
+    assert opt.costs()["transfer_pulses"] == 0
+
+
+def _make(cfg):
+    torch.manual_seed(3)
+    net = nn.Sequential(nn.Linear(6, 5), nn.Sigmoid(), nn.Linear(5, 3))
+    model = T.convert(net, T.TileConfig(device=Linear(tau=1.0, dw_min=1e-2, c=0.1, dw_min_std=0.3,
+                                                      dw_min_dtod=0.2), max_in=4, out_scale=True), seed=5)
+    return model, T.build_optimizer(model, cfg)
+
+
+def _step(model, opt, x, y):
+    opt.zero_grad()
+    (0.5 * ((model(x) - y) ** 2).sum(dim=1).mean()).backward()
+    opt.step()
+
+
+def test_checkpoint_resume_is_bit_exact_and_costs_add_up():
+    cfg = T.AGADConfig(lr=0.2, in_chop_prob=0.5, in_chop_random=True, forget_buffer=False, buffer_cap=2.0)
+    g = torch.Generator().manual_seed(0)
+    data = [(torch.rand(4, 6, generator=g), torch.rand(4, 3, generator=g)) for _ in range(8)]
+    model, opt = _make(cfg)
+    for x, y in data:
+        _step(model, opt, x, y)
+    straight = (model.state_dict(), opt.state_dict())
+    c = opt.costs()
+    assert c["pulses"] == c["update_pulses"] + c["transfer_pulses"] and c["transfer_pulses"] > 0
+    tiles = sum(len(layer.tiles) for layer in T.analog_layers(model))
+    assert c["transfer_reads"] == c["transfers"] == tiles * 8 * 4
+    model, opt = _make(cfg)
+    for x, y in data[:4]:
+        _step(model, opt, x, y)
+    buf = io.BytesIO()
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, buf)
+    for x, y in data[4:6]:
+        _step(model, opt, x, y)
+    buf.seek(0)
+    ck = torch.load(buf, weights_only=True)
+    model2, opt2 = _make(cfg)
+    model2.load_state_dict(ck["model"])
+    opt2.load_state_dict(ck["opt"])
+    for x, y in data[4:]:
+        _step(model2, opt2, x, y)
+    assert same_state(straight, (model2.state_dict(), opt2.state_dict()))
+
+
+@pytest.mark.parametrize("bad, field", [({"in_chop_prob": 0.0}, "agad.in_chop_prob"),
+                                        ({"tail_weightening": -1.0}, "agad.tail_weightening"),
+                                        ({"buffer_cap": float("inf")}, "agad.buffer_cap")])
+def test_bad_settings_are_refused_by_name(bad, field):
+    with pytest.raises(ValueError, match=field.replace(".", r"\.")):
+        T.build_optimizer(_exact_model(), {"algorithm": "agad", **bad})

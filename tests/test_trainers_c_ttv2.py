@@ -1,0 +1,218 @@
+"""c-TTv2 (aihwkit 1.1.0 ChoppedTransferCompound): the recursion against a numpy re-implementation of its
+equations (docs/trainers.md), the auto-scaled fast step, chopper statistics, offset cancellation, costs,
+checkpoint/resume and refused settings."""
+
+import io
+import math
+
+import numpy as np
+import pytest
+import torch
+from state_helpers import same_state
+from torch import nn
+
+from aimc import trainers as T
+from aimc.devices import Ideal, Linear, PeripheryConfig, UpdateConfig
+
+P = PeripheryConfig.perfect()
+DW = 2.0 ** -9  # dyadic steps: every product below is exact in float32 and float64
+
+
+def _exact_model(n_in=4, n_out=3):
+    """A zeroed linear layer on an ideal constant-step device, expected update, perfect reads: the arrays
+    move by exactly the whole pulses the equations ask for."""
+    lin = nn.Linear(n_in, n_out, bias=False)
+    with torch.no_grad():
+        lin.weight.zero_()
+    tile = T.TileConfig(device=Ideal(tau=8.0, dw_min=DW), forward=P, backward=P,
+                        update=UpdateConfig(mode="expected", desired_bl=32))
+    return T.convert(nn.Sequential(lin), tile)
+
+
+def _batches(n_batches, batch, n_in, n_out, seed=0):
+    """Inputs and output gradients on a grid of 1/4 (so eta d x is a whole number of dw_min)."""
+    rng = np.random.default_rng(seed)
+    return [(rng.integers(-4, 5, (batch, n_in)) / 4.0, rng.integers(-4, 5, (batch, n_out)) / 4.0)
+            for _ in range(n_batches)]
+
+
+def _drive(model, opt, batches):
+    """loss = sum(y * g): the layer's output gradient d is exactly g."""
+    for x, g in batches:
+        opt.zero_grad()
+        (model(torch.tensor(x, dtype=torch.float32)) * torch.tensor(g, dtype=torch.float32)).sum().backward()
+        opt.step()
+
+
+def _reference(batches, n_in, n_out, eta, s, every, period, momentum, forget, transfer_bl=1):
+    """ALGORITHMS of docs/trainers.md (c-TTv2), written out for one tile: per rank-1 update A -= eta (c_out d)
+    (c_in x)^T; every `every` updates read column k, H += c_in[k] s A[:, k], fire trunc(H) pulses of dw into C
+    where |H| >= 1, reset H, regular chopper switch in the last sweep of each period."""
+    a = np.zeros((n_out, n_in))
+    c = np.zeros((n_out, n_in))
+    h = np.zeros((n_out, n_in))
+    c_in = np.ones(n_in)
+    t = k = sweeps = 0
+    for xb, db in batches:
+        for x, d in zip(xb, db):
+            a -= eta * np.outer(d, c_in * x)
+            t += 1
+            if t % every:
+                continue
+            hk = h[:, k] + c_in[k] * s * a[:, k]
+            hit = np.abs(hk) >= 1
+            n = np.where(hit, np.clip(np.trunc(hk), -transfer_bl, transfer_bl), 0)
+            hk = np.where(hit, momentum * hk if forget else hk - (1 - momentum) * n, hk)
+            h[:, k] = hk
+            c[:, k] += n * DW
+            if sweeps % period + 1 == period:
+                c_in[k] *= -1
+            k += 1
+            if k == n_in:
+                k, sweeps = 0, sweeps + 1
+    return a, c, h
+
+
+@pytest.mark.parametrize("every, batch, momentum, forget", [(1, 4, 0.0, True), (3, 5, 0.5, False)])
+def test_recursion_matches_a_numpy_reimplementation(every, batch, momentum, forget):
+    n_in, n_out = 4, 3
+    batches = _batches(12, batch, n_in, n_out)
+    model = _exact_model(n_in, n_out)
+    lr, fast_lr, transfer_lr = 2.0 ** -4, 2.0 ** -4, 2.0
+    cfg = T.CTTv2Config(lr=lr, fast_lr=fast_lr, auto_scale=False, transfer_lr=transfer_lr, transfer_every=every,
+                        in_chop_prob=0.5, in_chop_random=False, momentum=momentum, forget_buffer=forget)
+    opt = T.build_optimizer(model, cfg)
+    _drive(model, opt, batches)
+    s = transfer_lr * lr / DW  # scale_transfer_lr, buffer granularity 1, no auto granularity
+    a, c, h = _reference(batches, n_in, n_out, fast_lr, s, every, period=2, momentum=momentum, forget=forget)
+    tile = model[0].tiles[0]
+    assert np.abs(c).max() > 0 and np.abs(h).max() > 0  # transfers happened and left remainders
+    np.testing.assert_array_equal(tile.arrays[1].w, a.astype(np.float32))
+    np.testing.assert_array_equal(tile.arrays[0].w, c.astype(np.float32))
+    np.testing.assert_array_equal(opt.tile_state[0][0]["H"], h.astype(np.float32))
+    assert opt.costs()["transfer_reads"] == 12 * batch // every
+
+
+def test_auto_scaled_fast_step_follows_the_running_abs_max():
+    """eta_A = fast_lr BL dw_A / (m_x m_d), m <- (1 - (1 - 0.99)/m_batch) m + (1 - 0.99)/m_batch max|.| per
+    vector, starting at the first value (aihwkit 1.1.0)."""
+    n_in, n_out, batch = 4, 3, 5
+    batches = _batches(3, batch, n_in, n_out, seed=1)
+    model = _exact_model(n_in, n_out)
+    opt = T.build_optimizer(model, T.CTTv2Config(fast_lr=0.1, transfer_every=1000))
+    _drive(model, opt, batches)
+    tau = 0.01 / batch
+    mx = md = 0.0
+    for xb, db in batches:
+        for x, d in zip(xb, db):
+            vx, vd = np.abs(x).max(), np.abs(d).max()
+            if vx > 0:
+                mx = vx if mx <= 0 else (1 - tau) * mx + tau * vx
+            if vd > 0:
+                md = vd if md <= 0 else (1 - tau) * md + tau * vd
+    st = opt.tile_state[0][0]
+    assert st["m_x"] == pytest.approx(mx, rel=1e-12) and st["m_d"] == pytest.approx(md, rel=1e-12)
+    assert st["eta"] == pytest.approx(0.1 * 32 * DW / (mx * md), rel=1e-12)
+
+
+def test_random_choppers_switch_with_the_given_probability():
+    n_in, p, sweeps = 8, 0.1, 250
+    model = _exact_model(n_in, 2)
+    opt = T.build_optimizer(model, T.CTTv2Config(auto_scale=False, fast_lr=DW, in_chop_prob=p))
+    st = opt.tile_state[0][0]
+    flips, before = 0, st["c_in"].copy()
+    for _ in range(sweeps):
+        _drive(model, opt, [(np.ones((n_in, n_in)) / 4, np.zeros((n_in, 2)))])
+        flips += int((st["c_in"] != before).sum())
+        before = st["c_in"].copy()
+    n = sweeps * n_in  # one read per column and sweep, one switch chance per read
+    assert abs(flips - n * p) < 4 * math.sqrt(n * p * (1 - p)), flips
+
+
+def test_chopping_cancels_a_constant_offset_of_the_fast_array():
+    """NC24 Eq. 11: an offset of A enters H with alternating sign. With no gradient and A held at 0.2, TTv2
+    (in_chop_prob 0) keeps writing the offset into C, c-TTv2 (regular switching every sweep) does not."""
+    drift = {}
+    for p in (0.0, 1.0):
+        model = _exact_model(2, 2)
+        opt = T.build_optimizer(model, T.CTTv2Config(lr=0.05, auto_scale=False, fast_lr=DW, in_chop_prob=p,
+                                                     in_chop_random=False))
+        model[0].tiles[0].arrays[1].w[...] = 0.2
+        model[0].tiles[0].invalidate()
+        for _ in range(50):
+            _drive(model, opt, [(np.ones((2, 2)) / 4, np.zeros((2, 2)))])
+        drift[p] = np.abs(model[0].tiles[0].arrays[0].w).max()
+    # s v = 0.05 * 0.2 / DW = 5.1 per read: TTv2 fires a pulse at each of its 100 reads per element pair
+    assert drift[0.0] == pytest.approx(50 * DW, rel=1e-6) and drift[1.0] <= 2 * DW
+
+
+def _make(cfg):
+    torch.manual_seed(3)
+    net = nn.Sequential(nn.Linear(6, 5), nn.Sigmoid(), nn.Linear(5, 3))
+    model = T.convert(net, T.TileConfig(device=Linear(tau=1.0, dw_min=1e-2, c=0.1, dw_min_std=0.3,
+                                                      dw_min_dtod=0.2), max_in=4, out_scale=True), seed=5)
+    return model, T.build_optimizer(model, cfg)
+
+
+def _step(model, opt, x, y):
+    opt.zero_grad()
+    (0.5 * ((model(x) - y) ** 2).sum(dim=1).mean()).backward()
+    opt.step()
+
+
+CFGS = [T.CTTv2Config(lr=0.2, in_chop_prob=0.3, out_chop_prob=0.2, transfer_every=3),
+        T.CTTv2Config(lr=0.2, in_chop_prob=0.0, gamma=0.3, units_in_mbatch=True, auto_scale=False,
+                      scale_fast_lr=True, fast_lr=1.0, scale_transfer_lr=False, transfer_lr=0.2,
+                      auto_granularity=100, momentum=0.9)]
+
+
+@pytest.mark.parametrize("cfg", CFGS)
+def test_checkpoint_resume_is_bit_exact(cfg):
+    g = torch.Generator().manual_seed(0)
+    data = [(torch.rand(4, 6, generator=g), torch.rand(4, 3, generator=g)) for _ in range(8)]
+    model, opt = _make(cfg)  # noisy periphery, pulsed updates, cycle noise, random choppers
+    for x, y in data:
+        _step(model, opt, x, y)
+    straight = (model.state_dict(), opt.state_dict())
+    model, opt = _make(cfg)
+    for x, y in data[:4]:
+        _step(model, opt, x, y)
+    buf = io.BytesIO()
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, buf)
+    for x, y in data[4:6]:  # diverge the old objects: they must not leak into the resumed run
+        _step(model, opt, x, y)
+    buf.seek(0)
+    ck = torch.load(buf, weights_only=True)
+    model2, opt2 = _make(cfg)
+    model2.load_state_dict(ck["model"])
+    opt2.load_state_dict(ck["opt"])
+    for x, y in data[4:]:
+        _step(model2, opt2, x, y)
+    assert same_state(straight, (model2.state_dict(), opt2.state_dict()))
+
+
+@pytest.mark.parametrize("cfg", CFGS)
+def test_costs_add_up(cfg):
+    model, opt = _make(cfg)
+    x, y = torch.rand(4, 6), torch.rand(4, 3)
+    for _ in range(6):
+        _step(model, opt, x, y)
+    c = opt.costs()
+    assert c["pulses"] == c["update_pulses"] + c["transfer_pulses"]
+    assert c["transfer_pulses"] > 0 or cfg.auto_granularity > 0  # a 100x threshold needs longer to fill
+    tiles = [t for layer in T.analog_layers(model) for t in layer.tiles]
+    every = 4 if cfg.units_in_mbatch else round(cfg.transfer_every)
+    assert c["transfer_reads"] == c["transfers"] == len(tiles) * (6 * 4 // every)
+    lat = opt.latency_estimate()["update_ns"]
+    assert lat == pytest.approx(165.9 + (6 * 4 // every) / 6 * (40 + 5 + 5.9))
+
+
+@pytest.mark.parametrize("bad, field", [({"in_chop_prob": 1.5}, "c_ttv2.in_chop_prob"),
+                                        ({"fast_lr": float("nan")}, "c_ttv2.fast_lr"),
+                                        ({"auto_momentum": 1.0}, "c_ttv2.auto_momentum"),
+                                        ({"gamma": 0.2}, "gamma = 0.2 needs in_chop_prob"),
+                                        ({"thres_scale": 0.8}, "c_ttv2.thres_scale")])
+def test_bad_settings_are_refused_by_name(bad, field):
+    model = _exact_model()
+    with pytest.raises(ValueError, match=field.replace(".", r"\.")):
+        T.build_optimizer(model, {"algorithm": "c_ttv2", **bad})

@@ -1,0 +1,157 @@
+"""RIDER / E-RIDER (arXiv:2602.21321): one transfer against its equations, the symmetric-point tracking the
+paper proves (toy least squares on a device whose symmetric point is not 0), costs, checkpoint/resume,
+refused settings; the zero shift's random mode and its setup report."""
+
+import io
+import logging
+
+import numpy as np
+import pytest
+import torch
+from state_helpers import same_state
+from torch import nn
+
+from aimc import trainers as T
+from aimc.devices import Ideal, Linear, PeripheryConfig, UpdateConfig
+
+P = PeripheryConfig.perfect()
+DW = 2.0 ** -9
+
+
+def _model(device, n_in=2, n_out=1, mode="expected"):
+    lin = nn.Linear(n_in, n_out, bias=False)
+    with torch.no_grad():
+        lin.weight.zero_()
+    return T.convert(nn.Sequential(lin), T.TileConfig(device=device, forward=P, backward=P,
+                                                      update=UpdateConfig(mode=mode, desired_bl=32)))
+
+
+def test_one_transfer_follows_the_equations():
+    """No gradient, P = 1/4, Q = Q~ = 0: a transfer reads v = P - Q~ = 1/4, Q <- Q + eta (P - Q) and
+    W <- W + beta c v (Eq. 11b/18b); RIDER then sets Q~ = Q, E-RIDER keeps Q~ until its chopper switches,
+    and the switch reprograms Q~ = Q and flips the sign of P's forward gain."""
+    eta, beta, gamma = 0.25, 2.0 ** -3, 0.5
+    for cfg in (T.RiderConfig(tracking_rate=eta, transfer_lr=beta, gamma=gamma, n_columns=2),
+                T.ERiderConfig(tracking_rate=eta, transfer_lr=beta, gamma=gamma, n_columns=2, chop_prob=0.5,
+                               chop_random=False)):
+        model = _model(Ideal(tau=8.0, dw_min=DW))
+        opt = T.build_optimizer(model, cfg)
+        tile = model[0].tiles[0]
+        tile.arrays[1].w[...] = 0.25
+        tile.invalidate()
+        opt.step()  # no saved batch: no gradient, one transfer of both columns
+        st = opt.tile_state[0][0]
+        np.testing.assert_array_equal(st["Q"], np.full((1, 2), eta * 0.25, np.float32))
+        np.testing.assert_array_equal(tile.arrays[0].w, np.full((1, 2), beta * 0.25, np.float32))
+        expect_ref = st["Q"] if cfg.algorithm == "rider" else np.zeros((1, 2), np.float32)
+        np.testing.assert_array_equal(tile.arrays[1].reference, expect_ref)
+        assert list(tile.gains) == [1.0, gamma]
+        if cfg.algorithm == "e_rider":
+            opt.step()  # step 2: the regular chopper (period 2) switches after it
+            np.testing.assert_array_equal(tile.arrays[1].reference, st["Q"])
+            assert st["c"] == -1.0 and list(tile.gains) == [1.0, -gamma]
+            assert opt.costs()["reference_writes"] == 2
+        else:
+            assert opt.costs()["reference_writes"] == 2
+
+
+@pytest.mark.slow  # 2 x 4000 steps: 15 s on an idle core
+def test_e_rider_tracks_the_symmetric_point_and_learns_where_analog_sgd_is_biased():
+    """arXiv:2602.21321 Theorem 3.7 / Lemma 3.10 on a toy: least squares with gradient noise (batch 1) on a
+    linear device whose symmetric point is 0.3 +- 0.1 per element (c_dtod), no zero shift. The reference Q
+    converges to each element's symmetric point, and W to the least-squares solution much closer than
+    Analog SGD, which the device's asymmetry pulls toward the symmetric point."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (16, 2)).astype(np.float32)
+    y = x @ np.array([[0.5], [-0.4]], np.float32) + rng.uniform(-0.5, 0.5, (16, 1)).astype(np.float32)
+    w_ls = np.linalg.lstsq(x, y, rcond=None)[0].T
+    device = Linear(tau=1.0, dw_min=1e-3, c=0.3, c_dtod=0.1)
+    errs = {}
+    for cfg in (T.ERiderConfig(lr=0.005, gamma=0.5, transfer_lr=0.02, n_columns=2, tracking_rate=0.1,
+                               chop_prob=0.02), T.AnalogSGDConfig(lr=0.005)):
+        model = _model(device)
+        opt = T.build_optimizer(model, cfg)
+        order = np.random.default_rng(1).integers(0, 16, 4000)
+        tail = []
+        for k, i in enumerate(order):
+            opt.zero_grad()
+            (0.5 * (model(torch.from_numpy(x[i:i + 1])) - torch.from_numpy(y[i:i + 1])) ** 2).sum().backward()
+            opt.step()
+            if k >= 2000:
+                tail.append(model[0].tiles[0].arrays[0].weights if cfg.algorithm == "e_rider"
+                            else model[0].analog_weight())
+        errs[cfg.algorithm] = np.abs(np.mean(tail, axis=0) - w_ls).max()
+        if cfg.algorithm == "e_rider":
+            sp = model[0].tiles[0].arrays[1].symmetric_points()
+            assert np.abs(sp).min() > 0.15  # far from 0: a reference at 0 would be wrong by that much
+            assert np.abs(opt.tile_state[0][0]["Q"] - sp).max() < 0.06, (opt.tile_state[0][0]["Q"], sp)
+    assert errs["e_rider"] < 0.5 * errs["analog_sgd"], errs
+
+
+def _make(cfg):
+    torch.manual_seed(3)
+    net = nn.Sequential(nn.Linear(6, 5), nn.Sigmoid(), nn.Linear(5, 3))
+    model = T.convert(net, T.TileConfig(device=Linear(tau=1.0, dw_min=1e-2, c=0.1, dw_min_std=0.3,
+                                                      dw_min_dtod=0.2), max_in=4, out_scale=True), seed=5)
+    return model, T.build_optimizer(model, cfg)
+
+
+def _step(model, opt, x, y):
+    opt.zero_grad()
+    (0.5 * ((model(x) - y) ** 2).sum(dim=1).mean()).backward()
+    opt.step()
+
+
+@pytest.mark.parametrize("cfg", [T.RiderConfig(lr=0.2, transfer_lr=0.3, n_columns=2),
+                                 T.ERiderConfig(lr=0.2, transfer_lr=0.3, chop_prob=0.4),
+                                 T.ERiderConfig(lr=0.2, zero_shift=True, zero_shift_mode="random",
+                                                zero_shift_cycles=6, chop_prob=0.5, chop_random=False)])
+def test_checkpoint_resume_is_bit_exact_and_costs_add_up(cfg):
+    g = torch.Generator().manual_seed(0)
+    data = [(torch.rand(4, 6, generator=g), torch.rand(4, 3, generator=g)) for _ in range(8)]
+    model, opt = _make(cfg)
+    for x, y in data:
+        _step(model, opt, x, y)
+    straight = (model.state_dict(), opt.state_dict())
+    c = opt.costs()
+    assert c["pulses"] == c["update_pulses"] + c["transfer_pulses"] + c["setup_pulses"]
+    assert c["transfer_pulses"] > 0 and c["reference_writes"] > 0
+    assert c["setup_pulses"] == (6 * (5 * 6 + 3 * 5) if cfg.zero_shift else 0)
+    model, opt = _make(cfg)
+    for x, y in data[:4]:
+        _step(model, opt, x, y)
+    buf = io.BytesIO()
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, buf)
+    for x, y in data[4:6]:
+        _step(model, opt, x, y)
+    buf.seek(0)
+    ck = torch.load(buf, weights_only=True)
+    model2, opt2 = _make(cfg)
+    model2.load_state_dict(ck["model"])
+    opt2.load_state_dict(ck["opt"])
+    for x, y in data[4:]:
+        _step(model2, opt2, x, y)
+    assert same_state(straight, (model2.state_dict(), opt2.state_dict()))
+
+
+@pytest.mark.parametrize("algorithm, bad, field", [("rider", {"tracking_rate": 2.0}, "rider.tracking_rate"),
+                                                   ("e_rider", {"chop_prob": 0.0}, "e_rider.chop_prob"),
+                                                   ("rider", {"zero_shift_mode": "fast"}, "rider.zero_shift_mode")])
+def test_bad_settings_are_refused_by_name(algorithm, bad, field):
+    with pytest.raises(ValueError, match=field.replace(".", r"\.")):
+        T.build_optimizer(_model(Ideal()), {"algorithm": algorithm, **bad})
+
+
+def test_random_zero_shift_lands_near_the_symmetric_point_and_is_reported(caplog):
+    """arXiv:2602.21321 Algorithm 1: after n random-sign pulses the mean squared distance to the symmetric point
+    is within Theorem C.2's floor dw_min q_max^2 / mu_q (here q_max <= 1.5 near the symmetric points,
+    mu_q >= 0.6), far below the distance a reference at 0 would leave; the pulses are counted and reported."""
+    device = Linear(tau=1.0, dw_min=1e-2, c=0.3, c_dtod=0.1)
+    model = _model(device, n_in=8, n_out=8)
+    with caplog.at_level(logging.WARNING, logger="aimc.trainers"):
+        opt = T.build_optimizer(model, T.ResidualConfig(zero_shift_mode="random", zero_shift_cycles=1000))
+    a = model[0].tiles[0].arrays[1]
+    sp = a.symmetric_points()
+    assert ((a.reference - sp) ** 2).mean() < 1e-2 * 1.5 ** 2 / 0.6 < (sp ** 2).mean()
+    assert opt.costs()["setup_pulses"] == 1000 * 64 and opt.setup_seconds > 0
+    assert len(caplog.records) == 1 and "64000 setup pulses (1000 per weight" in caplog.records[0].getMessage()

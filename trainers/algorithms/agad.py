@@ -1,0 +1,69 @@
+"""AGAD: aihwkit 1.1.0's DynamicTransferCompound, c-TTv2 with a dynamic reference.
+
+Rasch, Carta, Fagbohungbe, Gokmen, Nat. Commun. 15:7133 (2024), arXiv:2303.04721 (Eq. 12-13); the order of
+operations and the defaults are aihwkit 1.1.0's. The fast update is c-TTv2's (trainers/algorithms/c_ttv2.py).
+A column read v of A enters the buffer relative to a reference: with N_s = max(ceil(1/in_chop_prob), 2)
+and beta = min(tail_weightening / N_s, 1),
+
+    if column k's chopper switched after its previous read:  Pref[:, k] <- M[:, k]
+    H[:, k] += c_in[k] c_out s (v - Pref[:, k]);   M[:, k] <- (1 - beta) M[:, k] + beta v
+
+so the buffer sees how A moved since the end of the previous chopper phase, whatever A's offset. The
+choppers switch regularly, in the last sweep of every N_s sweeps (and, with in_chop_random, also at random
+with probability in_chop_prob per read). No pulses go into C during the first N_s + 1 sweeps (the buffer is
+filled and thresholded as usual).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from aimc.trainers.algorithms.c_ttv2 import CTTv2
+
+
+class AGAD(CTTv2):
+    """AGAD. Tile state adds M (running mean of the reads), Pref (the reference) and switched (per column,
+    its chopper switched since its last read)."""
+
+    algorithm = "agad"
+
+    def init_extra(self, st, block):
+        shape = (block.tile.out_size, block.tile.in_size)
+        st.update(M=np.zeros(shape, np.float32), Pref=np.zeros(shape, np.float32),
+                  switched=np.zeros(block.tile.in_size, np.bool_))
+
+    @property
+    def n_s(self) -> int:
+        """Sweeps per chopper phase."""
+        return max(math.ceil(1.0 / self.cfg.in_chop_prob), 2)
+
+    def buffer_increment(self, st, block, k, v):
+        if st["switched"][k]:
+            st["Pref"][:, k] = st["M"][:, k]
+            st["switched"][k] = False
+        inc = np.float32(self.lr_scale(st, block)) * (st["c_in"][k] * st["c_out"] * (v - st["Pref"][:, k]))
+        beta = np.float32(min(self.cfg.tail_weightening / self.n_s, 1.0))
+        st["M"][:, k] = (np.float32(1.0) - beta) * st["M"][:, k] + beta * v
+        return inc
+
+    def threshold(self, h):
+        n = super().threshold(h)
+        cap = self.cfg.buffer_cap
+        if cap > 0 and not self.cfg.forget_buffer:
+            lim = np.float32(cap * self.cfg.transfer_bl)
+            hit = n != 0
+            h[hit] = np.clip(h[hit], -lim, lim)
+        return n
+
+    def may_write(self, st):
+        return int(st["sweeps"]) > self.n_s
+
+    def switch_choppers(self, st, k, rng):
+        flip = int(st["sweeps"]) % self.n_s + 1 == self.n_s
+        if self.cfg.in_chop_random and rng.random() < self.cfg.in_chop_prob:
+            flip = True
+        if flip:
+            st["c_in"][k] *= -1
+            st["switched"][k] = True

@@ -1,0 +1,228 @@
+"""Chopped Tiki-Taka v2 (c-TTv2): aihwkit 1.1.0's ChoppedTransferCompound, as its CPU simulator runs it.
+
+Rasch, Carta, Fagbohungbe, Gokmen, Nat. Commun. 15:7133 (2024), arXiv:2303.04721 (Eq. 10-14); the order of
+operations, the buffer scaling and the defaults are aihwkit 1.1.0's. Array 0 of a tile is the slow array C
+(the visible weight), array 1 the fast array A. For each rank-1 update (x, d) (a sample; one output pixel
+of a convolution):
+
+    fast step:  eta_A = fast_lr * BL * dw_A / (m_x m_d) (auto_scale; m_x, m_d running estimates of
+                max|x|, max|d|) or fast_lr; times lr where scale_fast_lr
+    gradient:   A <- A - eta_A (c_out d)(c_in x)^T          (pulsed; the choppers flip the pulse signs)
+    every `every` updates, column k (cyclic):
+        v = read(A[:, k]);  H[:, k] += c_in[k] c_out * s * v,   s = lr_T / (buffer_granularity dw_A G)
+        n = clamp(trunc(H), +-transfer_bl) where |H| >= 1: n pulses into C[:, k]; H <- momentum H
+        (forget_buffer) or H <- H - (1 - momentum) n;  then c_in[k] flips (random: probability
+        in_chop_prob; regular: in the last sweep of every period of max(ceil(1/in_chop_prob), 2) sweeps)
+
+with lr_T = transfer_lr (* lr where scale_transfer_lr) (* gamma where gamma > 0) and G =
+auto_granularity / (n_in * transfer_every) (1 where auto_granularity is 0). A mini-batch is split at the
+reads, so each read sees A after exactly the updates before it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.signal import lfilter
+
+from aimc.trainers.algorithms.latency import LatencyModel
+from aimc.trainers.algorithms.transfer import TransferOptimizer
+from aimc.trainers.layers import TileBlock
+
+
+class CTTv2(TransferOptimizer):
+    """c-TTv2. Tile state: H (buffer), c_in / c_out (chopper signs, float32 +-1), m_x / m_d (auto-scale EMAs),
+    eta (the last fast step), t (rank-1 updates so far), col (next column), sweeps (completed sweeps over
+    the columns). Chopper draws come from the tile's seed and the step number, so a resumed run draws the
+    same switches."""
+
+    algorithm = "c_ttv2"
+
+    def gains(self):
+        return [1.0, float(self.cfg.gamma)]
+
+    def init_block(self, li, bi, block, fresh):
+        t = block.tile
+        self.tile_state[li][bi].update(
+            H=np.zeros((t.out_size, t.in_size), np.float32), c_in=np.ones(t.in_size, np.float32),
+            c_out=np.ones(t.out_size, np.float32), m_x=0.0, m_d=0.0, eta=0.0, t=0, col=0, sweeps=0)
+        self.init_extra(self.tile_state[li][bi], block)
+
+    def init_extra(self, st: dict, block: TileBlock) -> None:
+        """Further state of a subclass."""
+
+    def after_step(self):
+        """The transfers run inside the gradient update (`update_block`), between its vectors."""
+
+    # -- the fast step ------------------------------------------------------------------------------------
+    def every(self, n: int) -> int:
+        """Rank-1 updates between two column reads for a batch of n vectors."""
+        te = self.cfg.transfer_every
+        return max(1, math.ceil(te * n) if self.cfg.units_in_mbatch else round(te))
+
+    def fast_steps(self, st: dict, block: TileBlock, x: np.ndarray, d: np.ndarray) -> np.ndarray | float:
+        """eta_A of every vector of the batch (auto_scale: one per vector, the EMAs updated per vector
+        before its step, tau = (1 - auto_momentum) / n; an EMA at 0 starts at the first positive value);
+        otherwise one float."""
+        cfg = self.cfg
+        base = cfg.fast_lr * (self.lr if cfg.scale_fast_lr else 1.0)
+        if not cfg.auto_scale:
+            st["eta"] = base
+            return base
+        tau = (1.0 - cfg.auto_momentum) / len(x)
+        mx = self._ema(np.abs(x).max(axis=1), st, "m_x", tau)
+        md = self._ema(np.abs(d).max(axis=1), st, "m_d", tau)
+        scale = base * block.tile.update_cfg.desired_bl * block.tile.arrays[1].params.granularity
+        prod = mx * md
+        eta = np.where(prod > 0, scale / np.where(prod > 0, prod, 1.0), base)
+        st["eta"] = float(eta[-1])
+        return eta
+
+    @staticmethod
+    def _ema(v: np.ndarray, st: dict, key: str, tau: float) -> np.ndarray:
+        """Running estimate after each value of v (float64): m <- (1 - tau) m + tau v, values <= 0 skipped."""
+        v = v.astype(np.float64)
+        m0 = float(st[key])
+        if (v > 0).all():
+            if m0 <= 0:
+                m0 = v[0]
+            out = lfilter([tau], [1.0, tau - 1.0], v, zi=[(1.0 - tau) * m0])[0]
+        else:
+            out = np.empty_like(v)
+            m = m0
+            for i, val in enumerate(v):
+                if val > 0:
+                    m = val if m <= 0 else (1.0 - tau) * m + tau * val
+                out[i] = m
+        st[key] = float(out[-1])
+        return out
+
+    def update_block(self, li, bi, block, x, d):
+        st = self.tile_state[li][bi]
+        n = len(x)
+        every = self.every(n)
+        eta = self.fast_steps(st, block, x, d)
+        done = int(st["t"])
+        reads = list(range(every - done % every - 1, n, every))  # vectors after which a column is read
+        st["t"] = done + n
+        rng = np.random.default_rng([block.tile.seed & 0x7FFFFFFF, 0xC40B, self.steps]) if reads else None
+        ends = [(r + 1, True) for r in reads]
+        if not reads or reads[-1] < n - 1:
+            ends.append((n, False))
+        start = 0
+        for end, read in ends:
+            if end > start:
+                self.fast_update(block, st, x[start:end], d[start:end],
+                                 eta if np.isscalar(eta) else eta[start:end])
+            if read:
+                self.transfer_column(block, st, rng)
+            start = end
+        self.flush(block, st)
+
+    def fast_update(self, block: TileBlock, st: dict, x: np.ndarray, d: np.ndarray, eta) -> None:
+        """A <- A - eta (c_out d)(c_in x)^T for the vectors x (m, in), d (m, out); eta a float or (m,)."""
+        xs = x * st["c_in"]
+        if np.isscalar(eta):
+            ds, lr = d * st["c_out"], float(eta)
+        else:  # the step of each vector folded into d (the pulse trains depend on lr |d| only)
+            ds, lr = (d * st["c_out"]) * eta[:, None].astype(np.float32), 1.0
+        self.counts["update_pulses"] += block.tile.update(xs, ds, lr, self.fast)
+
+    # -- the transfer of one column -----------------------------------------------------------------------
+    def lr_scale(self, st: dict, block: TileBlock) -> float:
+        """s: buffer increment per unit read of A (1/weight units)."""
+        cfg = self.cfg
+        lr_t = cfg.transfer_lr * (self.lr if cfg.scale_transfer_lr else 1.0) * (cfg.gamma if cfg.gamma > 0 else 1.0)
+        dw_a = block.tile.arrays[1].params.granularity
+        g = cfg.auto_granularity / (block.tile.in_size * cfg.transfer_every) if cfg.auto_granularity > 0 else 1.0
+        bg = cfg.buffer_granularity * dw_a * g
+        if cfg.correct_gradient_magnitudes:
+            eta = st["eta"] if st["eta"] > 0 else 1.0
+            return abs(lr_t) / eta / (bg * block.tile.arrays[0].params.granularity / dw_a)
+        return abs(lr_t) / bg
+
+    def buffer_increment(self, st: dict, block: TileBlock, k: int, v: np.ndarray) -> np.ndarray:
+        """What a read v (out,) of column k adds to H[:, k] (de-chopped, scaled)."""
+        return np.float32(self.lr_scale(st, block)) * (st["c_in"][k] * st["c_out"] * v)
+
+    def transfer_column(self, block: TileBlock, st: dict, rng: np.random.Generator) -> None:
+        """Read column k of A into H, pulse C where |H| >= 1, switch the choppers, advance k."""
+        cfg = self.cfg
+        k = int(st["col"])
+        v = self.read_columns(block, self.fast, np.array([k]))[0]
+        h = (np.zeros(block.tile.out_size, np.float32) if cfg.no_buffer else st["H"][:, k]) \
+            + self.buffer_increment(st, block, k, v)
+        n = self.threshold(h)
+        st["H"][:, k] = h
+        if self.may_write(st) and n.any():
+            self.write_column(block, st, k, n)
+        self.switch_choppers(st, k, rng)
+        self.counts["transfers"] += 1
+        self.counts["transferred_columns"] += 1
+        st["col"] = (k + 1) % block.tile.in_size
+        if k == block.tile.in_size - 1:
+            if cfg.out_chop_prob > 0:
+                flip = rng.random(block.tile.out_size) < cfg.out_chop_prob
+                st["c_out"][flip] *= -1
+            st["sweeps"] = int(st["sweeps"]) + 1
+
+    def write_column(self, block: TileBlock, st: dict, k: int, n: np.ndarray) -> None:
+        """Queue n pulses for C[:, k]. Queued columns are fired together (`flush`) at the end of the batch or
+        before a column is queued twice, so every element gets its pulses in read order (C is not read
+        inside a batch)."""
+        counts = st.get("_counts")
+        if counts is None:
+            counts = st["_counts"] = np.zeros((block.tile.out_size, block.tile.in_size), np.int64)
+            st["_queued"] = np.zeros(block.tile.in_size, np.bool_)
+        if st["_queued"][k]:
+            self.flush(block, st)
+        counts[:, k] = n
+        st["_queued"][k] = True
+
+    def flush(self, block: TileBlock, st: dict) -> None:
+        """Fire the queued pulses into C."""
+        queued = st.get("_queued")
+        if queued is None or not queued.any():
+            return
+        self.counts["transfer_pulses"] += block.tile.pulse(st["_counts"], 0)
+        st["_counts"][:, queued] = 0
+        queued[:] = False
+
+    def threshold(self, h: np.ndarray) -> np.ndarray:
+        """Pulses n (int64) where |h| >= 1, clamp(trunc(h), +-transfer_bl); h keeps the remainder, in place."""
+        cfg = self.cfg
+        hit = np.abs(h) >= 1
+        n = np.zeros(h.shape, np.int64)
+        if hit.any():
+            n[hit] = np.clip(np.trunc(h[hit]), -cfg.transfer_bl, cfg.transfer_bl).astype(np.int64)
+            if cfg.forget_buffer:
+                h[hit] *= np.float32(cfg.momentum)
+            else:
+                h[hit] -= np.float32(1.0 - cfg.momentum) * n[hit].astype(np.float32)
+        return n
+
+    def may_write(self, st: dict) -> bool:
+        """Whether the pulses of a read go into C (AGAD waits a chopper period)."""
+        return True
+
+    def switch_choppers(self, st: dict, k: int, rng: np.random.Generator) -> None:
+        """The input chopper of column k after its read: random (probability in_chop_prob) or regular (in
+        the last sweep of every max(ceil(1/p), 2) sweeps)."""
+        p = self.cfg.in_chop_prob
+        if p <= 0:
+            return
+        if self.cfg.in_chop_random:
+            flip = rng.random() < p
+        else:
+            period = max(math.ceil(1.0 / p), 2)
+            flip = int(st["sweeps"]) % period + 1 == period
+        if flip:
+            st["c_in"][k] *= -1
+
+    # -- costs ------------------------------------------------------------------------------------------
+    def update_latency(self, lm: LatencyModel) -> float:
+        """A pulsed update plus, per column read so far per step and tile, a read and a one-pulse write."""
+        tiles = sum(len(layer.blocks) for layer in self.layers)
+        reads = self.counts["transfer_reads"] / max(self.steps * tiles, 1)
+        return lm.t_update + reads * (lm.t_mvm + lm.t_pulse + lm.t_pre)
