@@ -30,7 +30,7 @@ def _cmd_devices(args: argparse.Namespace) -> int:
     if args.sources:
         print()
         for name, p in PRESETS.items():
-            print(f"{name}: {p.source}")
+            print(f"{name}:\n{p.sources()}")
     return 0
 
 

@@ -139,7 +139,7 @@ def main() -> int:
     x = (0.25 * rng.standard_normal((batch, size))).astype(np.float32)
     d = (3.75e-3 * rng.standard_normal((batch, size))).astype(np.float32)
     prm = arr.params
-    bl, x_scale, d_scale, _ = plan_kernel(x, d, lr, prm.granularity, 31, True, True)
+    bl, x_scale, d_scale = plan_kernel(x, d, lr, prm.granularity, 31, True, True)
     max_bl = max(1, int(bl.max()))
     x_masks = pulse_trains_kernel(x, x_scale, bl, arr.seed, 0, 0)
     d_masks = pulse_trains_kernel(d, d_scale, bl, arr.seed, 0, batch)

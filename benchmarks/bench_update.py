@@ -13,6 +13,10 @@ fastest call; the paired ratio compares timings taken seconds apart, so a slow p
 hits both sides.
 
     python benchmarks/bench_update.py --threads 2 --aihwkit-python ~/aihwkit-venv/bin/python
+
+With --effects it times instead what aihwkit's device effects cost (devices/effects.py): one training step's
+device work, the pulsed update plus `post_update_step` (diffusion, decay), for SoftBounds without effects and
+with write noise, decay or diffusion on, in both regimes; rounds alternate the devices.
 """
 
 from __future__ import annotations
@@ -59,6 +63,46 @@ def run_aihwkit(python: str, a: argparse.Namespace) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+EFFECTS = {"none": {}, "write noise": dict(write_noise_std=1.0), "decay": dict(lifetime=100.0, lifetime_dtod=0.3),
+           "diffusion": dict(diffusion=1e-3, diffusion_dtod=0.3)}
+
+
+def effect_costs(a: argparse.Namespace) -> int:
+    """Median and fastest ms of update + post_update_step per device of EFFECTS and regime, and the ratios to
+    "none"."""
+    from aimc.devices import ConductanceArray, SoftBounds, set_kernel_threads
+
+    set_kernel_threads(a.threads)
+    rng = np.random.default_rng(a.seed)
+    arrays = {k: ConductanceArray(a.size, a.size, SoftBounds(**f), seed=a.seed) for k, f in EFFECTS.items()}
+    w0 = rng.uniform(-0.1, 0.1, (a.size, a.size)).astype(np.float32)
+    x = (a.x_std * rng.standard_normal((a.batch, a.size))).astype(np.float32)
+    inputs = {n: (reg["d_std"] * rng.standard_normal((a.batch, a.size))).astype(np.float32) for n, reg in
+              REGIMES.items()}
+    times = {(n, k): [] for n in REGIMES for k in EFFECTS}
+    for _ in range(a.rounds):
+        for name, reg in REGIMES.items():
+            for k, arr in arrays.items():
+                def step():
+                    arr.update(x, inputs[name], reg["lr"])
+                    arr.post_update_step()
+                times[name, k] += times_ms(step, lambda: arr.set_weights(w0), a.repeats, a.warmup)
+    results = {"size": a.size, "batch": a.batch, "threads": a.threads, "repeats": a.repeats, "rounds": a.rounds,
+               "machine": platform.processor() or platform.machine(), "load_average": os.getloadavg()[0]}
+    print(f"{a.size}x{a.size} SoftBounds, batch {a.batch}: update + post_update_step, ms (ratio to none), by the "
+          "medians and by the fastest calls")
+    for name in REGIMES:
+        results[name] = {}
+        for stat, fn in (("median", np.median), ("fastest", np.min)):
+            row = {k: float(fn(times[name, k])) for k in EFFECTS}
+            base = row["none"]
+            results[name].update({f"{k}_{stat}_ms": v for k, v in row.items()})
+            results[name].update({f"{k}_{stat}_over_none": v / base for k, v in row.items()})
+            print(f"{name:7s} {stat:8s}" + "  ".join(f"{k} {v:.3f} ({v / base:.2f})" for k, v in row.items()))
+    print(json.dumps(results))
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, default=2, help="Numba and torch threads")
@@ -71,7 +115,10 @@ def main() -> int:
     p.add_argument("--x-std", type=float, default=0.25)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--aihwkit-python", default=None, help="interpreter of a venv with aihwkit 1.1.0")
+    p.add_argument("--effects", action="store_true", help="time aihwkit's device effects instead (docstring)")
     a = p.parse_args()
+    if a.effects:
+        return effect_costs(a)
 
     # devices first: it sets GOMP_SPINCOUNT (unless set) before torch starts its OpenMP pool, as the
     # aimc command does (devices/threads.py)

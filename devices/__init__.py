@@ -9,6 +9,7 @@ from aimc.devices import (  # noqa: E402
     characteristics,
     coincidences,
     effective_weight,
+    effects,
     expected_update,
     loops,
     normals,
@@ -29,6 +30,7 @@ from aimc.devices.aihwkit_families import (  # noqa: E402
     PiecewiseStep,
     PowStep,
     SoftBounds,
+    soft_bounds_pmax,
 )
 from aimc.devices.array import ConductanceArray  # noqa: E402
 from aimc.devices.device_base import ElementParams  # noqa: E402
@@ -44,12 +46,12 @@ from aimc.devices.update import UpdateConfig  # noqa: E402
 
 # before any kernel runs: no stale cached kernels
 flush_stale([rng, prefetch, bits, normals, threads, loops, response_step, pulses, pulse_trains, coincidences,
-             pulsed_update, expected_update, characteristics, effective_weight, periphery, threshold], [])
+             pulsed_update, expected_update, characteristics, effective_weight, effects, periphery, threshold], [])
 
 __all__ = [
     "AnalogTile", "check_kernel_threads", "ConductanceArray", "ConstantStep", "DEVICE_KINDS", "DeviceConfig",
     "ElementParams", "ExpStep", "Exponential", "Ideal", "Linear", "LinearStep", "PRESETS", "PeripheryConfig",
     "PiecewiseStep", "PowStep", "Power", "SoftBounds", "Tabulated", "UpdateConfig", "analog_mvm",
     "Preset", "Stream", "device_schema", "get_preset", "limit_blas_threads", "load_device", "parse_device",
-    "set_kernel_threads",
+    "set_kernel_threads", "soft_bounds_pmax",
 ]

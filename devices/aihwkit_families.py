@@ -4,7 +4,8 @@
 Every family draws per element: b_max = w_max (1 + w_max_dtod xi), b_min = w_min (1 + w_min_dtod xi),
 gain = 1 + dw_min_dtod xi, r = up_down_dtod xi, dw_up = (min(up_down, 0) + gain + r) dw_min and
 dw_down = (-max(up_down, 0) + gain - r) dw_min (their magnitudes with enforce_consistency); the cycle noise
-multiplies the step, (1 + sigma xi). Defaults are those of aihwkit's PulsedDevice.
+multiplies the step, (1 + sigma xi). Defaults are those of aihwkit's PulsedDevice. Every family carries
+aihwkit's effects (write noise, decay, diffusion, reset, corrupt devices: devices.effects).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from aimc.devices.device_base import DeviceBase
+from aimc.devices.effects import DeviceEffects
 from aimc.devices.response_step import (
     CONST,
     DW_DOWN,
@@ -30,7 +32,7 @@ from aimc.devices.response_step import (
 )
 
 
-class _AihwkitDevice(DeviceBase):
+class _AihwkitDevice(DeviceBase, DeviceEffects):
     dw_min_dtod: float = Field(0.3, ge=0, lt=1, description="device-to-device relative std of the step size")
     dw_min_std: float = Field(0.3, ge=0, description="cycle-to-cycle std per pulse (relative to the step)")
     w_max: float = Field(0.6, description="mean upper bound (weight units)")
@@ -50,6 +52,9 @@ class _AihwkitDevice(DeviceBase):
 
     def _additive(self) -> bool:
         return False
+
+    def _after_fill(self, ep, rng) -> None:
+        self.corrupt(ep, rng)
 
     @property
     def bounds(self) -> tuple[float, float]:
@@ -171,13 +176,17 @@ class PowStep(_AihwkitDevice):
     """aihwkit PowStep: up + dw_up ((b_max - w)/r)^gamma_up, down - dw_down ((w - b_min)/r)^gamma_down,
     r = b_max - b_min.
 
-    gamma = pow_gamma (1 + pow_gamma_dtod xi); gamma_up/down = gamma (1 +- (pow_up_down + pow_up_down_dtod xi)).
+    The exponents split one-sidedly, as dw_up / dw_down do (aihwkit 1.1.0's binary; its docstring's
+    gamma (1 +- split) is not what it computes): with g = 1 + pow_gamma_dtod xi (additive gain) and
+    s = pow_up_down_dtod xi, gamma_up = pow_gamma (min(pow_up_down, 0) + g + s) and
+    gamma_down = pow_gamma (-max(pow_up_down, 0) + g - s), magnitudes with enforce_consistency.
     """
 
     kind: Literal["PowStep"] = "PowStep"
     pow_gamma: float = Field(1.0, gt=0, description="exponent of the response")
-    pow_gamma_dtod: float = Field(0.1, ge=0, description="device-to-device relative std of the exponent")
-    pow_up_down: float = Field(0.0, gt=-1, lt=1, description="relative up/down split of the exponent")
+    pow_gamma_dtod: float = Field(0.1, ge=0, description="device-to-device std of the exponent (relative)")
+    pow_up_down: float = Field(0.0, gt=-1, lt=1, description="lowers one exponent by pow_gamma |pow_up_down|: "
+                                                             "> 0 the down exponent, < 0 the up exponent")
     pow_up_down_dtod: float = Field(0.0, ge=0, description="device-to-device std of the exponent split")
 
     @property
@@ -199,10 +208,14 @@ class PowStep(_AihwkitDevice):
         super()._fill(ep, rng)
         shape = ep.shape[:-1]
         z = (lambda: rng.standard_normal(shape)) if rng is not None else (lambda: np.zeros(shape))
-        g = np.maximum(self.pow_gamma * (1.0 + self.pow_gamma_dtod * z()), 0.0)
-        split = self.pow_up_down + self.pow_up_down_dtod * z()
-        ep[..., GAMMA_UP] = np.maximum(g * (1.0 + split), 0.0)
-        ep[..., GAMMA_DOWN] = np.maximum(g * (1.0 - split), 0.0)
+        gain = 1.0 + self.pow_gamma_dtod * z()
+        split = self.pow_up_down_dtod * z()
+        g_up = self.pow_gamma * (min(self.pow_up_down, 0.0) + gain + split)
+        g_dn = self.pow_gamma * (-max(self.pow_up_down, 0.0) + gain - split)
+        if self.enforce_consistency:
+            g_up, g_dn = np.abs(g_up), np.abs(g_dn)
+        ep[..., GAMMA_UP] = np.maximum(g_up, 0.0)
+        ep[..., GAMMA_DOWN] = np.maximum(g_dn, 0.0)
 
 
 class PiecewiseStep(_AihwkitDevice):
@@ -234,3 +247,17 @@ class PiecewiseStep(_AihwkitDevice):
     def _table(self):
         n = len(self.piecewise_up)
         return np.linspace(0.0, 1.0, n), np.array(self.piecewise_up, float), np.array(self.piecewise_down, float)
+
+
+def soft_bounds_pmax(p_max: float = 1000.0, alpha: float = 0.0005, range_min: float = -1.0, range_max: float = 1.0,
+                     **fields) -> SoftBounds:
+    """aihwkit 1.1.0's SoftBoundsPmaxDevice, which its library turns into a SoftBounds device:
+    B = (range_max - range_min) / (1 - exp(-p_max alpha)), w_min = range_min, w_max = range_min + B,
+    dw_min = B alpha, up_down = 1 + 2 range_min / B (so dw_up = B alpha, dw_down = -2 alpha range_min).
+    Its documented response B (1 - exp(-alpha p)) + range_min is not what that device does (docs/devices.md).
+    `fields`: any other SoftBounds field (spreads, noise, effects)."""
+    if not (p_max > 0 and alpha > 0 and range_max > range_min):
+        raise ValueError("soft_bounds_pmax needs p_max > 0, alpha > 0 and range_max > range_min")
+    span = (range_max - range_min) / (1.0 - np.exp(-p_max * alpha))
+    return SoftBounds(w_min=range_min, w_max=range_min + span, dw_min=span * alpha,
+                      up_down=1.0 + 2.0 * range_min / span, **fields)

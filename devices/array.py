@@ -6,6 +6,7 @@ import numpy as np
 
 from aimc.devices.characteristics import element_steps_kernel, symmetric_point_kernel
 from aimc.devices.device_base import ElementParams
+from aimc.devices.effects import DIFFUSE, RESET, WRITE, DeviceEffects, ElementEffects, decay_kernel, redraw_kernel
 from aimc.devices.expected_update import expected_update_kernel
 from aimc.devices.periphery import PeripheryConfig, analog_mvm
 from aimc.devices.pulsed_update import pulsed_update_kernel
@@ -13,7 +14,7 @@ from aimc.devices.pulses import alternate_kernel, pulse_kernel
 from aimc.devices.response import DeviceConfig
 from aimc.devices.response_step import DW_DOWN, DW_UP, W_MAX, W_MIN
 from aimc.devices.rng import Stream
-from aimc.devices.update import UpdateConfig, train_plan
+from aimc.devices.update import UpdateConfig, mean_update
 
 
 class ConductanceArray:
@@ -22,6 +23,10 @@ class ConductanceArray:
     The weight an MVM sees is `w - reference`: `reference` is the zero-shift reference array (zero until
     `zero_shift` programs it). All random draws come from `seed` and a call counter, so a run is
     reproducible whatever the thread count. `pulses` counts every pulse fired into the array.
+
+    Devices with aihwkit's effects (devices.effects) carry `effects`; with write noise the pulses move the
+    hidden weight `hidden` and `w` is the apparent weight that reads see, redrawn as hidden + noise for
+    every element a call pulses (None without write noise: `w` is the weight).
     """
 
     def __init__(self, out_size: int, in_size: int, device: DeviceConfig, seed: int = 0):
@@ -36,6 +41,15 @@ class ConductanceArray:
         self.counter = 0
         self.pulses = 0
         self.read_stream = Stream((self.seed << 12) ^ 0xEAD)  # reads and read noise
+        self.effects: ElementEffects | None = (device.draw_effects(self.shape, setup)
+                                               if isinstance(device, DeviceEffects) else None)
+        self.hidden: np.ndarray | None = None
+        self._bounds_c: tuple[np.ndarray, np.ndarray] | None = None  # see _contiguous_bounds
+        self._decay_clip: bool | None = None  # whether a reset value lies outside its element's bounds
+        if self.effects is not None and self.effects.write_noise > 0:
+            self.hidden = self.w.copy()
+            if self.effects.on_set:
+                self._redraw_apparent(None)
 
     # -- state ------------------------------------------------------------------------------------------
     @property
@@ -48,9 +62,13 @@ class ConductanceArray:
         return self.counter
 
     def state_dict(self) -> dict:
-        """Everything needed to continue bit-exactly: weights, reference, counters, read RNG."""
-        return {"w": self.w.copy(), "reference": self.reference.copy(), "counter": self.counter,
-                "pulses": self.pulses, "read_counter": self.read_stream.counter}
+        """Everything needed to continue bit-exactly: weights (and the hidden ones), reference, counters,
+        read RNG."""
+        out = {"w": self.w.copy(), "reference": self.reference.copy(), "counter": self.counter,
+               "pulses": self.pulses, "read_counter": self.read_stream.counter}
+        if self.hidden is not None:
+            out["hidden"] = self.hidden.copy()
+        return out
 
     def load_state_dict(self, state: dict) -> None:
         if tuple(state["w"].shape) != self.shape:
@@ -60,6 +78,83 @@ class ConductanceArray:
         self.counter = int(state["counter"])
         self.pulses = int(state["pulses"])
         self.read_stream.counter = int(state["read_counter"])
+        if self.hidden is not None:
+            self.hidden[...] = state["hidden"]
+
+    def set_weights(self, weights: np.ndarray) -> None:
+        """Set the raw weights to `weights` clipped to each element's bounds (with write noise: the hidden
+        weights, and the apparent ones drawn around them where apply_write_noise_on_set, as aihwkit)."""
+        lo, hi = self.bounds
+        target = self.w if self.hidden is None else self.hidden
+        np.clip(np.asarray(weights, np.float32), lo, hi, out=target)
+        if self.hidden is not None:
+            if self.effects.on_set:
+                self._redraw_apparent(None)
+            else:
+                self.w[...] = self.hidden
+
+    # -- effects (devices.effects) -----------------------------------------------------------------------
+    @property
+    def _target(self) -> np.ndarray:
+        """The weights pulses and effects change: the hidden ones with write noise, else w."""
+        return self.w if self.hidden is None else self.hidden
+
+    def _touched(self) -> np.ndarray:
+        """The pulsed-element mask a kernel fills: zeros (out, in) with write noise, else no rows (skipped)."""
+        return np.zeros(self.shape if self.hidden is not None else (0, 0), np.uint8)
+
+    def _redraw_apparent(self, touched: np.ndarray | None) -> None:
+        """w = hidden + write noise for the elements touched marks (all for None)."""
+        mask = np.zeros((0, 0), np.uint8) if touched is None else touched
+        redraw_kernel(self.w, self.hidden, mask, np.broadcast_to(np.float32(self.effects.write_noise), self.shape),
+                      self.w, self.w, False, self.seed, self._next(), WRITE)
+
+    def post_update_step(self) -> bool:
+        """What aihwkit 1.1.0 applies once per optimizer step (its post_update_step, alpha 1): diffusion
+        w <- clip(w + rate xi), then decay w <- b + (w - b) scale, clipped to the element's bounds; on the
+        hidden weights with write noise, then every apparent weight is redrawn. Returns whether anything
+        was applied (False without diffusion and lifetime)."""
+        fx = self.effects
+        if fx is None or (fx.diffusion_rate is None and fx.decay_scale is None):
+            return False
+        lo, hi = self._contiguous_bounds()
+        w = self._target
+        if fx.diffusion_rate is not None:
+            redraw_kernel(w, w, np.zeros((0, 0), np.uint8), fx.diffusion_rate, lo, hi, True, self.seed,
+                          self._next(), DIFFUSE)
+        if fx.decay_scale is not None:
+            b = fx.reset_bias
+            if self._decay_clip is None:
+                self._decay_clip = bool(((b < lo) | (b > hi)).any())
+            decay_kernel(w, b, fx.decay_scale, lo, hi, self._decay_clip)
+        if self.hidden is not None:
+            self._redraw_apparent(None)
+        return True
+
+    def _contiguous_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Contiguous copies of the element bounds (made once): the effects' passes over every element read
+        them at 8 bytes per element instead of the parameter rows' 24."""
+        if self._bounds_c is None:
+            self._bounds_c = tuple(np.ascontiguousarray(b) for b in self.bounds)
+        return self._bounds_c
+
+    def reset(self, columns: np.ndarray | None = None, prob: float = 1.0) -> None:
+        """Reset the elements of `columns` (default all), each with probability prob (1: all of them):
+        w = clip(b + reset_std xi) with b the element's reset value (aihwkit 1.1.0's reset_columns); with
+        write noise on the hidden weights, then every apparent weight is redrawn."""
+        fx = self.effects
+        if fx is None:
+            raise ValueError(f"{type(self.device).__name__} has no reset (aihwkit's families have)")
+        mask = np.zeros(self.shape, np.uint8)
+        mask[:, slice(None) if columns is None else np.atleast_1d(columns)] = 1
+        if prob < 1.0:
+            draw = np.random.default_rng([self.seed, self._next(), RESET]).uniform(size=self.shape)
+            mask &= (draw < prob).astype(np.uint8)
+        lo, hi = self._contiguous_bounds()
+        redraw_kernel(self._target, fx.reset_bias, mask, np.broadcast_to(np.float32(fx.reset_std), self.shape),
+                      lo, hi, True, self.seed, self._next(), RESET)
+        if self.hidden is not None:
+            self._redraw_apparent(None)
 
     # -- pulses -----------------------------------------------------------------------------------------
     def pulse(self, counts: np.ndarray) -> int:
@@ -67,7 +162,9 @@ class ConductanceArray:
         counts = np.ascontiguousarray(counts, dtype=np.int64)
         if counts.shape != self.shape:
             raise ValueError(f"counts has shape {counts.shape}, array is {self.shape}")
-        n = pulse_kernel(self.w, counts, *self.params.response, *self.params.noise, self.seed, self._next())
+        n = pulse_kernel(self._target, counts, *self.params.response, *self.params.noise, self.seed, self._next())
+        if self.hidden is not None:
+            self._redraw_apparent((counts != 0).view(np.uint8) if counts.size else None)
         self.pulses += int(n)
         return int(n)
 
@@ -87,15 +184,22 @@ class ConductanceArray:
         return int(n)
 
     def _update_pulsed(self, x, d, lr, cfg) -> int:
-        return pulsed_update_kernel(self.w, x, d, float(lr), self.params.granularity, cfg.desired_bl,
-                                    cfg.update_management, cfg.update_bl_management, *self.params.response,
-                                    *self.params.noise, self.seed, self._next())
+        touched = self._touched()
+        n = pulsed_update_kernel(self._target, x, d, float(lr), self.params.granularity, cfg.desired_bl,
+                                 cfg.update_management, cfg.update_bl_management, *self.params.response,
+                                 *self.params.noise, self.seed, self._next(), touched)
+        if self.hidden is not None:
+            self._redraw_apparent(touched)
+        return n
 
     def _update_expected(self, x, d, lr, cfg) -> int:
-        _, _, _, d_clip = train_plan(x, d, lr, self.params.granularity, cfg)
-        dw = (-float(lr)) * ((d * d_clip[:, None].astype(np.float32)).T @ x)
-        return expected_update_kernel(self.w, np.ascontiguousarray(dw, np.float64), self.params.granularity,
-                                      *self.params.response, *self.params.noise, self.seed, self._next())
+        dw = mean_update(x, d, lr, self.params.granularity, cfg)
+        touched = self._touched()
+        n = expected_update_kernel(self._target, np.ascontiguousarray(dw, np.float64), self.params.granularity,
+                                   *self.params.response, *self.params.noise, self.seed, self._next(), touched)
+        if self.hidden is not None:
+            self._redraw_apparent(touched)
+        return n
 
     # -- reads ------------------------------------------------------------------------------------------
     def read(self, x: np.ndarray, periphery: PeripheryConfig | None = None) -> np.ndarray:
@@ -116,7 +220,7 @@ class ConductanceArray:
     # -- device characteristics -------------------------------------------------------------------------
     def element_steps(self, up: bool, w: np.ndarray | None = None) -> np.ndarray:
         """Mean pulse step magnitude of every element at raw weights w (default: the current ones)."""
-        w = self.w if w is None else np.ascontiguousarray(w, dtype=np.float64)
+        w = self._target if w is None else np.ascontiguousarray(w, dtype=np.float64)
         return element_steps_kernel(w, up, *self.params.response)
 
     def symmetric_points(self) -> np.ndarray:
@@ -161,7 +265,9 @@ class ConductanceArray:
         """
         cycles = (np.full(self.shape, int(n_cycles), np.int64) if n_cycles is not None
                   else self.zero_shift_cycles())
-        alternate_kernel(self.w, cycles, *self.params.response, *self.params.noise, self.seed, self._next())
+        alternate_kernel(self._target, cycles, *self.params.response, *self.params.noise, self.seed, self._next())
+        if self.hidden is not None:
+            self._redraw_apparent((cycles > 0).view(np.uint8))
         self.pulses += 2 * int(cycles.sum())
         self.reference[...] = self.w
         if read_noise_std > 0:

@@ -91,6 +91,9 @@ class DeviceBase(Float32Config):
         elements share them); _consts() unless a family says otherwise."""
         return self._consts()
 
+    def _after_fill(self, ep: np.ndarray, rng: np.random.Generator) -> None:
+        """Changes of a drawn array's parameters after `_fill` (aihwkit's corrupt devices); none by default."""
+
     def _table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return _EMPTY, _EMPTY, _EMPTY
 
@@ -125,6 +128,7 @@ class DeviceBase(Float32Config):
         """Per-element parameters of an array of `shape`, device-to-device spread drawn from rng."""
         ep = np.zeros((*shape, N_ELEMENT_PARAMS))
         self._fill(ep, rng)
+        self._after_fill(ep, rng)
         bad = ep[..., W_MIN] >= ep[..., W_MAX]  # dead element: stuck at its mid point (as aihwkit)
         if bad.any():
             mid = 0.5 * (ep[..., W_MIN] + ep[..., W_MAX])

@@ -1,9 +1,11 @@
 """Named presets of real and paper devices, with the source of their numbers.
 
-aihwkit presets: the numbers of aihwkit's `simulator/presets/devices.py` (IBM aihwkit, Apache-2.0), which
-fit the cited measurements. Their write noise (`write_noise_std`) and the capacitor's leakage are not
-modelled here (docs/devices.md). Paper presets: R1 Table 8 (Wu et al., NeurIPS 2025; dw_min = 2 tau / 1200
-as in R1's code), R1 Fig. 2 (least squares), R3 (few-state devices).
+aihwkit presets (`aihwkit_*`): the fields aihwkit 1.1.0's preset classes set (`simulator/presets/devices.py`,
+IBM aihwkit, Apache-2.0), which fit the cited measurements; every other field at aihwkit's default (the
+family defaults here are aihwkit's), write noise and the capacitor's leakage included; `reram_sb`, `reram_es`,
+`capacitor`, `ecram`, `ecram_mo`, `gokmen_vlasov` are their responses alone (all fields given). Paper presets: R1
+Table 8 (Wu et al., NeurIPS 2025; dw_min = 2 tau / 1200 as in R1's code), R1 Fig. 2 (least squares), R3
+(few-state devices).
 """
 
 from __future__ import annotations
@@ -23,44 +25,94 @@ class Preset:
     description: str
     source: str
 
+    def sources(self) -> str:
+        """Where each number comes from: the fields the source sets, then every other field at its family's
+        default (for aihwkit's families: aihwkit 1.1.0's PulsedDevice and family defaults)."""
+        dev = self.device
+        values = dev.model_dump()
+        given = [k for k in values if k in dev.model_fields_set and k != "kind"]
+        rest = [k for k in values if k not in dev.model_fields_set and k != "kind"]
+        line = lambda keys: ", ".join(f"{k}={values[k]}" for k in keys)  # noqa: E731
+        return (f"  from {self.source}: {line(given)}\n"
+                f"  {dev.kind} defaults: {line(rest)}")
 
+
+_AIHWKIT = "aihwkit 1.1.0 "
 PRESETS: dict[str, Preset] = {
     "ideal": Preset(Ideal(tau=1.0, dw_min=2.0 / 1200), "symmetric constant step, 1200 states", "R1 (ideal device)"),
+    # aihwkit presets' responses alone (the names of earlier versions)
     "reram_sb": Preset(
         SoftBounds(dw_min=0.002, up_down=0.0, w_max=1.25, w_min=-0.75, mult_noise=False, dw_min_dtod=0.3,
                    up_down_dtod=0.01, w_max_dtod=0.3 / 1.25, w_min_dtod=0.3 / 0.75, dw_min_std=3.75),
-        "ReRAM, soft bounds, noisy (write noise not modelled)",
+        "ReRAM, soft bounds, noisy; the response of aihwkit_reram_sb without its write noise",
         "aihwkit ReRamSBPresetDevice: loose fit to Gong et al., Nat. Commun. 2018"),
     "reram_es": Preset(
         ExpStep(dw_min=0.00135, up_down=0.259359, w_max=1.0, w_min=-1.0, a=-0.5, b=-0.5, gamma_up=5.0,
                 gamma_down=5.0, A_up=-1.18445, A_down=-0.081404, dw_min_dtod=0.2, up_down_dtod=0.05,
                 w_max_dtod=0.3, w_min_dtod=0.3, dw_min_std=5.0),
-        "ReRAM, exponential step (write noise not modelled)",
+        "ReRAM, exponential step; aihwkit_reram_es without its write noise",
         "aihwkit ReRamESPresetDevice: fit to Gong et al., Nat. Commun. 2018"),
     "ecram": Preset(
         LinearStep(dw_min=0.002, up_down=0.0, w_max=1.1724, w_min=-0.8276, mult_noise=True, gamma_up=0.1153,
                    gamma_down=0.5085, dw_min_dtod=0.1, up_down_dtod=0.01, w_max_dtod=0.05, w_min_dtod=0.05,
                    gamma_up_dtod=0.05, gamma_down_dtod=0.05, dw_min_std=0.3, mean_bound_reference=True),
-        "Li-ion ECRAM, nearly linear",
+        "Li-ion ECRAM, nearly linear (the numbers of aihwkit_ecram)",
         "aihwkit EcRamPresetDevice: fit to Tang et al., IEDM 2018"),
     "ecram_mo": Preset(
         LinearStep(dw_min=2.8214e-4, up_down=0.0, w_max=1.1714, w_min=-0.8286, mult_noise=True,
                    gamma_up=0.4152, gamma_down=0.7342, dw_min_dtod=0.1, up_down_dtod=0.01, w_max_dtod=0.05,
                    w_min_dtod=0.05, gamma_up_dtod=0.05, gamma_down_dtod=0.05, dw_min_std=2.0,
                    mean_bound_reference=True),
-        "metal-oxide ECRAM",
+        "metal-oxide ECRAM (the numbers of aihwkit_ecram_mo)",
         "aihwkit EcRamMOPresetDevice: data of Kim et al., IEDM 2019"),
     "capacitor": Preset(
         LinearStep(dw_min=0.005, up_down=0.0, w_max=1.0, w_min=-1.0, mult_noise=False, gamma_up=0.05,
                    gamma_down=0.05, dw_min_dtod=0.1, up_down_dtod=0.06, w_max_dtod=0.07, w_min_dtod=0.07,
                    gamma_up_dtod=0.01, gamma_down_dtod=0.01, dw_min_std=0.3, mean_bound_reference=True),
-        "CMOS capacitor cell (leakage not modelled)",
+        "CMOS capacitor cell; aihwkit_capacitor without its leakage",
         "aihwkit CapacitorPresetDevice: fit to Li et al., VLSI 2018"),
     "gokmen_vlasov": Preset(
         ConstantStep(dw_min=0.0016, dw_min_dtod=0.3, dw_min_std=0.3, up_down=0.0, up_down_dtod=0.01,
                      w_max=1.0, w_min=-1.0, w_max_dtod=0.3, w_min_dtod=0.3),
-        "RPU specification, constant step, 1250 states",
+        "RPU specification, constant step, 1250 states (= aihwkit_gokmen_vlasov)",
         "aihwkit GokmenVlasovPresetDevice: Gokmen & Vlasov, Front. Neurosci. 2016"),
+    # aihwkit's presets: exactly the fields its preset classes set (simulator/presets/devices.py)
+    "aihwkit_reram_sb": Preset(
+        SoftBounds(dw_min=0.002, dw_min_std=3.75, w_max=1.25, w_max_dtod=0.24, w_min=-0.75, w_min_dtod=0.4,
+                   write_noise_std=56.0, mult_noise=False),
+        "ReRAM, soft bounds, additive cycle noise, write noise",
+        _AIHWKIT + "ReRamSBPresetDevice (a SoftBoundsReference with no reference: the same element; loose fit "
+        "to Gong et al., Nat. Commun. 2018)"),
+    "aihwkit_reram_es": Preset(
+        ExpStep(dw_min=0.00135, dw_min_dtod=0.2, dw_min_std=5.0, up_down=0.259359, up_down_dtod=0.05, w_max=1.0,
+                w_min=-1.0, A_up=-1.18445, A_down=-0.081404, gamma_up=5.0, gamma_down=5.0, a=-0.5, b=-0.5,
+                write_noise_std=75.0),
+        "ReRAM, exponential step, write noise",
+        _AIHWKIT + "ReRamESPresetDevice (fit to Gong et al., Nat. Commun. 2018)"),
+    "aihwkit_ecram": Preset(
+        LinearStep(dw_min=0.002, dw_min_dtod=0.1, w_max=1.1724, w_min=-0.8276, w_max_dtod=0.05, w_min_dtod=0.05,
+                   gamma_up=0.1153, gamma_down=0.5085),
+        "Li-ion ECRAM, nearly linear",
+        _AIHWKIT + "EcRamPresetDevice (fit to Tang et al., IEDM 2018)"),
+    "aihwkit_ecram_mo": Preset(
+        LinearStep(dw_min=2.8214e-4, dw_min_dtod=0.1, dw_min_std=2.0, w_max=1.1714, w_min=-0.8286, w_max_dtod=0.05,
+                   w_min_dtod=0.05, gamma_up=0.4152, gamma_down=0.7342),
+        "metal-oxide ECRAM",
+        _AIHWKIT + "EcRamMOPresetDevice (data of Kim et al., IEDM 2019)"),
+    "aihwkit_capacitor": Preset(
+        LinearStep(dw_min=0.005, dw_min_dtod=0.1, up_down_dtod=0.06, w_max=1.0, w_min=-1.0, w_max_dtod=0.07,
+                   w_min_dtod=0.07, gamma_up=0.05, gamma_down=0.05, gamma_up_dtod=0.01, gamma_down_dtod=0.01,
+                   mult_noise=False, lifetime=1e6, lifetime_dtod=0.3),
+        "CMOS capacitor cell with leakage (decay per optimizer step)",
+        _AIHWKIT + "CapacitorPresetDevice (fit to Li et al., VLSI 2018)"),
+    "aihwkit_idealized": Preset(
+        ConstantStep(dw_min=0.0002, up_down_dtod=0.0, w_max=1.0, w_min=-1.0),
+        "constant step, 10000 states, aihwkit's spreads",
+        _AIHWKIT + "IdealizedPresetDevice"),
+    "aihwkit_gokmen_vlasov": Preset(
+        ConstantStep(dw_min=0.0016, w_max=1.0, w_min=-1.0),
+        "RPU specification, constant step, 1250 states",
+        _AIHWKIT + "GokmenVlasovPresetDevice (Gokmen & Vlasov, Front. Neurosci. 2016)"),
     "pcm_like": Preset(
         Exponential(gamma=2.0, tau=0.7, dw_min=2 * 0.7 / 1200, dw_min_std=0.3),
         "strongly saturating response of PCM's gradual SET (R1's exponential family, g = 2)",

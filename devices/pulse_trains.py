@@ -32,15 +32,15 @@ def _power_int(q: float, n: int) -> float:
 @njit(cache=True)
 def plan_kernel(x, d, lr, dw_min, desired_bl, update_management, bl_management):
     """Pulse-train lengths and probability scales per sample (devices.update.train_plan documents them);
-    x, d C-contiguous float32; lr >= 0. Returns (bl int32 (B,), x_scale (B,), d_scale (B,), d_clip (B,)).
+    x, d C-contiguous float32; lr >= 0. Returns (bl int32 (B,), x_scale (B,), d_scale (B,)).
     Raises ValueError where x or d is not finite (a NaN would give a train length of NaN)."""
     batch = x.shape[0]
     bl = np.zeros(batch, np.int32)
     x_scale = np.zeros(batch)
     d_scale = np.zeros(batch)
-    d_clip = np.ones(batch)
     x_max = row_abs_max(x)
     d_max = row_abs_max(d)
+    managed = update_management or bl_management  # aihwkit turns update management on with BL management
     for b in range(batch):
         xm = float(x_max[b])
         dm = float(d_max[b])
@@ -49,16 +49,31 @@ def plan_kernel(x, d, lr, dw_min, desired_bl, update_management, bl_management):
         if xm <= 0.0 or dm <= 0.0 or lr <= 0.0:
             continue
         k = lr * xm * dm / dw_min
-        if k > desired_bl:
-            d_clip[b] = desired_bl / k
-            k = float(desired_bl)
         n = min(max(np.ceil(k), 1.0), desired_bl) if bl_management else desired_bl
         base = np.sqrt(lr / (dw_min * n))
-        ratio = np.sqrt(xm / (dm * d_clip[b])) if update_management else 1.0
+        ratio = 1.0
+        if managed:  # balance with d's maximum, shrunk where the sample saturates (x keeps its full scale)
+            ratio = np.sqrt(xm / (dm * min(1.0, desired_bl / k)))
         bl[b] = n
         x_scale[b] = base / ratio
-        d_scale[b] = base * ratio * d_clip[b]
-    return bl, x_scale, d_scale, d_clip
+        d_scale[b] = base * ratio
+    return bl, x_scale, d_scale
+
+
+@njit(cache=True)
+def clip_to_probability(v, scale):
+    """v (B, n) with row b clipped to +-1 / scale[b], where its probabilities scale[b] |v| exceed 1: v itself
+    (no copy) where none does, the common case."""
+    batch, n = v.shape
+    out = v
+    for b in range(batch):
+        lim = np.float32(1.0) / np.float32(scale[b]) if scale[b] > 0.0 else np.float32(np.inf)
+        for k in range(n):
+            if abs(v[b, k]) > lim:
+                if out is v:
+                    out = v.copy()
+                out[b, k] = lim if v[b, k] > 0 else -lim
+    return out
 
 
 TRAIN_STREAMS = uint64(1) << uint64(48)

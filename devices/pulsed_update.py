@@ -7,12 +7,13 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, uint32
 from numba.core.errors import NumbaPerformanceWarning
 
+from aimc.devices.bits import lowest_bit
 from aimc.devices.coincidences import coincide_row, coincide_rows_parallel, ring_size
 from aimc.devices.loops import total, zeros
-from aimc.devices.pulse_trains import fill_train, plan_kernel, slot_counts_of, slot_lists_of
+from aimc.devices.pulse_trains import INDEX, fill_train, plan_kernel, slot_counts_of, slot_lists_of
 
 # pulsed_update_kernel is built with parallel=True for the parallel pipeline's clean-up of its serial code,
 # not for a parallel loop (its docstring); Numba's warning that it found none is expected there
@@ -71,9 +72,25 @@ def _fill_trains_parallel(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_
                         d_counts)
 
 
+@njit(cache=True)
+def _mark_touched(touched, x_lists, x_counts, d_masks) -> None:
+    """touched[i, j] = 1 for every element that the coincidences fire at least once (in slot t of sample b:
+    d's train i fires and j is in x's slot list)."""
+    for b in range(d_masks.shape[0]):  # samples outside: d_masks is read along its rows
+        for i in range(touched.shape[0]):
+            md = d_masks[b, i]
+            while md != 0:
+                t = lowest_bit(md)
+                md &= md - uint32(1)
+                js = x_lists[b, t]
+                row = touched[i]
+                for a in range(x_counts[b, t]):
+                    row[js[a] & INDEX] = 1
+
+
 @njit(cache=True, parallel=True)
 def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_management,
-                         ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
+                         ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, touched) -> int:
     """The whole pulsed update W -= lr d^T x in one call: train plan (plan_kernel), the x
     and d pulse trains (pulse_trains_kernel with offsets 0 and B) with their slot lists, coincidences
     (coincidence_update_kernel). Bit-identical to running those stages one by one; one call instead of
@@ -84,9 +101,12 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
     Built with parallel=True although the function has no parallel loop of its own (the warning Numba
     gives at compilation is filtered above): the parallel pipeline's copy propagation removes the
     reference counting that inlined array arguments otherwise put on every pulse of the serial branch
-    (six atomic operations: 30 against 11 ms for 1e6 pulses on one thread)."""
+    (six atomic operations: 30 against 11 ms for 1e6 pulses on one thread).
+
+    touched: uint8 (out, in) zeros, set to 1 where an element received a pulse (write noise redraws those);
+    an array without rows (shape (0, 0)) skips that walk."""
     batch = x.shape[0]
-    bl, x_scale, d_scale, _ = plan_kernel(x, d, abs(lr), dw_min, desired_bl, update_management, bl_management)
+    bl, x_scale, d_scale = plan_kernel(x, d, abs(lr), dw_min, desired_bl, update_management, bl_management)
     max_bl = 1
     for b in range(batch):
         max_bl = max(max_bl, bl[b])
@@ -112,4 +132,6 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
     else:
         coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
                                ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
+    if touched.shape[0] > 0:
+        _mark_touched(touched, x_lists, x_counts, d_masks)
     return total(fired)

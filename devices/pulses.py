@@ -1,5 +1,6 @@
-"""Pulses fired one at a time into chosen elements: the reference pulse kernel (programming) and the
-alternating up/down pulses of the zero shift, with the one-pulse step the pulsed update shares.
+"""Pulses fired one at a time into chosen elements: the pulse kernel (programming, traces; float32 arithmetic as
+aihwkit's tiles) and the alternating up/down pulses of the zero shift (float64 within a call), with the
+one-pulse step the pulsed update shares.
 
 Each kernel takes (seed, counter) and keys one random stream per row, so results do not depend on the
 thread count.
@@ -40,22 +41,24 @@ def noisy_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additiv
 
 
 @njit(cache=True, inline="always")
-def _one_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, rs):
+def _one_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, rs, F):
     """Apply one pulse with cycle-to-cycle noise (drawn from RNG state rs), then clip to the element's
-    bounds. Returns (new w, next state)."""
+    bounds; arithmetic in F. Returns (new w, next state)."""
     xi = 0.0
     noisy = sigma > 0.0
     if noisy:
         xi, rs = normal_step(rs)
-    return noisy_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi, np.float64, noisy), rs
+    return noisy_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi, F, noisy), rs
 
 
 @njit(cache=True, inline="always")
 def _pulses(w, n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s):
-    """Apply |n| pulses one at a time, up for n > 0, down for n < 0. Returns (new w, next state)."""
+    """Apply |n| pulses one at a time, up for n > 0, down for n < 0, in float32 as aihwkit's tiles (a noiseless
+    trace equals aihwkit 1.1.0's to float32 rounding). Returns (new w, next state)."""
     up = n > 0
+    w = np.float32(w)
     for _ in range(abs(n)):
-        w, s = _one_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
+        w, s = _one_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s, np.float32)
     return w, s
 
 
@@ -88,6 +91,8 @@ def alternate_kernel(w, cycles, ep, code, consts, grid, tab_up, tab_dn, sigma, a
         for j in range(cols):
             v = float(w[i, j])
             for _ in range(cycles[i, j]):
-                v, s = _one_pulse(v, True, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
-                v, s = _one_pulse(v, False, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
+                v, s = _one_pulse(v, True, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s,
+                                  np.float64)
+                v, s = _one_pulse(v, False, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s,
+                                  np.float64)
             w[i, j] = v

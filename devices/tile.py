@@ -66,10 +66,14 @@ class AnalogTile:
         """Write `weight` (out, in) exactly into array 0 as w - reference (clipped to each element's
         bounds) and 0 into the others, as aihwkit's set_weights."""
         for n, a in enumerate(self.arrays):
-            target = weight if n == 0 else np.zeros_like(a.w)
-            lo, hi = a.bounds
-            a.w[...] = np.clip(target + a.reference, lo, hi)
+            a.set_weights((weight if n == 0 else np.zeros_like(a.w)) + a.reference)
         self.invalidate(layout=True)
+
+    def post_update_step(self) -> None:
+        """aihwkit's once-per-optimizer-step effects (diffusion, decay) on every array
+        (ConductanceArray.post_update_step); nothing where the device has none."""
+        if any([a.post_update_step() for a in self.arrays]):
+            self.invalidate()
 
     # -- the cached forward weight ----------------------------------------------------------------------
     def invalidate(self, layout: bool = False) -> None:

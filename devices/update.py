@@ -8,7 +8,7 @@ import numpy as np
 from pydantic import Field
 
 from aimc.common.validation import Float32Config
-from aimc.devices.pulse_trains import plan_kernel
+from aimc.devices.pulse_trains import clip_to_probability, plan_kernel
 
 
 class UpdateConfig(Float32Config):
@@ -24,16 +24,27 @@ class UpdateConfig(Float32Config):
 
 
 def train_plan(x: np.ndarray, d: np.ndarray, lr: float, dw_min: float, cfg: UpdateConfig):
-    """Per-sample pulse-train lengths and probability scales for the update W -= lr d x^T.
+    """Per-sample pulse-train lengths and probability scales for the update W -= lr d x^T (aihwkit 1.1.0,
+    PulsedUpdateMetaParameter::performUpdateManagement).
 
-    With k = |lr| max|x| max|d| / dw_min per sample: BL = min(ceil(k), desired_bl) (or desired_bl); d is
-    scaled by desired_bl / k where k exceeds desired_bl (saturated trains clip the update); the probability
-    scales A (for d) and B (for x) satisfy A B BL dw_min = |lr|, so the mean number of coincidences of
-    element (i, j) is |lr| |x_j| |d_i| / dw_min per sample; with update management A max|d| = B max|x|.
-    Returns (bl int32 (B,), x_scale (B,), d_scale (B,), d_clip (B,)): p_x = x_scale |x|, p_d = d_scale |d|,
-    and d_clip the saturation factor applied. A sample with x = 0 or d = 0 gets BL = 0 (no pulses).
-    `dw_min` is the device's granularity (`DeviceBase.granularity`: dw_min, or aihwkit's value for PowStep,
-    ExpStep and PiecewiseStep).
+    With k = |lr| max|x| max|d| / dw_min per sample: BL = min(ceil(k), desired_bl) with BL management, else
+    desired_bl; the probability scales A (for d) and B (for x) satisfy A B BL dw_min = |lr|, so the mean
+    number of coincidences of element (i, j) is |lr| |x_j| |d_i| / dw_min per sample while no probability
+    exceeds 1. Update management (on whenever BL management is, as in aihwkit) balances them,
+    A max|d| = B max|x|, with max|d| shrunk by desired_bl / k where k exceeds desired_bl: x then keeps its
+    full scale (B max|x| = 1) and d_i fires with probability min(1, (k / BL) |d_i| / max|d|). Without either
+    management A = B = sqrt(|lr| / (dw_min desired_bl)). Probabilities are min(scale |v|, 1).
+    Returns (bl int32 (B,), x_scale (B,), d_scale (B,)): p_x = min(x_scale |x|, 1), p_d = min(d_scale |d|, 1).
+    A sample with x = 0 or d = 0 gets BL = 0 (no pulses). `dw_min` is the device's granularity
+    (`DeviceBase.granularity`: dw_min, or aihwkit's value for PowStep, ExpStep and PiecewiseStep).
     """
     return plan_kernel(np.ascontiguousarray(x, np.float32), np.ascontiguousarray(d, np.float32), abs(float(lr)),
                        float(dw_min), cfg.desired_bl, cfg.update_management, cfg.update_bl_management)
+
+
+def mean_update(x: np.ndarray, d: np.ndarray, lr: float, dw_min: float, cfg: UpdateConfig) -> np.ndarray:
+    """The mean change of the pulsed update in weight units, -lr sum_b d_b^T x_b with the pulse probabilities
+    clipped at 1: dw_min BL p_d p_x per sample and element, down where lr d x > 0. x_b, d_b enter as
+    clip(v, -1 / scale, 1 / scale) (where no probability clips: -lr d^T x exactly). x, d float32."""
+    _, x_scale, d_scale = train_plan(x, d, lr, dw_min, cfg)
+    return (-float(lr)) * (clip_to_probability(d, d_scale).T @ clip_to_probability(x, x_scale))

@@ -104,9 +104,9 @@ def ref_q(cfg: dict, w, up: bool) -> np.ndarray:
     if kind == "PowStep":
         g, split = cfg.get("pow_gamma", 1.0), cfg.get("pow_up_down", 0.0)
         r = hi - lo
-        if up:
-            return amp * np.clip((hi - w) / r, 0, None) ** (g * (1 + split))
-        return amp * np.clip((w - lo) / r, 0, None) ** (g * (1 - split))
+        if up:  # aihwkit 1.1.0's binary lowers one exponent only
+            return amp * np.clip((hi - w) / r, 0, None) ** (g * (1 + min(split, 0.0)))
+        return amp * np.clip((w - lo) / r, 0, None) ** (g * (1 - max(split, 0.0)))
     if kind == "PiecewiseStep":
         nodes = cfg["piecewise_up"] if up else cfg["piecewise_down"]
         return amp * np.interp(w, np.linspace(lo, hi, len(nodes)), nodes)

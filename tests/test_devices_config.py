@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -106,6 +107,15 @@ def test_presets_cover_the_issue_s_devices():
         assert p.source and p.description, name
 
 
+def test_preset_sources_name_every_field_once():
+    """`aimc devices --sources`: each field of a preset appears once, under its source or the family defaults."""
+    for name, p in PRESETS.items():
+        text = p.sources()
+        for field in p.device.model_dump():
+            if field != "kind":
+                assert len(re.findall(rf"(?<![\w]){field}=", text)) == 1, (name, field)
+
+
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_preset_round_trips_through_a_file(name, tmp_path):
     dev = load_device(name)
@@ -159,7 +169,7 @@ def test_cli_devices_lists_every_preset(tmp_path):
     for name, p in PRESETS.items():
         row = next(line for line in lines if line.split()[:1] == [name])
         assert p.device.kind in row and f"{p.device.n_states:.0f}" in row.split()
-        assert any(line.startswith(f"{name}: {p.source}") for line in lines)
+        assert f"{name}:\n{p.sources()}" in out.stdout and p.source in p.sources()
 
 
 def test_cli_version(tmp_path):

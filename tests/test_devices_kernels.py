@@ -74,7 +74,7 @@ def test_array_parameters_are_float32(kind):
 
 @pytest.mark.parametrize("kind", DEVICE_KINDS)
 def test_pulse_kernel_matches_a_python_loop(kind):
-    """sigma = 0: counts[i, j] signed pulses, each w += +-dw_min q(w) then clipped, in float64 within a call."""
+    """sigma = 0: counts[i, j] signed pulses, each w += +-dw_min q(w) then clipped, in float32 (as aihwkit)."""
     cfg = FAMILY_CONFIGS[kind]
     shape = (12, 10)
     lo, hi, rng, p, w0 = _random_start(cfg, shape, seed=0)
@@ -82,13 +82,14 @@ def test_pulse_kernel_matches_a_python_loop(kind):
     w = w0.copy()
     fired = pulse_kernel(w, counts, *p.response, 0.0, False, 1, 1)
     assert fired == np.abs(counts).sum()
-    ref = w0.astype(np.float64)
+    ref = w0.astype(np.float32)
+    lo32, hi32 = np.float32(lo), np.float32(hi)
     for t in range(np.abs(counts).max()):
         active = np.abs(counts) > t
         up = counts > 0
-        step = cfg["dw_min"] * np.where(up, ref_q(cfg, ref, True), ref_q(cfg, ref, False))
-        ref = np.where(active, np.clip(ref + np.where(up, step, -step), lo, hi), ref)
-    np.testing.assert_allclose(w, ref.astype(np.float32), atol=1e-6)
+        step = (cfg["dw_min"] * np.where(up, ref_q(cfg, ref, True), ref_q(cfg, ref, False))).astype(np.float32)
+        ref = np.where(active, np.clip(ref + np.where(up, step, -step), lo32, hi32), ref)
+    np.testing.assert_allclose(w, ref, atol=1e-6)
 
 
 @njit
@@ -434,16 +435,18 @@ def test_fused_pulsed_update_equals_the_stages(kind, rows, cols, batch):
              (one_slot_lr, UpdateConfig())]
     for lr, ucfg in cases:
         w_staged = arr.w.copy()
-        bl, xs, ds, _ = plan_kernel(x, d, abs(lr), p.granularity, ucfg.desired_bl, ucfg.update_management,
-                                    ucfg.update_bl_management)
+        bl, xs, ds = plan_kernel(x, d, abs(lr), p.granularity, ucfg.desired_bl, ucfg.update_management,
+                                 ucfg.update_bl_management)
         x_masks = pulse_trains_kernel(x, xs, bl, arr.seed, 5, 0)
         d_masks = pulse_trains_kernel(d, ds, bl, arr.seed, 5, batch)
         lists, counts = slot_lists_kernel(x_masks, x, int(bl.max()))
         n_staged = coincidence_update_kernel(w_staged, lists, counts, d, float(np.sign(lr)), d_masks,
                                              *p.response, *p.noise, arr.seed, 5)
         w_fused = arr.w.copy()
+        touched = np.zeros(arr.shape, np.uint8)
         n_fused = pulsed_update_kernel(w_fused, x, d, lr, p.granularity, ucfg.desired_bl, ucfg.update_management,
-                                       ucfg.update_bl_management, *p.response, *p.noise, arr.seed, 5)
+                                       ucfg.update_bl_management, *p.response, *p.noise, arr.seed, 5, touched)
+        assert np.all(touched[w_fused != arr.w] == 1)  # every changed element is marked as pulsed
         assert n_staged > 0 and n_fused == n_staged
         if lr == one_slot_lr:
             assert bl.max() == 1
@@ -463,7 +466,8 @@ def test_expected_update_kernel_whole_pulses_without_noise(kind):
     lo, hi, rng, p, w0 = _random_start(cfg, shape, seed=3)
     n = rng.integers(-8, 9, shape)
     w = w0.copy()
-    fired = expected_update_kernel(w, n * cfg["dw_min"], cfg["dw_min"], *p.response, 0.0, False, 1, 1)
+    fired = expected_update_kernel(w, n * cfg["dw_min"], cfg["dw_min"], *p.response, 0.0, False, 1, 1,
+                                   np.zeros((0, 0), np.uint8))
     assert fired == np.abs(n).sum()
     w64 = w0.astype(float)
     step = cfg["dw_min"] * np.where(n > 0, ref_q(cfg, w64, True), ref_q(cfg, w64, False))
@@ -480,7 +484,7 @@ def test_expected_update_kernel_noise_variance():
         w = np.full(shape, 0.1, np.float32)
         n = 4
         expected_update_kernel(w, np.full(shape, n * cfg["dw_min"]), cfg["dw_min"], *p.response, 0.3,
-                               not mult, 2, 1)
+                               not mult, 2, 1, np.zeros((0, 0), np.uint8))
         s = cfg["dw_min"] * ref_q(cfg, 0.1, True)
         scale = s if mult else cfg["dw_min"]
         dws = w.astype(float) - float(np.float32(0.1))

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import FAMILY_CONFIGS, SPREAD_CONFIGS, ref_bounds, ref_multiplicative, ref_q, ref_step_scale
+from conftest import (
+    FAMILY_CONFIGS,
+    NO_SPREAD,
+    SPREAD_CONFIGS,
+    ref_bounds,
+    ref_multiplicative,
+    ref_q,
+    ref_step_scale,
+)
 from scipy.optimize import brentq
 
-from aimc.devices import DEVICE_KINDS, ConductanceArray, parse_device
-from aimc.devices.response_step import DW_DOWN, DW_UP, W_MAX, W_MIN
+from aimc.devices import DEVICE_KINDS, ConductanceArray, parse_device, soft_bounds_pmax
+from aimc.devices.response_step import DW_DOWN, DW_UP, GAMMA_DOWN, GAMMA_UP, W_MAX, W_MIN
 
 
 def test_every_kind_has_a_reference_config():
@@ -201,7 +209,9 @@ def test_constant_step_counts_its_states(cfg):
     # round-off may leave the n-th pulse a hair short of the bound, hence n or n + 1
     assert ks[reached].min() in (n_states, n_states + 1)
     assert np.all(reached[ks >= n_states + 1]) and not np.any(reached[ks < n_states])
-    np.testing.assert_allclose(arr.w[0, ks < n_states], lo + ks[ks < n_states] * cfg["dw_min"], atol=1e-5)
+    # float32 pulses (as aihwkit): each addition rounds by at most half an ulp, 6e-8 for |w| <= 1
+    np.testing.assert_allclose(arr.w[0, ks < n_states], lo + ks[ks < n_states] * cfg["dw_min"],
+                               atol=6e-8 * n_states + 1e-7)
     # single pulses, one call each, from w_min: the same count in float32 storage
     one = ConductanceArray(1, 1, parse_device(cfg), seed=0)
     one.pulse(np.full((1, 1), -(n_states + 5), np.int64))
@@ -268,3 +278,37 @@ def test_aihwkit_up_down_shrinks_one_direction_only():
     assert sb.symmetric_point() == pytest.approx(c * tau / (2 - c), abs=1e-12)
     assert sb.q_plus(0.0) == pytest.approx(1.0) and sb.q_minus(0.0) == pytest.approx(1 - c)
     assert parse_device(dict(kind="linear", c=c, tau=tau)).symmetric_point() == pytest.approx(c * tau)
+
+
+def test_powstep_exponents_split_one_sidedly_with_additive_gain():
+    """aihwkit 1.1.0's binary: gamma_up = pow_gamma (min(ud, 0) + g + s), gamma_down = pow_gamma (-max(ud, 0)
+    + g - s), g = 1 + pow_gamma_dtod xi, s = pow_up_down_dtod xi: pow_gamma 2, pow_up_down 0.2 give means 2.0
+    and 1.6 (not 2.4 / 1.6), each with std pow_gamma sqrt(pow_gamma_dtod^2 + pow_up_down_dtod^2)."""
+    dev = parse_device(dict(kind="PowStep", pow_gamma=2.0, pow_up_down=0.2, pow_gamma_dtod=0.1,
+                            pow_up_down_dtod=0.05))
+    ep = ConductanceArray(200, 200, dev, seed=1).params.ep.astype(float)
+    g_up, g_dn = ep[..., GAMMA_UP], ep[..., GAMMA_DOWN]
+    se = 2.0 * np.hypot(0.1, 0.05) / 200
+    assert abs(g_up.mean() - 2.0) < 5 * se and abs(g_dn.mean() - 1.6) < 5 * se
+    assert g_up.std() == pytest.approx(2.0 * np.hypot(0.1, 0.05), rel=0.03)
+    assert np.corrcoef(g_up.ravel(), g_dn.ravel())[0, 1] == pytest.approx((0.1**2 - 0.05**2) / (0.1**2 + 0.05**2),
+                                                                          abs=0.02)
+    neg = parse_device(dict(kind="PowStep", pow_gamma=2.0, pow_up_down=-0.2, pow_gamma_dtod=0.0)).nominal().ep
+    assert (neg[0, 0, GAMMA_UP], neg[0, 0, GAMMA_DOWN]) == pytest.approx((1.6, 2.0))
+
+
+def test_soft_bounds_pmax_is_aihwkit_s_conversion():
+    """aihwkit 1.1.0's SoftBoundsPmaxDevice at its defaults (p_max 1000, alpha 5e-4, range -1..1):
+    B = 2 / (1 - e^-0.5) = 5.083, b_max = 4.083, dw_up = B alpha = 2.54e-3, dw_down = 2 alpha = 1e-3; 1000
+    noiseless up pulses from -1 reach b_max - (b_max + 1)(1 - dw_up / b_max)^1000 = 1.356 (not the
+    documented 1.0)."""
+    dev = soft_bounds_pmax(**NO_SPREAD)
+    ep = dev.nominal().ep[0, 0]
+    span = 2 / (1 - np.exp(-0.5))
+    assert (ep[W_MAX], ep[W_MIN], ep[DW_UP], ep[DW_DOWN]) == pytest.approx((span - 1, -1, span * 5e-4, 1e-3))
+    arr = ConductanceArray(1, 1, dev)
+    arr.set_weights(np.full((1, 1), -1.0))
+    arr.pulse(np.full((1, 1), 1000))
+    b_max = span - 1
+    assert arr.w[0, 0] == pytest.approx(b_max - (b_max + 1) * (1 - span * 5e-4 / b_max) ** 1000, abs=1e-4)
+    assert arr.w[0, 0] == pytest.approx(1.356, abs=1e-3)

@@ -24,24 +24,50 @@ def _signed_uniform(rng, shape, lo=0.2, hi=1.0):
 
 @pytest.mark.parametrize("bl_management", [True, False])
 def test_train_plan_closed_form(bl_management):
+    """aihwkit 1.1.0's PulsedUpdateMetaParameter::performUpdateManagement: A B BL dw_min = lr, balanced so that
+    A max|d| = B max|x|, except where k = lr max|x| max|d| / dw_min exceeds desired_bl: then only the balance
+    scale max|d| shrinks by desired_bl / k, so the largest x fires in every slot (B max|x| = 1) and
+    A max|d| = k / desired_bl (the large d clip at probability 1, the small keep their share)."""
     rng = np.random.default_rng(0)
     x = rng.normal(0, 0.25, (6, 40)).astype(np.float32)  # the arrays hand float32 to train_plan
     d = (rng.normal(0, 1e-3, (6, 30)) * np.array([1, 3, 10, 30, 100, 300])[:, None]).astype(np.float32)
     lr, dw_min, bl_max = 0.1, 1e-3, 31
     cfg = UpdateConfig(desired_bl=bl_max, update_bl_management=bl_management)
-    bl, xs, ds, clip = train_plan(x, d, lr, dw_min, cfg)
+    bl, xs, ds = train_plan(x, d, lr, dw_min, cfg)
     xm, dm = np.abs(x).max(1).astype(float), np.abs(d).max(1).astype(float)
     k = lr * xm * dm / dw_min
     assert (k < bl_max).any() and (k > bl_max).any()  # both regimes present
-    want_clip = np.where(k > bl_max, bl_max / k, 1.0)
-    np.testing.assert_allclose(clip, want_clip, rtol=1e-12)
     want_bl = np.minimum(np.ceil(k), bl_max) if bl_management else np.full(6, bl_max)
     np.testing.assert_array_equal(bl, want_bl)
-    # one coincidence per slot with probability p_x p_d: mean count lr |x||d| d_clip / dw_min per element
-    np.testing.assert_allclose(xs * ds * bl * dw_min, lr * want_clip, rtol=1e-12)
-    # update management: the largest x and d pulse probabilities are equal (and at most 1)
-    np.testing.assert_allclose(xs * xm, ds * dm, rtol=1e-12)
+    # one coincidence per slot with probability p_x p_d (before clipping at 1): mean count lr |x||d| / dw_min
+    np.testing.assert_allclose(xs * ds * bl * dw_min, lr, rtol=1e-12)
+    sat = k > bl_max
+    np.testing.assert_allclose((xs * xm)[sat], 1.0, rtol=1e-12)
+    np.testing.assert_allclose((ds * dm)[sat], k[sat] / bl_max, rtol=1e-12)
+    np.testing.assert_allclose((xs * xm)[~sat], (ds * dm)[~sat], rtol=1e-12)
     assert np.all(xs * xm <= 1 + 1e-12)
+
+
+def test_train_plan_without_management_is_fixed():
+    """Both managements off: BL = desired_bl and A = B = sqrt(lr / (dw_min BL)) whatever x and d (aihwkit
+    1.1.0's calculateBlAB with fixed_BL); probabilities above 1 clip, no other saturation factor."""
+    rng = np.random.default_rng(1)
+    x, d = rng.normal(0, 1, (4, 8)), rng.normal(0, 1, (4, 5))
+    cfg = UpdateConfig(desired_bl=7, update_management=False, update_bl_management=False)
+    bl, xs, ds = train_plan(x, d, 0.3, 1e-3, cfg)
+    np.testing.assert_array_equal(bl, 7)
+    np.testing.assert_allclose(xs, np.sqrt(0.3 / (1e-3 * 7)), rtol=1e-12)
+    np.testing.assert_allclose(ds, xs, rtol=1e-12)
+
+
+def test_train_plan_bl_management_turns_update_management_on():
+    """aihwkit 1.1.0 (PulsedUpdateMetaParameter::initialize) balances the trains whenever BL management is on."""
+    rng = np.random.default_rng(2)
+    x, d = rng.normal(0, 1, (4, 8)).astype(np.float32), rng.normal(0, 1e-3, (4, 5)).astype(np.float32)
+    on = train_plan(x, d, 0.1, 1e-3, UpdateConfig())
+    off = train_plan(x, d, 0.1, 1e-3, UpdateConfig(update_management=False))
+    for a, b in zip(on, off):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_train_plan_inactive_samples_fire_nothing():
@@ -49,7 +75,7 @@ def test_train_plan_inactive_samples_fire_nothing():
     x[1] = 0.0
     d = np.ones((3, 5)) * 1e-2
     d[2] = 0.0
-    bl, _, _, _ = train_plan(x, d, 0.1, 1e-3, PULSED)
+    bl, _, _ = train_plan(x, d, 0.1, 1e-3, PULSED)
     assert bl[0] > 0 and bl[1] == 0 and bl[2] == 0
 
 
@@ -95,27 +121,43 @@ def test_mean_pulse_count_is_lr_sum_x_sum_d_over_dw_min(lr, d_std):
     assert arr.pulses == fired.sum()
 
 
-def test_saturated_trains_clip_the_update():
-    """k = lr max|x| max|d| / dw_min > BL: d is scaled by BL / k, so pulses per sample are clipped."""
+def test_saturated_trains_clip_the_large_d_only():
+    """k = lr max|x| max|d| / dw_min > BL (aihwkit 1.1.0): x keeps its full scale, p_x = |x_j| / max|x|, and
+    each d_i fires with p_d = min(1, (k / BL) |d_i| / max|d|): the mean pulse count of element (i, j) is
+    BL p_x p_d per sample, so only the large d_i are clipped."""
     rng = np.random.default_rng(2)
     arr = _ideal_array()
     x = rng.normal(0, 0.25, (4, 40))
     d = rng.normal(0, 0.05, (4, 48))
     lr = 1.0
-    k = lr * np.abs(x).max(1) * np.abs(d).max(1) / 1e-3
+    xm, dm = np.abs(x).max(1), np.abs(d).max(1)
+    k = lr * xm * dm / 1e-3
     assert k.min() > 31
-    want = (lr * np.abs(x).sum(1) * np.abs(d).sum(1) / 1e-3 * (31 / k)).sum()
+    p_x = np.abs(x) / xm[:, None]
+    p_d = np.minimum(1.0, (k / 31)[:, None] * np.abs(d) / dm[:, None])
+    assert (p_d < 1).mean() > 0.3 and (p_d == 1).any()  # both the clipped and the kept share present
+    want = (31 * p_x.sum(1) * p_d.sum(1)).sum()
     fired = np.array([arr.update(x, d, lr, PULSED) for _ in range(40)], float)
     assert fired.mean() == pytest.approx(want, rel=0.01)
     # no element receives more than BL pulses from one sample
     one = ConductanceArray(48, 40, parse_device(dict(kind="ideal", tau=100.0, dw_min=1e-3)), seed=3)
     one.update(x[:1], d[:1], lr, PULSED)
     assert np.abs(one.w).max() <= 31 * 1e-3 + 1e-6
-    # the expected mode clips the same samples by the same factor
+    # the expected mode applies the same mean: dw_min BL sign(d_i x_j) p_d p_x per sample, down for d x > 0
     exp = _ideal_array(seed=4)
     exp.update(x, d, lr, EXPECTED)
-    want_dw = -lr * (d * (31 / k)[:, None]).T @ x
+    want_dw = -1e-3 * 31 * (np.sign(d) * p_d).T @ (np.sign(x) * p_x)
     np.testing.assert_allclose(exp.w, want_dw, atol=1e-3 + 1e-6)
+
+
+def test_without_management_a_probability_above_one_fires_every_slot():
+    """Managements off, BL 1, lr 1, x = d = 1 (aihwkit 1.1.0): A = B = sqrt(lr / dw_min) > 1 clips to
+    probability 1, so every update fires exactly one down pulse, no other saturation factor."""
+    arr = _ideal_array(shape=(1, 1))
+    cfg = UpdateConfig(desired_bl=1, update_management=False, update_bl_management=False)
+    fired = [arr.update(np.ones((1, 1)), np.ones((1, 1)), 1.0, cfg) for _ in range(50)]
+    assert fired == [1] * 50
+    assert arr.w[0, 0] == pytest.approx(-50e-3, rel=1e-5)
 
 
 # -- Analog Update (R1 eq. 5, Theorem 4) ---------------------------------------------------------------

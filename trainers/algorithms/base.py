@@ -102,6 +102,9 @@ class AnalogOptimizer(torch.optim.Optimizer):
                 self.update_block(li, bi, block, x, d)
         self.steps += 1
         self.after_step()
+        for layer in self.layers:  # the devices' once-per-step effects (diffusion, decay), as aihwkit
+            for tile in layer.tiles:
+                tile.post_update_step()
         return loss
 
     def _check_finite(self, batches: list[tuple[np.ndarray, np.ndarray] | None]) -> None:

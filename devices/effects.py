@@ -1,0 +1,138 @@
+"""aihwkit's device effects beyond the pulse response: write noise, decay toward the reset value, diffusion,
+reset and corrupt devices, with aihwkit's parameter names, defaults and equations (IBM aihwkit 1.1.0's
+PulsedDevice; where its docstrings and its binary disagree, the binary: docs/devices.md lists where).
+
+`DeviceEffects` holds the config fields (a base of the aihwkit families); `draw_effects` draws the
+per-element values of an array once, `ElementEffects` holds them; `redraw_kernel` adds Gaussian noise to
+chosen elements (write noise, diffusion, reset) from counter-keyed streams, so results do not depend on the
+thread count. All of it is skipped where the effect is off: an array without effects pays nothing per pulse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange, uint64
+from pydantic import BaseModel, Field
+
+from aimc.devices.normals import BLOCK, fill_normals
+from aimc.devices.response_step import DW_DOWN, DW_UP, W_MAX, W_MIN
+from aimc.devices.rng import stream_seed
+
+EFFECT_STREAMS = uint64(1) << uint64(50)
+"""Stream index offset of the effects' noise: row i of effect stream k draws from stream
+EFFECT_STREAMS + k * 2^32 + i, apart from the pulse and train streams of the same call."""
+WRITE, DIFFUSE, RESET = 0, 1, 2
+
+
+class DeviceEffects(BaseModel):
+    """aihwkit 1.1.0's effect fields of a pulsed device (all off by default, as there)."""
+
+    write_noise_std: float = Field(0.0, ge=0, description="write noise: std of the apparent weight around the "
+                                                         "hidden one, in units of dw_min, redrawn after each pulse")
+    apply_write_noise_on_set: bool = Field(True, description="draw write noise when weights are set")
+    lifetime: float = Field(0.0, ge=0, description="decay toward the reset value per optimizer step: "
+                                                  "w <- b + (w - b)(1 - 1/lifetime); 0 = off")
+    lifetime_dtod: float = Field(0.0, ge=0, description="device-to-device relative std of the lifetime")
+    diffusion: float = Field(0.0, ge=0, description="std of the random walk per optimizer step (weight units)")
+    diffusion_dtod: float = Field(0.0, ge=0, description="device-to-device relative std of the diffusion rate")
+    reset: float = Field(0.0, ge=0, description="mean reset value b (also the decay target)")
+    reset_dtod: float = Field(0.0, ge=0, description="device-to-device std of the reset value (absolute)")
+    reset_std: float = Field(0.01, ge=0, description="cycle-to-cycle std of a reset")
+    corrupt_devices_prob: float = Field(0.0, ge=0, le=1, description="probability that an element is stuck")
+    corrupt_devices_range: float = Field(0.1, ge=0, description="a stuck element's value is uniform within "
+                                                               "+- this range (and its bounds)")
+
+    def corrupt(self, ep: np.ndarray, rng: np.random.Generator) -> None:
+        """Stick elements with probability corrupt_devices_prob: b_max = b_min = a value uniform in
+        [max(b_lo, -range), min(b_hi, range)] (b_lo, b_hi the element's bounds in order), zero steps."""
+        if self.corrupt_devices_prob <= 0:
+            return
+        shape = ep.shape[:-1]
+        stuck = rng.uniform(size=shape) < self.corrupt_devices_prob
+        lo = np.maximum(np.minimum(ep[..., W_MIN], ep[..., W_MAX]), -self.corrupt_devices_range)
+        hi = np.minimum(np.maximum(ep[..., W_MIN], ep[..., W_MAX]), self.corrupt_devices_range)
+        value = lo + (hi - lo) * rng.uniform(size=shape)
+        for col, v in ((W_MAX, value), (W_MIN, value), (DW_UP, 0.0), (DW_DOWN, 0.0)):
+            ep[..., col] = np.where(stuck, v, ep[..., col])
+
+    def draw_effects(self, shape: tuple[int, int], rng: np.random.Generator) -> ElementEffects:
+        """Per-element effect values of an array of `shape` (device-to-device spread from rng)."""
+        def spread(mean: float, dtod: float, relative: bool) -> np.ndarray:
+            if dtod <= 0:
+                return np.broadcast_to(np.float32(mean), shape)
+            xi = rng.standard_normal(shape)
+            return (mean * (1 + dtod * xi) if relative else mean + dtod * xi).astype(np.float32)
+
+        reset_bias = spread(self.reset, self.reset_dtod, relative=False)  # additive (aihwkit's binary)
+        decay = None
+        if self.lifetime > 0:
+            life = spread(self.lifetime, self.lifetime_dtod, relative=True).astype(float)
+            decay = np.where(life > 1, 1 - 1 / np.where(life > 1, life, 1.0), 0.0).astype(np.float32)
+        diffusion = None
+        if self.diffusion > 0:
+            diffusion = np.abs(spread(self.diffusion, self.diffusion_dtod, relative=True))
+        return ElementEffects(write_noise=float(self.write_noise_std * self.dw_min),
+                              on_set=bool(self.apply_write_noise_on_set), reset_bias=reset_bias,
+                              reset_std=float(self.reset_std), decay_scale=decay, diffusion_rate=diffusion)
+
+
+@dataclass
+class ElementEffects:
+    """An array's drawn effect values: write_noise (absolute std, weight units; 0 = off) and on_set;
+    reset_bias b (out, in) float32 (reset value and decay target); reset_std; decay_scale 1 - 1/L per element
+    (0 where L <= 1; None: no decay); diffusion_rate per element (None: no diffusion). Arrays without spread
+    are read-only broadcast views."""
+
+    write_noise: float
+    on_set: bool
+    reset_bias: np.ndarray
+    reset_std: float
+    decay_scale: np.ndarray | None
+    diffusion_rate: np.ndarray | None
+
+
+@njit(cache=True, parallel=True)
+def redraw_kernel(w, base, touched, scale, lo, hi, clip, seed, counter, stream) -> None:
+    """w[i, j] = base[i, j] + scale[i, j] xi, clipped to [lo, hi] where `clip`, for the elements with
+    touched[i, j] != 0 (every element where touched has no rows). The k-th chosen element of row i takes
+    normal k of the float32 stream (seed, counter, EFFECT_STREAMS + stream 2^32 + i), so a row draws only as
+    many normals as it has chosen elements (rounded up to a block). Arrays (out, in); scale, lo, hi may be
+    broadcast views."""
+    rows, cols = w.shape
+    every = touched.shape[0] == 0
+    for i in prange(rows):
+        count = cols
+        if not every:
+            count = 0
+            for j in range(cols):
+                count += touched[i, j] != 0
+        if count == 0:
+            continue
+        key = stream_seed(uint64(seed), uint64(counter), EFFECT_STREAMS + (uint64(stream) << uint64(32)) + uint64(i))
+        n = (count + BLOCK - 1) // BLOCK * BLOCK
+        xi = np.empty(n, np.float32)
+        fill_normals(xi, 0, n, key, 0)
+        k = 0
+        for j in range(cols):
+            if every or touched[i, j] != 0:
+                v = np.float32(base[i, j] + scale[i, j] * xi[k])
+                k += 1
+                if clip:
+                    v = min(max(v, lo[i, j]), hi[i, j])
+                w[i, j] = v
+
+
+@njit(cache=True, parallel=True)
+def decay_kernel(w, bias, scale, lo, hi, clip) -> None:
+    """w <- bias + (w - bias) scale per element (aihwkit's decay with alpha 1), clipped to [lo, hi] where
+    `clip` (needed only where a bias lies outside its element's bounds: the step is a convex combination of
+    w and the bias). Arrays (out, in); bias, scale, lo, hi may be broadcast views."""
+    rows, cols = w.shape
+    for i in prange(rows):
+        for j in range(cols):
+            v = bias[i, j] + (w[i, j] - bias[i, j]) * scale[i, j]
+            if clip:
+                v = min(max(v, lo[i, j]), hi[i, j])
+            w[i, j] = v

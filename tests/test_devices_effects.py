@@ -1,0 +1,153 @@
+"""aihwkit's device effects (write noise, decay, diffusion, reset, corrupt devices) against their closed forms
+(aihwkit 1.1.0's binary: devices/effects.py, docs/devices.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import NO_SPREAD
+
+from aimc.devices import AnalogTile, ConductanceArray, parse_device
+
+WIDE = dict(NO_SPREAD, w_max=10.0, w_min=-10.0)  # bounds far away: nothing clips
+
+
+def _array(shape=(200, 200), seed=1, **fields) -> ConductanceArray:
+    return ConductanceArray(*shape, parse_device(dict(kind="SoftBounds", **fields)), seed=seed)
+
+
+# -- write noise ------------------------------------------------------------------------------------------
+
+
+def test_write_noise_on_set_has_std_write_noise_std_times_dw_min():
+    """apparent = hidden + write_noise_std dw_min xi (aihwkit: std 0.050 for write_noise_std 5, dw_min 0.01)."""
+    arr = _array(write_noise_std=5.0, dw_min=0.01, **WIDE)
+    arr.set_weights(np.full(arr.shape, 0.2))
+    assert np.all(arr.hidden == np.float32(0.2))
+    noise = (arr.w - arr.hidden).astype(float)
+    assert noise.std() == pytest.approx(0.05, rel=0.02) and abs(noise.mean()) < 5 * 0.05 / 200
+    quiet = _array(write_noise_std=5.0, dw_min=0.01, apply_write_noise_on_set=False, **WIDE)
+    quiet.set_weights(np.full(quiet.shape, 0.2))
+    assert np.array_equal(quiet.w, quiet.hidden)
+
+
+def test_write_noise_pulses_move_the_hidden_weight_and_redraw_only_pulsed_elements():
+    """Pulses change the hidden weight exactly as without write noise; the apparent weight of a pulsed
+    element is redrawn around it, an element without pulses keeps its apparent value."""
+    fields = dict(NO_SPREAD, dw_min=0.01)
+    noisy, plain = _array((20, 30), write_noise_std=3.0, **fields), _array((20, 30), **fields)
+    for a in (noisy, plain):
+        a.set_weights(np.full(a.shape, 0.1))
+    before = noisy.w.copy()
+    counts = np.random.default_rng(0).integers(-5, 6, noisy.shape)
+    counts[:5] = 0  # rows without pulses
+    noisy.pulse(counts)
+    plain.pulse(counts)
+    assert np.array_equal(noisy.hidden, plain.w)
+    idle = counts == 0
+    assert np.array_equal(noisy.w[idle], before[idle])
+    assert not np.any(noisy.w[~idle] == before[~idle])
+    assert (noisy.w - noisy.hidden)[~idle].std() == pytest.approx(0.03, rel=0.1)
+
+
+def test_write_noise_after_a_pulsed_update_marks_exactly_the_pulsed_elements():
+    arr = _array((40, 50), write_noise_std=3.0, dw_min=0.01, **NO_SPREAD)
+    arr.set_weights(np.zeros(arr.shape))
+    before_w, before_h = arr.w.copy(), arr.hidden.copy()
+    rng = np.random.default_rng(2)
+    x, d = rng.normal(0, 0.5, (2, 50)), rng.normal(0, 0.01, (2, 40))
+    d[:, :10] = 0.0  # rows 0..9 fire nothing
+    arr.update(x, d, 1.0)
+    moved = arr.hidden != before_h
+    assert moved[10:].mean() > 0.3 and not moved[:10].any()
+    assert np.array_equal(arr.w[:10], before_w[:10])
+    assert np.all(arr.w[moved] != before_w[moved])
+
+
+# -- decay, diffusion -------------------------------------------------------------------------------------
+
+
+def test_decay_is_geometric_toward_the_reset_value():
+    """One call (alpha 1): w <- b + (w - b)(1 - 1/lifetime), b = reset; after n calls (1 - 1/L)^n."""
+    arr = _array((10, 10), lifetime=20.0, reset=0.1, **WIDE)
+    arr.set_weights(np.full(arr.shape, 0.9))
+    for _ in range(7):
+        assert arr.post_update_step()
+    np.testing.assert_allclose(arr.w, 0.1 + 0.8 * 0.95**7, rtol=1e-5)
+
+
+def test_decay_lifetime_spread_varies_the_lifetime_and_short_lives_reset_in_one_call():
+    """lifetime_dtod varies L = lifetime (1 + dtod xi) (not the rate); an element with L <= 1 jumps to b."""
+    arr = _array(lifetime=10.0, lifetime_dtod=0.3, **WIDE)
+    scale = arr.effects.decay_scale.astype(float)
+    life = 1 / (1 - scale[scale > 0])
+    assert life.mean() == pytest.approx(10.0 * (1 + 0.0), rel=0.01)
+    assert life.std() == pytest.approx(3.0, rel=0.03)
+    short = _array((5, 5), lifetime=0.5, reset=0.2, **WIDE)
+    short.set_weights(np.full(short.shape, -0.4))
+    short.post_update_step()
+    np.testing.assert_allclose(short.w, 0.2, rtol=1e-6)
+
+
+def test_diffusion_std_grows_as_sqrt_of_calls():
+    """w <- w + rate xi per call, rate = |diffusion (1 + dtod xi)|: std after n calls sqrt(n E[rate^2])."""
+    arr = _array(diffusion=0.01, diffusion_dtod=0.5, **WIDE)
+    w0 = arr.w.astype(float).copy()
+    for _ in range(16):
+        arr.post_update_step()
+    change = arr.w.astype(float) - w0
+    assert change.std() == pytest.approx(np.sqrt(16 * 0.01**2 * (1 + 0.5**2)), rel=0.03)
+    assert abs(change.mean()) < 5 * change.std() / 200
+
+
+def test_effects_off_apply_nothing():
+    arr = _array((8, 8))
+    assert arr.effects.decay_scale is None and arr.effects.diffusion_rate is None and arr.hidden is None
+    w0 = arr.w.copy()
+    assert not arr.post_update_step()
+    assert np.array_equal(arr.w, w0)
+
+
+def test_tile_applies_the_step_effects_once_per_call():
+    tile = AnalogTile(6, 4, parse_device(dict(kind="SoftBounds", lifetime=4.0, **WIDE)))
+    tile.set_weight(np.ones((6, 4)))
+    tile.post_update_step()
+    np.testing.assert_allclose(tile.forward_weight(), 0.75, rtol=1e-6)
+
+
+# -- reset, corrupt devices --------------------------------------------------------------------------------
+
+
+def test_reset_value_is_additive_and_reset_std_per_reset():
+    """b = reset + reset_dtod xi (additive: std 0.05 for reset 0.1, dtod 0.05); a reset draws
+    w = b + reset_std xi, so w has mean reset and std sqrt(reset_dtod^2 + reset_std^2)."""
+    arr = _array(reset=0.1, reset_dtod=0.05, reset_std=0.02, **WIDE)
+    b = arr.effects.reset_bias.astype(float)
+    assert b.mean() == pytest.approx(0.1, abs=5 * 0.05 / 200) and b.std() == pytest.approx(0.05, rel=0.03)
+    arr.reset()
+    assert arr.w.mean() == pytest.approx(0.1, abs=5 * 0.054 / 200)
+    assert arr.w.std() == pytest.approx(np.hypot(0.05, 0.02), rel=0.03)
+    assert (arr.w - b).std() == pytest.approx(0.02, rel=0.03)
+
+
+def test_reset_of_columns_with_probability():
+    arr = _array(reset=0.3, reset_std=0.0, **WIDE)
+    arr.set_weights(np.full(arr.shape, -1.0))
+    arr.reset(columns=np.arange(50), prob=0.4)
+    hit = arr.w == np.float32(0.3)
+    assert not hit[:, 50:].any()
+    assert hit[:, :50].mean() == pytest.approx(0.4, abs=5 * np.sqrt(0.24 / 10000))
+
+
+def test_corrupt_devices_are_stuck_within_the_range():
+    """With probability p an element is stuck at a value uniform in [-range, range] (inside its bounds):
+    zero steps, b_max = b_min = value."""
+    arr = _array(corrupt_devices_prob=0.2, corrupt_devices_range=0.1, dw_min=0.01, **NO_SPREAD)
+    lo, hi = arr.bounds
+    stuck = lo == hi
+    assert stuck.mean() == pytest.approx(0.2, abs=5 * np.sqrt(0.16 / 40000))
+    v = lo[stuck].astype(float)
+    assert np.abs(v).max() <= 0.1 and v.std() == pytest.approx(0.1 / np.sqrt(3), rel=0.03)
+    before = arr.w.copy()
+    arr.pulse(np.full(arr.shape, 7))
+    assert np.array_equal(arr.w[stuck], before[stuck]) and np.all(arr.w[~stuck] > before[~stuck])
