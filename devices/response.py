@@ -27,12 +27,17 @@ DeviceConfig = Annotated[
 DEVICE_KINDS = ("ideal", "linear", "power", "exponential", "ConstantStep", "LinearStep", "SoftBounds",
                 "ExpStep", "PowStep", "PiecewiseStep", "tabulated")
 _ADAPTER = TypeAdapter(DeviceConfig)
+_FAMILIES = {cls.model_fields["kind"].default: cls for cls in (
+    Ideal, Linear, Power, Exponential, ConstantStep, LinearStep, SoftBounds, ExpStep, PowStep, PiecewiseStep,
+    Tabulated)}
 
 
 def parse_device(data: dict, where: str = "device") -> DeviceConfig:
-    """Validate a device config dict (with its `kind`); errors name the field, e.g. `device.tau`."""
+    """Validate a device config dict (with its `kind`); errors name the field as an experiment config does,
+    e.g. `tile.device.tau` (the family's tag is not part of the path)."""
+    family = _FAMILIES.get(data.get("kind")) if isinstance(data, dict) else None
     try:
-        return _ADAPTER.validate_python(data)
+        return family.model_validate(data) if family else _ADAPTER.validate_python(data)
     except ValidationError as err:
         raise ConfigError(f"invalid device config:\n{format_validation_error(err, where)}") from None
 
