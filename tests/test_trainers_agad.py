@@ -1,16 +1,16 @@
 """AGAD (aihwkit 1.1.0 DynamicTransferCompound): the recursion against a numpy re-implementation of its
 equations (docs/trainers.md), offset immunity, costs, checkpoint/resume and refused settings."""
 
-import io
 
 import numpy as np
 import pytest
 import torch
+from resume_helpers import straight_and_resumed
 from state_helpers import same_state
 from torch import nn
 
 from aimc import trainers as T
-from aimc.devices import Ideal, Linear, PeripheryConfig, UpdateConfig
+from aimc.devices import Ideal, PeripheryConfig, UpdateConfig
 
 P = PeripheryConfig.perfect()
 DW = 2.0 ** -9
@@ -100,47 +100,14 @@ def test_an_offset_of_the_fast_array_is_not_transferred():
     assert opt.costs()["transfer_pulses"] == 0
 
 
-def _make(cfg):
-    torch.manual_seed(3)
-    net = nn.Sequential(nn.Linear(6, 5), nn.Sigmoid(), nn.Linear(5, 3))
-    model = T.convert(net, T.TileConfig(device=Linear(tau=1.0, dw_min=1e-2, c=0.1, dw_min_std=0.3,
-                                                      dw_min_dtod=0.2), max_in=4, out_scale=True), seed=5)
-    return model, T.build_optimizer(model, cfg)
-
-
-def _step(model, opt, x, y):
-    opt.zero_grad()
-    (0.5 * ((model(x) - y) ** 2).sum(dim=1).mean()).backward()
-    opt.step()
-
-
 def test_checkpoint_resume_is_bit_exact_and_costs_add_up():
     cfg = T.AGADConfig(lr=0.2, in_chop_prob=0.5, in_chop_random=True, forget_buffer=False, buffer_cap=2.0)
-    g = torch.Generator().manual_seed(0)
-    data = [(torch.rand(4, 6, generator=g), torch.rand(4, 3, generator=g)) for _ in range(8)]
-    model, opt = _make(cfg)
-    for x, y in data:
-        _step(model, opt, x, y)
-    straight = (model.state_dict(), opt.state_dict())
+    (model, opt), (model2, opt2) = straight_and_resumed(cfg)
     c = opt.costs()
     assert c["pulses"] == c["update_pulses"] + c["transfer_pulses"] and c["transfer_pulses"] > 0
     tiles = sum(len(layer.tiles) for layer in T.analog_layers(model))
     assert c["transfer_reads"] == c["transfers"] == tiles * 8 * 4
-    model, opt = _make(cfg)
-    for x, y in data[:4]:
-        _step(model, opt, x, y)
-    buf = io.BytesIO()
-    torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, buf)
-    for x, y in data[4:6]:
-        _step(model, opt, x, y)
-    buf.seek(0)
-    ck = torch.load(buf, weights_only=True)
-    model2, opt2 = _make(cfg)
-    model2.load_state_dict(ck["model"])
-    opt2.load_state_dict(ck["opt"])
-    for x, y in data[4:]:
-        _step(model2, opt2, x, y)
-    assert same_state(straight, (model2.state_dict(), opt2.state_dict()))
+    assert same_state((model.state_dict(), opt.state_dict()), (model2.state_dict(), opt2.state_dict()))
 
 
 @pytest.mark.parametrize("bad, field", [({"in_chop_prob": 0.0}, "agad.in_chop_prob"),

@@ -2,11 +2,11 @@
 squares, costs and the latency model, checkpoint/resume bit-exactness."""
 
 import copy
-import io
 
 import numpy as np
 import pytest
 import torch
+from resume_helpers import mse_step, straight_and_resumed
 from scipy.optimize import fsolve
 from state_helpers import same_state
 from torch import nn
@@ -21,14 +21,6 @@ def _tile(device, mode="expected", **kw):
     return T.TileConfig(device=device, forward=P, backward=P, update=UpdateConfig(mode=mode), **kw)
 
 
-def _step(model, opt, x, y):
-    opt.zero_grad()
-    loss = 0.5 * ((model(x) - y) ** 2).sum(dim=1).mean()
-    loss.backward()
-    opt.step()
-    return float(loss.detach())
-
-
 def test_analog_sgd_expected_matches_digital_sgd_within_granularity():
     torch.manual_seed(0)
     dw_min = 2e-4
@@ -40,8 +32,8 @@ def test_analog_sgd_expected_matches_digital_sgd_within_granularity():
     steps = 60
     for k in range(steps):
         i = slice(8 * (k % 8), 8 * (k % 8) + 8)
-        _step(digital, opt_d, x[i], y[i])
-        _step(analog, opt_a, x[i], y[i])
+        mse_step(digital, opt_d, x[i], y[i])
+        mse_step(analog, opt_a, x[i], y[i])
     moved = (digital[0].weight.detach() - T.to_digital(analog)[0].weight.detach()).abs().max()
     # stochastic rounding to whole pulses: a random walk of at most one dw_min per step and element
     assert moved < 4 * np.sqrt(steps) * dw_min
@@ -56,7 +48,7 @@ def test_tiki_taka_forward_uses_w_only():
     opt = T.build_optimizer(model, T.TikiTakaConfig(lr=0.1, transfer_every=3))
     x, y = torch.rand(8, 5), torch.rand(8, 3)
     for _ in range(5):
-        _step(model, opt, x, y)
+        mse_step(model, opt, x, y)
     tile = model[0].tiles[0]
     w, p = tile.arrays[0].weights, tile.arrays[1].weights
     assert list(tile.gains) == [1.0, 0.0] and np.abs(p).max() > 1e-3
@@ -88,7 +80,7 @@ def _run_lstsq(device, trainer, steps, seed=1):
     tail = []
     for k in range(steps):
         i = order[k:k + 1]
-        _step(model, opt, xt[i], yt[i])
+        mse_step(model, opt, xt[i], yt[i])
         if k >= steps // 2:
             tail.append(model[0].analog_weight())
     return np.mean(tail, axis=0)
@@ -137,7 +129,7 @@ def test_costs_counted(cfg):
     x, y = torch.rand(4, 7), torch.rand(4, 2)
     steps = 7
     for _ in range(steps):
-        _step(model, opt, x, y)
+        mse_step(model, opt, x, y)
     c = opt.costs()
     arrays = [a for layer in T.analog_layers(model) for t in layer.tiles for a in t.arrays]
     assert c["steps"] == steps
@@ -167,44 +159,15 @@ def test_latency_matches_r1_table3():
 
 # -- checkpoint / resume -----------------------------------------------------------------------------
 
-def _make(cfg):
-    torch.manual_seed(3)
-    net = nn.Sequential(nn.Linear(6, 5), nn.Sigmoid(), nn.Linear(5, 3))
-    model = T.convert(net, T.TileConfig(device=Linear(tau=1.0, dw_min=1e-2, c=0.1, dw_min_std=0.3,
-                                                      dw_min_dtod=0.2), max_in=4, out_scale=True), seed=5)
-    return model, T.build_optimizer(model, cfg)
-
-
 @pytest.mark.parametrize("cfg", [T.ResidualConfig(lr=0.2, n_columns=2, zero_shift_cycles=30),
                                  T.TTv2Config(lr=0.2, transfer_lr=0.5),
                                  T.ResidualV2Config(lr=0.2, zero_shift_cycles=30, buffer_beta=0.5),
                                  T.MixedPrecisionConfig(lr=0.2),
                                  T.MultiTileConfig(lr=0.2, n_tiles=3, zero_shift_cycles=30)])
 def test_checkpoint_resume_is_bit_exact(cfg):
-    g = torch.Generator().manual_seed(0)
-    data = [(torch.rand(4, 6, generator=g), torch.rand(4, 3, generator=g)) for _ in range(8)]
-    model, opt = _make(cfg)  # noisy periphery, pulsed updates, cycle noise: every RNG is exercised
-    for x, y in data:
-        _step(model, opt, x, y)
-    straight = [layer.analog_weight() for layer in T.analog_layers(model)]
-
-    model, opt = _make(cfg)
-    for x, y in data[:4]:
-        _step(model, opt, x, y)
-    buf = io.BytesIO()
-    torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, buf)
-    for x, y in data[4:6]:  # diverge the old objects: they must not leak into the resumed run
-        _step(model, opt, x, y)
-    buf.seek(0)
-    ck = torch.load(buf, weights_only=True)
-    model2, opt2 = _make(cfg)
-    model2.load_state_dict(ck["model"])
-    opt2.load_state_dict(ck["opt"])
-    for x, y in data[4:]:
-        _step(model2, opt2, x, y)
-    resumed = [layer.analog_weight() for layer in T.analog_layers(model2)]
-    for a, b in zip(straight, resumed):
-        assert np.array_equal(a, b)
+    (model, _), (model2, opt2) = straight_and_resumed(cfg)  # noisy periphery, pulsed updates, cycle noise
+    for a, b in zip(T.analog_layers(model), T.analog_layers(model2)):
+        assert np.array_equal(a.analog_weight(), b.analog_weight())
     assert opt2.costs()["steps"] == 8
 
 
@@ -223,9 +186,9 @@ def test_all_algorithms_learn_a_small_regression():
             lin.weight.zero_()
         model = T.convert(nn.Sequential(lin), _tile(Linear(tau=1.0, dw_min=1e-3), mode="pulsed"))
         opt = T.build_optimizer(model, cfg)
-        first = _step(model, opt, x, y)
+        first = mse_step(model, opt, x, y)
         for _ in range(300):
-            last = _step(model, opt, x, y)
+            last = mse_step(model, opt, x, y)
         assert last < 0.1 * first, (cfg.algorithm, first, last)
 
 
@@ -277,7 +240,7 @@ def test_a_non_finite_step_is_refused_and_changes_nothing(algorithm, where):
     opt = T.build_optimizer(model, {"algorithm": algorithm, "lr": 0.1})
     x, y = torch.rand(8, 6), torch.rand(8, 3)
     for _ in range(2):
-        _step(model, opt, x, y)
+        mse_step(model, opt, x, y)
     opt.zero_grad()
     bad = x.clone()
     if where == "x":

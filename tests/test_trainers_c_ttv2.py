@@ -2,17 +2,17 @@
 equations (docs/trainers.md), the auto-scaled fast step, chopper statistics, offset cancellation, costs,
 checkpoint/resume and refused settings."""
 
-import io
 import math
 
 import numpy as np
 import pytest
 import torch
+from resume_helpers import mse_step, small_model, straight_and_resumed
 from state_helpers import same_state
 from torch import nn
 
 from aimc import trainers as T
-from aimc.devices import Ideal, Linear, PeripheryConfig, UpdateConfig
+from aimc.devices import Ideal, PeripheryConfig, UpdateConfig
 
 P = PeripheryConfig.perfect()
 DW = 2.0 ** -9  # dyadic steps: every product below is exact in float32 and float64
@@ -146,20 +146,6 @@ def test_chopping_cancels_a_constant_offset_of_the_fast_array():
     assert drift[0.0] == pytest.approx(50 * DW, rel=1e-6) and drift[1.0] <= 2 * DW
 
 
-def _make(cfg):
-    torch.manual_seed(3)
-    net = nn.Sequential(nn.Linear(6, 5), nn.Sigmoid(), nn.Linear(5, 3))
-    model = T.convert(net, T.TileConfig(device=Linear(tau=1.0, dw_min=1e-2, c=0.1, dw_min_std=0.3,
-                                                      dw_min_dtod=0.2), max_in=4, out_scale=True), seed=5)
-    return model, T.build_optimizer(model, cfg)
-
-
-def _step(model, opt, x, y):
-    opt.zero_grad()
-    (0.5 * ((model(x) - y) ** 2).sum(dim=1).mean()).backward()
-    opt.step()
-
-
 CFGS = [T.CTTv2Config(lr=0.2, in_chop_prob=0.3, out_chop_prob=0.2, transfer_every=3),
         T.CTTv2Config(lr=0.2, in_chop_prob=0.0, gamma=0.3, units_in_mbatch=True, auto_scale=False,
                       scale_fast_lr=True, fast_lr=1.0, scale_transfer_lr=False, transfer_lr=0.2,
@@ -168,35 +154,16 @@ CFGS = [T.CTTv2Config(lr=0.2, in_chop_prob=0.3, out_chop_prob=0.2, transfer_ever
 
 @pytest.mark.parametrize("cfg", CFGS)
 def test_checkpoint_resume_is_bit_exact(cfg):
-    g = torch.Generator().manual_seed(0)
-    data = [(torch.rand(4, 6, generator=g), torch.rand(4, 3, generator=g)) for _ in range(8)]
-    model, opt = _make(cfg)  # noisy periphery, pulsed updates, cycle noise, random choppers
-    for x, y in data:
-        _step(model, opt, x, y)
-    straight = (model.state_dict(), opt.state_dict())
-    model, opt = _make(cfg)
-    for x, y in data[:4]:
-        _step(model, opt, x, y)
-    buf = io.BytesIO()
-    torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, buf)
-    for x, y in data[4:6]:  # diverge the old objects: they must not leak into the resumed run
-        _step(model, opt, x, y)
-    buf.seek(0)
-    ck = torch.load(buf, weights_only=True)
-    model2, opt2 = _make(cfg)
-    model2.load_state_dict(ck["model"])
-    opt2.load_state_dict(ck["opt"])
-    for x, y in data[4:]:
-        _step(model2, opt2, x, y)
-    assert same_state(straight, (model2.state_dict(), opt2.state_dict()))
+    (model, opt), (model2, opt2) = straight_and_resumed(cfg)  # noisy periphery, cycle noise, random choppers
+    assert same_state((model.state_dict(), opt.state_dict()), (model2.state_dict(), opt2.state_dict()))
 
 
 @pytest.mark.parametrize("cfg", CFGS)
 def test_costs_add_up(cfg):
-    model, opt = _make(cfg)
+    model, opt = small_model(cfg)
     x, y = torch.rand(4, 6), torch.rand(4, 3)
     for _ in range(6):
-        _step(model, opt, x, y)
+        mse_step(model, opt, x, y)
     c = opt.costs()
     assert c["pulses"] == c["update_pulses"] + c["transfer_pulses"]
     assert c["transfer_pulses"] > 0 or cfg.auto_granularity > 0  # a 100x threshold needs longer to fill

@@ -2,12 +2,12 @@
 paper proves (toy least squares on a device whose symmetric point is not 0), costs, checkpoint/resume,
 refused settings; the zero shift's random mode and its setup report."""
 
-import io
 import logging
 
 import numpy as np
 import pytest
 import torch
+from resume_helpers import straight_and_resumed
 from state_helpers import same_state
 from torch import nn
 
@@ -88,50 +88,17 @@ def test_e_rider_tracks_the_symmetric_point_and_learns_where_analog_sgd_is_biase
     assert errs["e_rider"] < 0.5 * errs["analog_sgd"], errs
 
 
-def _make(cfg):
-    torch.manual_seed(3)
-    net = nn.Sequential(nn.Linear(6, 5), nn.Sigmoid(), nn.Linear(5, 3))
-    model = T.convert(net, T.TileConfig(device=Linear(tau=1.0, dw_min=1e-2, c=0.1, dw_min_std=0.3,
-                                                      dw_min_dtod=0.2), max_in=4, out_scale=True), seed=5)
-    return model, T.build_optimizer(model, cfg)
-
-
-def _step(model, opt, x, y):
-    opt.zero_grad()
-    (0.5 * ((model(x) - y) ** 2).sum(dim=1).mean()).backward()
-    opt.step()
-
-
 @pytest.mark.parametrize("cfg", [T.RiderConfig(lr=0.2, transfer_lr=0.3, n_columns=2),
                                  T.ERiderConfig(lr=0.2, transfer_lr=0.3, chop_prob=0.4),
                                  T.ERiderConfig(lr=0.2, zero_shift=True, zero_shift_mode="random",
                                                 zero_shift_cycles=6, chop_prob=0.5, chop_random=False)])
 def test_checkpoint_resume_is_bit_exact_and_costs_add_up(cfg):
-    g = torch.Generator().manual_seed(0)
-    data = [(torch.rand(4, 6, generator=g), torch.rand(4, 3, generator=g)) for _ in range(8)]
-    model, opt = _make(cfg)
-    for x, y in data:
-        _step(model, opt, x, y)
-    straight = (model.state_dict(), opt.state_dict())
+    (model, opt), (model2, opt2) = straight_and_resumed(cfg)
     c = opt.costs()
     assert c["pulses"] == c["update_pulses"] + c["transfer_pulses"] + c["setup_pulses"]
     assert c["transfer_pulses"] > 0 and c["reference_writes"] > 0
     assert c["setup_pulses"] == (6 * (5 * 6 + 3 * 5) if cfg.zero_shift else 0)
-    model, opt = _make(cfg)
-    for x, y in data[:4]:
-        _step(model, opt, x, y)
-    buf = io.BytesIO()
-    torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, buf)
-    for x, y in data[4:6]:
-        _step(model, opt, x, y)
-    buf.seek(0)
-    ck = torch.load(buf, weights_only=True)
-    model2, opt2 = _make(cfg)
-    model2.load_state_dict(ck["model"])
-    opt2.load_state_dict(ck["opt"])
-    for x, y in data[4:]:
-        _step(model2, opt2, x, y)
-    assert same_state(straight, (model2.state_dict(), opt2.state_dict()))
+    assert same_state((model.state_dict(), opt.state_dict()), (model2.state_dict(), opt2.state_dict()))
 
 
 @pytest.mark.parametrize("algorithm, bad, field", [("rider", {"tracking_rate": 2.0}, "rider.tracking_rate"),
