@@ -12,18 +12,16 @@ optimizer step; variants timed in interleaved rounds, median; ratios against dig
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from bench_fcn import VARIANTS, build  # noqa: E402
+from bench_fcn import build, parse_args, time_steps  # noqa: E402
 from torch import nn  # noqa: E402
 
 
@@ -33,50 +31,12 @@ def make_net() -> nn.Module:
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=5, help="timed steps per round and variant")
-    p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--device", default="r1_power_1", help="device preset")
-    p.add_argument("--mode", default="pulsed", choices=["pulsed", "expected"])
-    p.add_argument("--lr-analog", type=float, default=0.05)
-    p.add_argument("--transfer-lr", type=float, default=0.01)
-    p.add_argument("--zero-shift-cycles", type=int, default=200, help="setup only; not timed")
-    p.add_argument("--variants", default=",".join(VARIANTS))
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--aihwkit-python", default=None, help="also run benchmarks/aihwkit/bench_chopped_aihwkit.py")
-    p.add_argument("--json", default=None, help="write the results here")
-    a = p.parse_args()
-    if a.threads is not None:
-        torch.set_num_threads(a.threads)
-    torch.manual_seed(a.seed)
+    a = parse_args(__doc__, steps=5, rounds=2, warmup=2, batch=8, aihwkit_script="bench_chopped_aihwkit.py")
     data = [(torch.rand(a.batch, 1, 28, 28), torch.randint(0, 10, (a.batch,))) for _ in range(20)]
     base = make_net()
-    loss_fn = nn.CrossEntropyLoss()
     variants = a.variants.split(",")
     runs = {v: build(v, base, a) for v in variants}
-    times = {v: [] for v in variants}
-    counter = {v: 0 for v in variants}
-
-    def one_step(v):
-        model, opt = runs[v]
-        x, y = data[counter[v] % len(data)]
-        counter[v] += 1
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        opt.step()
-
-    for v in variants:
-        for _ in range(a.warmup):
-            one_step(v)
-    for _ in range(a.rounds):
-        for v in variants:
-            for _ in range(a.steps):
-                t0 = time.perf_counter()
-                one_step(v)
-                times[v].append((time.perf_counter() - t0) * 1e3)
+    times = time_steps(runs, data, a)
     res = {"config": {"model": "r1_cnn", "batch": a.batch, "device": a.device, "mode": a.mode,
                       "steps": a.steps * a.rounds, "torch_threads": torch.get_num_threads()},
            "ms": {v: float(np.median(times[v])) for v in variants}, "reads_per_step": {}}

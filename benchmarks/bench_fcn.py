@@ -71,12 +71,13 @@ def build(variant, base, a):
     return model, T.build_optimizer(model, cfg)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=60, help="timed steps per round and variant")
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--warmup", type=int, default=20)
-    p.add_argument("--batch", type=int, default=10)
+def parse_args(doc: str, steps: int, rounds: int, warmup: int, batch: int, aihwkit_script: str) -> argparse.Namespace:
+    """The command line of a step benchmark (this one and bench_cnn.py), with its own defaults."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--steps", type=int, default=steps, help="timed steps per round and variant")
+    p.add_argument("--rounds", type=int, default=rounds)
+    p.add_argument("--warmup", type=int, default=warmup)
+    p.add_argument("--batch", type=int, default=batch)
     p.add_argument("--device", default="r1_power_1", help="device preset")
     p.add_argument("--mode", default="pulsed", choices=["pulsed", "expected"])
     p.add_argument("--lr-analog", type=float, default=0.05)
@@ -85,42 +86,52 @@ def main():
     p.add_argument("--variants", default=",".join(VARIANTS))
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--aihwkit-python", default=None, help="also run benchmarks/aihwkit/bench_fcn_aihwkit.py")
+    p.add_argument("--aihwkit-python", default=None, help=f"also run benchmarks/aihwkit/{aihwkit_script}")
     p.add_argument("--json", default=None, help="write the results here")
     a = p.parse_args()
     if a.threads is not None:
         torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
-    data = [(torch.rand(a.batch, SIZES[0]), torch.randint(0, SIZES[-1], (a.batch,))) for _ in range(100)]
-    base = make_net()
+    return a
+
+
+def time_steps(runs: dict, data: list, a: argparse.Namespace) -> dict[str, list[float]]:
+    """Milliseconds of each timed step per variant: `a.warmup` untimed steps each, then `a.rounds` rounds of
+    `a.steps` steps of every variant in turn (a load change on the machine hits all of them alike)."""
     loss_fn = nn.CrossEntropyLoss()
-    variants = a.variants.split(",")
-    runs = {}
-    for v in variants:
-        t0 = time.perf_counter()
-        runs[v] = build(v, base, a)
-        runs[v] = (*runs[v], time.perf_counter() - t0)
-    times = {v: [] for v in variants}
-    counter = {v: 0 for v in variants}
+    times = {v: [] for v in runs}
+    counter = dict.fromkeys(runs, 0)
 
     def one_step(v):
-        model, opt, _ = runs[v]
+        model, opt = runs[v][:2]
         x, y = data[counter[v] % len(data)]
         counter[v] += 1
         opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
+        loss_fn(model(x), y).backward()
         opt.step()
 
-    for v in variants:
+    for v in runs:
         for _ in range(a.warmup):
             one_step(v)
     for _ in range(a.rounds):
-        for v in variants:
+        for v in runs:
             for _ in range(a.steps):
                 t0 = time.perf_counter()
                 one_step(v)
                 times[v].append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
+def main():
+    a = parse_args(__doc__, steps=60, rounds=5, warmup=20, batch=10, aihwkit_script="bench_fcn_aihwkit.py")
+    data = [(torch.rand(a.batch, SIZES[0]), torch.randint(0, SIZES[-1], (a.batch,))) for _ in range(100)]
+    base = make_net()
+    variants = a.variants.split(",")
+    runs = {}
+    for v in variants:
+        t0 = time.perf_counter()
+        runs[v] = (*build(v, base, a), time.perf_counter() - t0)
+    times = time_steps(runs, data, a)
     res = {"config": {"sizes": SIZES, "batch": a.batch, "device": a.device, "mode": a.mode,
                       "lr_analog": a.lr_analog, "transfer_lr": a.transfer_lr, "steps": a.steps * a.rounds,
                       "torch_threads": torch.get_num_threads(), "torch": torch.__version__},
