@@ -4,33 +4,12 @@ equations (docs/trainers.md), offset immunity, costs, checkpoint/resume and refu
 
 import numpy as np
 import pytest
-import torch
-from resume_helpers import straight_and_resumed
+from optimizer_helpers import DW, drive, dyadic_batches, exact_model, straight_and_resumed
 from state_helpers import same_state
-from torch import nn
 
 from aimc import trainers as T
-from aimc.devices import Ideal, PeripheryConfig, UpdateConfig
 
-P = PeripheryConfig.perfect()
-DW = 2.0 ** -9
 F32 = np.float32
-
-
-def _exact_model(n_in=4, n_out=3):
-    lin = nn.Linear(n_in, n_out, bias=False)
-    with torch.no_grad():
-        lin.weight.zero_()
-    tile = T.TileConfig(device=Ideal(tau=8.0, dw_min=DW), forward=P, backward=P,
-                        update=UpdateConfig(mode="expected", desired_bl=32))
-    return T.convert(nn.Sequential(lin), tile)
-
-
-def _drive(model, opt, batches):
-    for x, g in batches:
-        opt.zero_grad()
-        (model(torch.tensor(x, dtype=torch.float32)) * torch.tensor(g, dtype=torch.float32)).sum().backward()
-        opt.step()
 
 
 def _reference(batches, n_in, n_out, eta, s, n_s, beta):
@@ -70,13 +49,12 @@ def _reference(batches, n_in, n_out, eta, s, n_s, beta):
 @pytest.mark.parametrize("tail", [2.0, 1.0])
 def test_recursion_matches_a_numpy_reimplementation(tail):
     n_in, n_out = 4, 3
-    rng = np.random.default_rng(0)
-    batches = [(rng.integers(-4, 5, (4, n_in)) / 4.0, rng.integers(-4, 5, (4, n_out)) / 4.0) for _ in range(16)]
-    model = _exact_model(n_in, n_out)
+    batches = dyadic_batches(16, 4, n_in, n_out)
+    model = exact_model(n_in, n_out)
     lr, fast_lr, transfer_lr = 2.0 ** -4, 2.0 ** -4, 2.0
     opt = T.build_optimizer(model, T.AGADConfig(lr=lr, fast_lr=fast_lr, auto_scale=False, transfer_lr=transfer_lr,
                                                 in_chop_prob=0.5, tail_weightening=tail))
-    _drive(model, opt, batches)
+    drive(model, opt, batches)
     a, c, h, m, pref = _reference(batches, n_in, n_out, fast_lr, transfer_lr * lr / DW, n_s=2, beta=tail / 2)
     tile, st = model[0].tiles[0], opt.tile_state[0][0]
     assert np.abs(c).max() > 0 and np.abs(pref).max() > 0
@@ -89,12 +67,12 @@ def test_recursion_matches_a_numpy_reimplementation(tail):
 def test_an_offset_of_the_fast_array_is_not_transferred():
     """NC24 Eq. 12-13: with no gradient, A held at a large offset (0.5) moves nothing into C, even with a
     single read period (every sweep a chopper phase is too short for c-TTv2 to average out)."""
-    model = _exact_model(2, 2)
+    model = exact_model(2, 2)
     opt = T.build_optimizer(model, T.AGADConfig(lr=0.05, auto_scale=False, fast_lr=DW, in_chop_prob=0.5))
     model[0].tiles[0].arrays[1].w[...] = 0.5
     model[0].tiles[0].invalidate()
     for _ in range(40):
-        _drive(model, opt, [(np.ones((2, 2)) / 4, np.zeros((2, 2)))])
+        drive(model, opt, [(np.ones((2, 2)) / 4, np.zeros((2, 2)))])
     # before the first latch Pref = 0 fills H, but those sweeps (<= N_s) write nothing; afterwards v - Pref = 0
     assert np.abs(model[0].tiles[0].arrays[0].w).max() == 0
     assert opt.costs()["transfer_pulses"] == 0
@@ -115,4 +93,4 @@ def test_checkpoint_resume_is_bit_exact_and_costs_add_up():
                                         ({"buffer_cap": float("inf")}, "agad.buffer_cap")])
 def test_bad_settings_are_refused_by_name(bad, field):
     with pytest.raises(ValueError, match=field.replace(".", r"\.")):
-        T.build_optimizer(_exact_model(), {"algorithm": "agad", **bad})
+        T.build_optimizer(exact_model(), {"algorithm": "agad", **bad})

@@ -6,7 +6,7 @@ import copy
 import numpy as np
 import pytest
 import torch
-from resume_helpers import mse_step, straight_and_resumed
+from optimizer_helpers import mse_step, straight_and_resumed
 from scipy.optimize import fsolve
 from state_helpers import same_state
 from torch import nn

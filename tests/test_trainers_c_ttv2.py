@@ -7,41 +7,10 @@ import math
 import numpy as np
 import pytest
 import torch
-from resume_helpers import mse_step, small_model, straight_and_resumed
+from optimizer_helpers import DW, drive, dyadic_batches, exact_model, mse_step, small_model, straight_and_resumed
 from state_helpers import same_state
-from torch import nn
 
 from aimc import trainers as T
-from aimc.devices import Ideal, PeripheryConfig, UpdateConfig
-
-P = PeripheryConfig.perfect()
-DW = 2.0 ** -9  # dyadic steps: every product below is exact in float32 and float64
-
-
-def _exact_model(n_in=4, n_out=3):
-    """A zeroed linear layer on an ideal constant-step device, expected update, perfect reads: the arrays
-    move by exactly the whole pulses the equations ask for."""
-    lin = nn.Linear(n_in, n_out, bias=False)
-    with torch.no_grad():
-        lin.weight.zero_()
-    tile = T.TileConfig(device=Ideal(tau=8.0, dw_min=DW), forward=P, backward=P,
-                        update=UpdateConfig(mode="expected", desired_bl=32))
-    return T.convert(nn.Sequential(lin), tile)
-
-
-def _batches(n_batches, batch, n_in, n_out, seed=0):
-    """Inputs and output gradients on a grid of 1/4 (so eta d x is a whole number of dw_min)."""
-    rng = np.random.default_rng(seed)
-    return [(rng.integers(-4, 5, (batch, n_in)) / 4.0, rng.integers(-4, 5, (batch, n_out)) / 4.0)
-            for _ in range(n_batches)]
-
-
-def _drive(model, opt, batches):
-    """loss = sum(y * g): the layer's output gradient d is exactly g."""
-    for x, g in batches:
-        opt.zero_grad()
-        (model(torch.tensor(x, dtype=torch.float32)) * torch.tensor(g, dtype=torch.float32)).sum().backward()
-        opt.step()
 
 
 def _reference(batches, n_in, n_out, eta, s, every, period, momentum, forget, transfer_bl=1):
@@ -76,13 +45,13 @@ def _reference(batches, n_in, n_out, eta, s, every, period, momentum, forget, tr
 @pytest.mark.parametrize("every, batch, momentum, forget", [(1, 4, 0.0, True), (3, 5, 0.5, False)])
 def test_recursion_matches_a_numpy_reimplementation(every, batch, momentum, forget):
     n_in, n_out = 4, 3
-    batches = _batches(12, batch, n_in, n_out)
-    model = _exact_model(n_in, n_out)
+    batches = dyadic_batches(12, batch, n_in, n_out)
+    model = exact_model(n_in, n_out)
     lr, fast_lr, transfer_lr = 2.0 ** -4, 2.0 ** -4, 2.0
     cfg = T.CTTv2Config(lr=lr, fast_lr=fast_lr, auto_scale=False, transfer_lr=transfer_lr, transfer_every=every,
                         in_chop_prob=0.5, in_chop_random=False, momentum=momentum, forget_buffer=forget)
     opt = T.build_optimizer(model, cfg)
-    _drive(model, opt, batches)
+    drive(model, opt, batches)
     s = transfer_lr * lr / DW  # scale_transfer_lr, buffer granularity 1, no auto granularity
     a, c, h = _reference(batches, n_in, n_out, fast_lr, s, every, period=2, momentum=momentum, forget=forget)
     tile = model[0].tiles[0]
@@ -97,10 +66,10 @@ def test_auto_scaled_fast_step_follows_the_running_abs_max():
     """eta_A = fast_lr BL dw_A / (m_x m_d), m <- (1 - (1 - 0.99)/m_batch) m + (1 - 0.99)/m_batch max|.| per
     vector, starting at the first value (aihwkit 1.1.0)."""
     n_in, n_out, batch = 4, 3, 5
-    batches = _batches(3, batch, n_in, n_out, seed=1)
-    model = _exact_model(n_in, n_out)
+    batches = dyadic_batches(3, batch, n_in, n_out, seed=1)
+    model = exact_model(n_in, n_out)
     opt = T.build_optimizer(model, T.CTTv2Config(fast_lr=0.1, transfer_every=1000))
-    _drive(model, opt, batches)
+    drive(model, opt, batches)
     tau = 0.01 / batch
     mx = md = 0.0
     for xb, db in batches:
@@ -117,12 +86,12 @@ def test_auto_scaled_fast_step_follows_the_running_abs_max():
 
 def test_random_choppers_switch_with_the_given_probability():
     n_in, p, sweeps = 8, 0.1, 250
-    model = _exact_model(n_in, 2)
+    model = exact_model(n_in, 2)
     opt = T.build_optimizer(model, T.CTTv2Config(auto_scale=False, fast_lr=DW, in_chop_prob=p))
     st = opt.tile_state[0][0]
     flips, before = 0, st["c_in"].copy()
     for _ in range(sweeps):
-        _drive(model, opt, [(np.ones((n_in, n_in)) / 4, np.zeros((n_in, 2)))])
+        drive(model, opt, [(np.ones((n_in, n_in)) / 4, np.zeros((n_in, 2)))])
         flips += int((st["c_in"] != before).sum())
         before = st["c_in"].copy()
     n = sweeps * n_in  # one read per column and sweep, one switch chance per read
@@ -134,13 +103,13 @@ def test_chopping_cancels_a_constant_offset_of_the_fast_array():
     (in_chop_prob 0) keeps writing the offset into C, c-TTv2 (regular switching every sweep) does not."""
     drift = {}
     for p in (0.0, 1.0):
-        model = _exact_model(2, 2)
+        model = exact_model(2, 2)
         opt = T.build_optimizer(model, T.CTTv2Config(lr=0.05, auto_scale=False, fast_lr=DW, in_chop_prob=p,
                                                      in_chop_random=False))
         model[0].tiles[0].arrays[1].w[...] = 0.2
         model[0].tiles[0].invalidate()
         for _ in range(50):
-            _drive(model, opt, [(np.ones((2, 2)) / 4, np.zeros((2, 2)))])
+            drive(model, opt, [(np.ones((2, 2)) / 4, np.zeros((2, 2)))])
         drift[p] = np.abs(model[0].tiles[0].arrays[0].w).max()
     # s v = 0.05 * 0.2 / DW = 5.1 per read: TTv2 fires a pulse at each of its 100 reads per element pair
     assert drift[0.0] == pytest.approx(50 * DW, rel=1e-6) and drift[1.0] <= 2 * DW
@@ -180,6 +149,6 @@ def test_costs_add_up(cfg):
                                         ({"gamma": 0.2}, "gamma = 0.2 needs in_chop_prob"),
                                         ({"thres_scale": 0.8}, "c_ttv2.thres_scale")])
 def test_bad_settings_are_refused_by_name(bad, field):
-    model = _exact_model()
+    model = exact_model()
     with pytest.raises(ValueError, match=field.replace(".", r"\.")):
         T.build_optimizer(model, {"algorithm": "c_ttv2", **bad})

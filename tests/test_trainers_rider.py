@@ -7,23 +7,11 @@ import logging
 import numpy as np
 import pytest
 import torch
-from resume_helpers import straight_and_resumed
+from optimizer_helpers import exact_model, straight_and_resumed
 from state_helpers import same_state
-from torch import nn
 
 from aimc import trainers as T
-from aimc.devices import Ideal, Linear, PeripheryConfig, UpdateConfig
-
-P = PeripheryConfig.perfect()
-DW = 2.0 ** -9
-
-
-def _model(device, n_in=2, n_out=1, mode="expected"):
-    lin = nn.Linear(n_in, n_out, bias=False)
-    with torch.no_grad():
-        lin.weight.zero_()
-    return T.convert(nn.Sequential(lin), T.TileConfig(device=device, forward=P, backward=P,
-                                                      update=UpdateConfig(mode=mode, desired_bl=32)))
+from aimc.devices import Ideal, Linear
 
 
 def test_one_transfer_follows_the_equations():
@@ -34,7 +22,7 @@ def test_one_transfer_follows_the_equations():
     for cfg in (T.RiderConfig(tracking_rate=eta, transfer_lr=beta, gamma=gamma, n_columns=2),
                 T.ERiderConfig(tracking_rate=eta, transfer_lr=beta, gamma=gamma, n_columns=2, chop_prob=0.5,
                                chop_random=False)):
-        model = _model(Ideal(tau=8.0, dw_min=DW))
+        model = exact_model(2, 1)
         opt = T.build_optimizer(model, cfg)
         tile = model[0].tiles[0]
         tile.arrays[1].w[...] = 0.25
@@ -69,7 +57,7 @@ def test_e_rider_tracks_the_symmetric_point_and_learns_where_analog_sgd_is_biase
     errs = {}
     for cfg in (T.ERiderConfig(lr=0.005, gamma=0.5, transfer_lr=0.02, n_columns=2, tracking_rate=0.1,
                                chop_prob=0.02), T.AnalogSGDConfig(lr=0.005)):
-        model = _model(device)
+        model = exact_model(2, 1, device)
         opt = T.build_optimizer(model, cfg)
         order = np.random.default_rng(1).integers(0, 16, 4000)
         tail = []
@@ -106,7 +94,7 @@ def test_checkpoint_resume_is_bit_exact_and_costs_add_up(cfg):
                                                    ("rider", {"zero_shift_mode": "fast"}, "rider.zero_shift_mode")])
 def test_bad_settings_are_refused_by_name(algorithm, bad, field):
     with pytest.raises(ValueError, match=field.replace(".", r"\.")):
-        T.build_optimizer(_model(Ideal()), {"algorithm": algorithm, **bad})
+        T.build_optimizer(exact_model(2, 1, Ideal()), {"algorithm": algorithm, **bad})
 
 
 def test_random_zero_shift_lands_near_the_symmetric_point_and_is_reported(caplog):
@@ -114,7 +102,7 @@ def test_random_zero_shift_lands_near_the_symmetric_point_and_is_reported(caplog
     is within Theorem C.2's floor dw_min q_max^2 / mu_q (here q_max <= 1.5 near the symmetric points,
     mu_q >= 0.6), far below the distance a reference at 0 would leave; the pulses are counted and reported."""
     device = Linear(tau=1.0, dw_min=1e-2, c=0.3, c_dtod=0.1)
-    model = _model(device, n_in=8, n_out=8)
+    model = exact_model(8, 8, device)
     with caplog.at_level(logging.WARNING, logger="aimc.trainers"):
         opt = T.build_optimizer(model, T.ResidualConfig(zero_shift_mode="random", zero_shift_cycles=1000))
     a = model[0].tiles[0].arrays[1]

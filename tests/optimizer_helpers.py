@@ -1,14 +1,46 @@
-"""A small analog model, one training step and a checkpoint/resume run, shared by the optimizer tests."""
+"""Models, steps and runs shared by the optimizer tests: an exact one-layer model for recursions written out
+in numpy, a small noisy network, one training step and a checkpoint/resume run."""
 
 from __future__ import annotations
 
 import io
 
+import numpy as np
 import torch
 from torch import nn
 
 from aimc import trainers as T
-from aimc.devices import Linear
+from aimc.devices import Ideal, Linear, PeripheryConfig, UpdateConfig
+
+DW = 2.0 ** -9
+"""dw_min of the exact model: dyadic steps, so every product of the recursions is exact in float32 and float64."""
+PERFECT = PeripheryConfig.perfect()
+
+
+def exact_model(n_in: int = 4, n_out: int = 3, device=None) -> nn.Module:
+    """A zeroed linear layer (no bias) on perfect reads, by default on an ideal constant-step device with
+    dw_min = DW in expected mode: the arrays move by exactly the whole pulses the equations ask for."""
+    lin = nn.Linear(n_in, n_out, bias=False)
+    with torch.no_grad():
+        lin.weight.zero_()
+    tile = T.TileConfig(device=device or Ideal(tau=8.0, dw_min=DW), forward=PERFECT, backward=PERFECT,
+                        update=UpdateConfig(mode="expected", desired_bl=32))
+    return T.convert(nn.Sequential(lin), tile)
+
+
+def dyadic_batches(n_batches: int, batch: int, n_in: int, n_out: int, seed: int = 0) -> list:
+    """Inputs and output gradients on a grid of 1/4 (so eta d x is a whole number of dw_min)."""
+    rng = np.random.default_rng(seed)
+    return [(rng.integers(-4, 5, (batch, n_in)) / 4.0, rng.integers(-4, 5, (batch, n_out)) / 4.0)
+            for _ in range(n_batches)]
+
+
+def drive(model, opt, batches) -> None:
+    """One step per (x, g) with loss = sum(y * g): the layer's output gradient d is exactly g."""
+    for x, g in batches:
+        opt.zero_grad()
+        (model(torch.tensor(x, dtype=torch.float32)) * torch.tensor(g, dtype=torch.float32)).sum().backward()
+        opt.step()
 
 
 def small_model(cfg):
