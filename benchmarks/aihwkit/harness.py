@@ -1,4 +1,4 @@
-"""Command line and JSON output shared by the aihwkit benchmark scripts in this folder.
+"""Command line, JSON output and the training loop shared by the aihwkit benchmark scripts in this folder.
 
 The scripts run as plain scripts in aihwkit's own virtual environment (aihwkit 1.1.0 with torch 2.10.0, built
 as docs/performance.md says), so this module imports only aihwkit, torch and the standard library; a script
@@ -31,3 +31,25 @@ def emit(out: dict, args: argparse.Namespace) -> None:
     out = {**out, "threads": torch.get_num_threads(), "seed": args.seed,
            "aihwkit_version": aihwkit.__version__, "torch_version": torch.__version__}
     print(json.dumps(out))
+
+
+def test_accuracy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch: int) -> float:
+    """Test accuracy (%) of `model` on (x, y), evaluated in mini-batches of `batch`."""
+    model.eval()
+    with torch.no_grad():
+        ok = sum((model(x[i:i + batch]).argmax(1) == y[i:i + batch]).sum().item() for i in range(0, len(y), batch))
+    model.train()
+    return 100.0 * ok / len(y)
+
+
+def train_epoch(model: torch.nn.Module, opt, loss_fn, x: torch.Tensor, y: torch.Tensor, batch: int = 10) -> float:
+    """One epoch in a random order from torch's generator, mini-batches of `batch`; the mean training loss."""
+    total, order = 0.0, torch.randperm(len(y))
+    for i in range(0, len(order), batch):
+        b = order[i:i + batch]
+        opt.zero_grad()
+        loss = loss_fn(model(x[b]), y[b])
+        loss.backward()
+        opt.step()
+        total += loss.item() * len(b)
+    return total / len(order)

@@ -25,6 +25,7 @@ import torch
 from aihwkit.nn import AnalogLinear
 from aihwkit.optim import AnalogSGD
 from aihwkit.simulator.configs import PowStepDevice, SoftBoundsDevice, build_config
+from harness import test_accuracy, train_epoch
 from torch import nn
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "aimc", "data", "mnist_small.npz")
@@ -55,29 +56,13 @@ def main() -> None:
     opt.regroup_param_groups(model)
     loss_fn = nn.CrossEntropyLoss()
 
-    def test_accuracy() -> float:
-        model.eval()
-        with torch.no_grad():
-            ok = sum((model(x_test[i:i + 100]).argmax(1) == y_test[i:i + 100]).sum().item()
-                     for i in range(0, len(y_test), 100))
-        model.train()
-        return 100.0 * ok / len(y_test)
-
     with open(a.out, "w") as log:
         for epoch in range(1, a.epochs + 1):
-            t0, total = time.time(), 0.0
-            order = torch.randperm(len(y_train))
-            for i in range(0, len(order), 10):
-                b = order[i:i + 10]
-                opt.zero_grad()
-                loss = loss_fn(model(x_train[b]), y_train[b])
-                loss.backward()
-                opt.step()
-                total += loss.item() * len(b)
-            print(json.dumps({"args": vars(a), "epoch": epoch, "train_loss": total / len(order),
-                              "test_accuracy": test_accuracy(), "seconds": round(time.time() - t0, 1)}),
-                  file=log, flush=True)
-
+            t0 = time.time()
+            train_loss = train_epoch(model, opt, loss_fn, x_train, y_train)
+            print(json.dumps({"args": vars(a), "epoch": epoch, "train_loss": train_loss,
+                              "test_accuracy": test_accuracy(model, x_test, y_test, 100),
+                              "seconds": round(time.time() - t0, 1)}), file=log, flush=True)
 
 if __name__ == "__main__":
     main()

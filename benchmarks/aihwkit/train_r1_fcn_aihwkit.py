@@ -31,6 +31,7 @@ from aihwkit.nn.conversion import convert_to_analog
 from aihwkit.optim import AnalogSGD
 from aihwkit.simulator.configs import SingleRPUConfig
 from aihwkit.simulator.configs.devices import ExpStepDevice, PowStepDevice
+from harness import test_accuracy, train_epoch
 from torch import nn
 
 
@@ -88,33 +89,19 @@ def main() -> None:
     decay = None if a.no_decay else torch.optim.lr_scheduler.StepLR(opt, step_size=15, gamma=0.5)
     loss_fn = nn.NLLLoss()
 
-    def test_accuracy() -> float:
-        model.eval()
-        with torch.no_grad():
-            ok = sum((model(x_test[i:i + 10]).argmax(1) == y_test[i:i + 10]).sum().item()
-                     for i in range(0, len(y_test), 10))
-        model.train()
-        return 100.0 * ok / len(y_test)
-
     with open(a.out, "w") as log:
-        print(json.dumps({"args": vars(a), "epoch": 0, "test_accuracy": test_accuracy()}), file=log, flush=True)
+        print(json.dumps({"args": vars(a), "epoch": 0, "test_accuracy": test_accuracy(model, x_test, y_test, 10)}),
+              file=log, flush=True)
         for epoch in range(1, a.epochs + 1):
-            t0, total = time.time(), 0.0
-            order = torch.randperm(len(y_train))
-            for i in range(0, len(order), 10):
-                b = order[i:i + 10]
-                opt.zero_grad()
-                loss = loss_fn(model(x_train[b]), y_train[b])
-                loss.backward()
-                opt.step()
-                total += loss.item() * len(b)
+            t0 = time.time()
+            train_loss = train_epoch(model, opt, loss_fn, x_train, y_train)
             if decay is not None:
                 decay.step()
             scales = [round(float(q.detach().abs().mean()), 4) for n, q in model.named_parameters()
                       if "out_scaling" in n]
-            print(json.dumps({"epoch": epoch, "train_loss": total / len(order), "test_accuracy": test_accuracy(),
-                              "out_scales": scales, "seconds": round(time.time() - t0, 1)}), file=log, flush=True)
-
+            print(json.dumps({"epoch": epoch, "train_loss": train_loss,
+                              "test_accuracy": test_accuracy(model, x_test, y_test, 10), "out_scales": scales,
+                              "seconds": round(time.time() - t0, 1)}), file=log, flush=True)
 
 if __name__ == "__main__":
     main()
