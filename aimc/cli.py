@@ -48,10 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
-"""Exit statuses: done; a run failed or diverged, or a file could not be written (disk full, read-only,
-no permission); bad input (config, file, argument, an output folder in use); interrupted (Ctrl-C, SIGINT's
-128 + 2)."""
+EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130
+"""Exit statuses besides 0 (done): a run failed or diverged, or a file could not be written (disk full,
+read-only, no permission); bad input (config, file, argument, an output folder in use, a missing file);
+interrupted (Ctrl-C, SIGINT's 128 + 2)."""
 
 
 def _os_error(err: OSError) -> str:
@@ -75,9 +75,6 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         print(f"aimc {args.command}: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except FileNotFoundError as err:
-        print(f"aimc {args.command}: error: {_os_error(err)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     except OSError as err:
         print(f"aimc {args.command}: error: {_os_error(err)}", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_BAD_INPUT if isinstance(err, FileNotFoundError) else EXIT_FAILED

@@ -20,10 +20,6 @@ from aimc.timestamps import timestamp
 LOCK_NAME = ".lock"
 
 
-class FolderBusy(ConfigError):
-    """Another live process holds the folder's lock."""
-
-
 def _holder(fh) -> str:
     fh.seek(0)
     text = fh.read().strip()
@@ -32,8 +28,9 @@ def _holder(fh) -> str:
 
 @contextmanager
 def folder_lock(folder: str | os.PathLike, what: str) -> Iterator[None]:
-    """Hold `folder`'s lock for the body (creating the folder); raise `FolderBusy` naming the other process
-    at once when a live one holds it. `what` names this job for such a message ("training run")."""
+    """Hold `folder`'s lock for the body (creating the folder); raise ConfigError naming the other process at
+    once when a live one holds it. `what` names this job in the lock file, for such a message to another
+    process ("training run")."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"output folder {str(folder)!r} exists and is not a folder")
@@ -42,8 +39,8 @@ def folder_lock(folder: str | os.PathLike, what: str) -> Iterator[None]:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise FolderBusy(f"{str(folder)!r} is in use by another process{_holder(fh)}; wait for it to "
-                             "finish or stop it, or choose another output folder") from None
+            raise ConfigError(f"{str(folder)!r} is in use by another process{_holder(fh)}; wait for it to "
+                              "finish or stop it, or choose another output folder") from None
         fh.truncate(0)
         fh.write(f"{what}, pid {os.getpid()} on {socket.gethostname()}, since {timestamp()}\n")
         fh.flush()
