@@ -116,7 +116,10 @@ def retention(root: str | Path, times: list[str], seed: int = 0, drift: DriftPar
             if progress:
                 progress(f"{label} t={name}: accuracy {100 * acc:.2f}%, compensated {100 * comp:.2f}%")
     write_table(rows, root / "retention.csv")
-    write_figure(rows, root / "retention.png", f"{cfg.name}: retention", digital)
+    fields = drift.model_dump(exclude_defaults=True) if drift is not None else None
+    how = ("the devices' own drift" if fields is None
+           else "drift " + (", ".join(f"{k} = {v:g}" for k, v in fields.items()) or "off"))
+    write_figure(rows, root / "retention.png", f"{cfg.name}: retention, {how}", digital)
     return rows
 
 
