@@ -277,3 +277,43 @@ def test_noisy_cell_means_and_spreads_match_aihwkit():
     se = np.sqrt((ours.var(0) + theirs.var(0)) / reps)
     assert np.all(np.abs(ours.mean(0) - theirs.mean(0)) < 4 * se + 1e-3)
     np.testing.assert_allclose(ours.std(0), theirs.std(0), rtol=0.2, atol=2e-3)
+
+
+FIELDS = r"""
+import dataclasses, json
+from aihwkit.simulator.presets import PCMPresetUnitCell
+cell = PCMPresetUnitCell()
+dev = {k: v for k, v in dataclasses.asdict(cell.unit_cell_devices[0]).items() if not isinstance(v, dict)}
+io, up = cell.refresh_forward, cell.refresh_update
+print(json.dumps(dict(device=dev, n_devices=len(cell.unit_cell_devices), refresh_every=cell.refresh_every,
+                      units_in_mbatch=cell.units_in_mbatch, refresh_upper_thres=cell.refresh_upper_thres,
+                      refresh_lower_thres=cell.refresh_lower_thres, copy_inverted=cell.copy_inverted,
+                      out_noise=io.out_noise, out_bound=io.out_bound, inp_res=io.inp_res, out_res=io.out_res,
+                      desired_bl=up.desired_bl)))
+"""
+
+
+@needs_aihwkit
+def test_pcm_preset_has_the_fields_of_aihwkit_s_pcm_unit_cell():
+    """Every field of aihwkit's PCMPresetUnitCell and its PCMPresetDevice has our value, except the two
+    complex-noise fields not modelled, and fields without effect there (INERT)."""
+    from test_devices_aihwkit_update import INERT
+
+    out = subprocess.run([str(PYTHON), "-c", FIELDS], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    ak = json.loads(out.stdout.strip().splitlines()[-1])
+    cell = get_preset("aihwkit_pcm")
+    ours = cell.device.model_dump()
+    missing = {k: v for k, v in ak["device"].items() if k not in ours and not (k in INERT and INERT[k] == v)}
+    assert missing == {"dw_min_std_add": 0.042, "dw_min_std_slope": 0.108}
+    for k, v in ak["device"].items():
+        if k in ours:
+            assert ours[k] == pytest.approx(v, rel=1e-12), k
+    assert ak["n_devices"] == 2
+    for k in ("refresh_every", "units_in_mbatch", "refresh_upper_thres", "refresh_lower_thres", "copy_inverted"):
+        assert getattr(cell, k) == ak[k], k
+    io = cell.refresh_forward
+    assert (io.out_noise, io.out_bound, cell.refresh_update.desired_bl) == (ak["out_noise"], ak["out_bound"],
+                                                                           ak["desired_bl"])
+    assert 1 / (2**io.inp_bits - 2) == pytest.approx(ak["inp_res"]) and 1 / (2**io.out_bits - 2) == pytest.approx(
+        ak["out_res"])
