@@ -107,6 +107,15 @@ def test_refresh_schedule(units_in_mbatch, every, cycles):
     assert a.cycles == 0
 
 
+def test_copy_inverted_mirrors_g_plus_own_draw():
+    """G+ swaps its own up and down steps and mirrors its own bounds; G- keeps its draw."""
+    dev = ConstantStep(dw_min=DW, up_down=0.5, w_max=1.0, w_min=0.0, **NO_SPREAD)  # dw_down = dw_min / 2
+    a = _tile(1, 1, _cell(dev, copy_inverted=True)).arrays[0]
+    assert [float(b[0, 0]) for b in a.plus.bounds] == [-1.0, 0.0]
+    assert [float(b[0, 0]) for b in a.minus.bounds] == [0.0, 1.0]
+    assert a.plus.params.ep[0, 0, :2].tolist() == [DW / 2, DW] and a.minus.params.ep[0, 0, :2].tolist() == [DW, DW / 2]
+
+
 def test_bad_cell_config_is_refused():
     with pytest.raises(Exception, match="write_noise_std"):
         parse_device({"kind": "OneSided", "device": {"kind": "ExpStep", "write_noise_std": 1.0}})
