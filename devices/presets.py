@@ -166,7 +166,7 @@ def load_device(spec: str | dict | DeviceConfig) -> DeviceConfig:
     import tomllib
     from pathlib import Path
 
-    if isinstance(spec, DeviceBase):
+    if isinstance(spec, (DeviceBase, OneSided)):
         return spec
     if isinstance(spec, dict):
         return parse_device(spec)
