@@ -13,6 +13,7 @@ from aimc.devices import (  # noqa: E402
     expected_update,
     loops,
     normals,
+    one_sided_update,
     periphery,
     prefetch,
     pulse_trains,
@@ -35,6 +36,8 @@ from aimc.devices.aihwkit_families import (  # noqa: E402
 from aimc.devices.array import ConductanceArray  # noqa: E402
 from aimc.devices.device_base import ElementParams  # noqa: E402
 from aimc.devices.jit_cache import flush_stale  # noqa: E402
+from aimc.devices.one_sided import OneSided  # noqa: E402
+from aimc.devices.one_sided_array import OneSidedArray  # noqa: E402
 from aimc.devices.paper_families import Exponential, Ideal, Linear, Power  # noqa: E402
 from aimc.devices.periphery import PeripheryConfig, analog_mvm  # noqa: E402
 from aimc.devices.presets import PRESETS, Preset, expand_preset_table, get_preset, load_device  # noqa: E402
@@ -46,12 +49,20 @@ from aimc.devices.update import UpdateConfig  # noqa: E402
 
 # before any kernel runs: no stale cached kernels
 flush_stale([rng, prefetch, bits, normals, threads, loops, response_step, pulses, pulse_trains, coincidences,
-             pulsed_update, expected_update, characteristics, effective_weight, effects, periphery, threshold], [])
+             pulsed_update, expected_update, characteristics, effective_weight, effects, periphery, threshold,
+             one_sided_update], [])
 
 __all__ = [
     "AnalogTile", "check_kernel_threads", "ConductanceArray", "ConstantStep", "DEVICE_KINDS", "DeviceConfig",
     "ElementParams", "ExpStep", "Exponential", "Ideal", "Linear", "LinearStep", "PRESETS", "PeripheryConfig",
+<<<<<<< HEAD
     "PiecewiseStep", "PowStep", "Power", "SoftBounds", "Tabulated", "UpdateConfig", "analog_mvm",
     "Preset", "Stream", "device_schema", "expand_preset_table", "get_preset", "limit_blas_threads", "load_device",
     "parse_device", "set_kernel_threads", "soft_bounds_pmax",
+=======
+    "OneSided", "OneSidedArray", "PiecewiseStep", "PowStep", "Power", "SoftBounds", "Tabulated", "UpdateConfig",
+    "analog_mvm",
+    "Preset", "Stream", "device_schema", "get_preset", "limit_blas_threads", "load_device", "parse_device",
+    "set_kernel_threads", "soft_bounds_pmax",
+>>>>>>> cell19
 ]

@@ -15,8 +15,11 @@ from dataclasses import dataclass
 from aimc.common.errors import ConfigError
 from aimc.devices.aihwkit_families import ConstantStep, ExpStep, LinearStep, SoftBounds
 from aimc.devices.device_base import DeviceBase
+from aimc.devices.one_sided import OneSided
 from aimc.devices.paper_families import Exponential, Ideal, Linear, Power
+from aimc.devices.periphery import PeripheryConfig
 from aimc.devices.response import DeviceConfig, parse_device
+from aimc.devices.update import UpdateConfig
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,22 @@ PRESETS: dict[str, Preset] = {
     "r3_4_states": Preset(Linear(tau=1.0, dw_min=0.5), "soft-bounds device with 4 states", "R3 (4 to 80 states)"),
 }
 
+# aihwkit 1.1.0's PCMPresetUnitCell: two PCMPresetDevice (ExpStep) in a one-sided cell, refreshed after every
+# mini-batch; reads of the refresh through PresetIOParameters (out_bound 20, out_noise 0.1, 7-bit DAC, 9-bit
+# ADC), rewrites with PresetUpdateParameters(desired_bl=31). PCMPresetDevice's complex cycle noise
+# (dw_min_std_add 0.042, dw_min_std_slope 0.108) is not modelled: its noise here is dw_min_std alone.
+PRESETS["aihwkit_pcm"] = Preset(
+    OneSided(device=ExpStep(dw_min=0.01, up_down=0.0, w_max=2.0, w_min=0.0, a=-1.0, b=0.0, gamma_up=2.5,
+                            gamma_down=2.5, A_up=-27.235, A_down=-2.235, dw_min_dtod=0.2, up_down_dtod=0.05,
+                            w_max_dtod=0.1, w_min_dtod=0.0, dw_min_std=0.6, write_noise_std=0.0, reset=0.01,
+                            reset_dtod=0.02),
+             refresh_every=1, units_in_mbatch=True,
+             refresh_forward=PeripheryConfig(out_bound=20.0, out_noise=0.1, inp_bits=7, out_bits=9),
+             refresh_update=UpdateConfig(desired_bl=31)),
+    "PCM pair G+ - G- (one-sided cell, potentiation only), refreshed every mini-batch",
+    _AIHWKIT + "PCMPresetUnitCell of two PCMPresetDevice (fit to Nandakumar et al., Front. Neurosci. 2020); "
+    "without PCMPresetDevice's dw_min_std_add, dw_min_std_slope")
+
 
 def get_preset(name: str) -> DeviceConfig:
     """The device config of preset `name`."""
@@ -162,7 +181,7 @@ def load_device(spec: str | dict | DeviceConfig) -> DeviceConfig:
     import tomllib
     from pathlib import Path
 
-    if isinstance(spec, DeviceBase):
+    if isinstance(spec, (DeviceBase, OneSided)):
         return spec
     if isinstance(spec, dict):
         return parse_device(expand_preset_table(spec))

@@ -2,9 +2,16 @@
 
 The families: R1's paper families (devices.paper_families: `ideal`, `linear`, `power`, `exponential`),
 aihwkit 1.1.0's pulsed families (devices.aihwkit_families: `ConstantStep`, `LinearStep`, `SoftBounds`,
+<<<<<<< HEAD
 `ExpStep`, `PowStep`, `PiecewiseStep`) and a measured response on a grid (devices.tabulated: `tabulated`).
 aihwkit's families carry its write noise, decay, diffusion, reset, corrupt devices (devices.effects) and
 drift of an idle array (devices.drift).
+=======
+`ExpStep`, `PowStep`, `PiecewiseStep`), a measured response on a grid (devices.tabulated: `tabulated`) and
+aihwkit's one-sided unit cell of two such devices (devices.one_sided: `OneSided`).
+aihwkit's families carry its write noise, decay, diffusion, reset and corrupt devices (devices.effects);
+its drift is not modelled (docs/devices.md).
+>>>>>>> cell19
 """
 
 from __future__ import annotations
@@ -16,20 +23,22 @@ from pydantic import Field, TypeAdapter, ValidationError
 from aimc.common.errors import ConfigError
 from aimc.common.validation import format_validation_error
 from aimc.devices.aihwkit_families import ConstantStep, ExpStep, LinearStep, PiecewiseStep, PowStep, SoftBounds
+from aimc.devices.one_sided import OneSided
 from aimc.devices.paper_families import Exponential, Ideal, Linear, Power
 from aimc.devices.tabulated import Tabulated
 
 DeviceConfig = Annotated[
     Union[Ideal, Linear, Power, Exponential, ConstantStep, LinearStep, SoftBounds, ExpStep, PowStep,
-          PiecewiseStep, Tabulated],
+          PiecewiseStep, Tabulated, OneSided],
     Field(discriminator="kind"),
 ]
 DEVICE_KINDS = ("ideal", "linear", "power", "exponential", "ConstantStep", "LinearStep", "SoftBounds",
                 "ExpStep", "PowStep", "PiecewiseStep", "tabulated")
+"""The response families of one element (a OneSided cell holds two elements of one of them)."""
 _ADAPTER = TypeAdapter(DeviceConfig)
 _FAMILIES = {cls.model_fields["kind"].default: cls for cls in (
     Ideal, Linear, Power, Exponential, ConstantStep, LinearStep, SoftBounds, ExpStep, PowStep, PiecewiseStep,
-    Tabulated)}
+    Tabulated, OneSided)}
 
 
 def parse_device(data: dict, where: str = "device") -> DeviceConfig:
@@ -39,7 +48,7 @@ def parse_device(data: dict, where: str = "device") -> DeviceConfig:
     try:
         return family.model_validate(data) if family else _ADAPTER.validate_python(data)
     except ValidationError as err:
-        raise ConfigError(f"invalid device config:\n{format_validation_error(err, where)}") from None
+        raise ConfigError(f"invalid device config:\n{format_validation_error(err, where, DEVICE_KINDS)}") from None
 
 
 def device_schema() -> dict:

@@ -18,6 +18,8 @@ import numpy as np
 from aimc.devices.array import ConductanceArray
 from aimc.devices.drift import DriftParameter
 from aimc.devices.effective_weight import effective_weight_kernel
+from aimc.devices.one_sided import OneSided
+from aimc.devices.one_sided_array import OneSidedArray
 from aimc.devices.periphery import PeripheryConfig, analog_mvm
 from aimc.devices.response import DeviceConfig
 from aimc.devices.rng import Stream
@@ -58,8 +60,9 @@ class AnalogTile:
         if len(gains) < 1:
             raise ValueError("a tile needs at least one array")
         arrays = self.arrays[: len(gains)]
+        make = OneSidedArray if isinstance(self.device, OneSided) else ConductanceArray
         for n in range(len(arrays), len(gains)):
-            arrays.append(ConductanceArray(self.out_size, self.in_size, self.device, seed=self.seed * 1009 + n))
+            arrays.append(make(self.out_size, self.in_size, self.device, seed=self.seed * 1009 + n))
         self.arrays = arrays
         self.gains = np.asarray(gains, dtype=np.float32)
         self.invalidate(layout=True)
@@ -148,8 +151,12 @@ class AnalogTile:
     def update(self, x: np.ndarray, d: np.ndarray, lr: float, index: int = 0,
                cfg: UpdateConfig | None = None) -> int:
         """Pulsed (or expected) update W_index -= lr d^T x with the tile's update settings (or `cfg`);
-        returns pulses fired."""
-        n = self.arrays[index].update(x, d, lr, cfg or self.update_cfg)
+        returns pulses fired. A one-sided cell's refresh reads count among the tile's reads."""
+        a = self.arrays[index]
+        own = a.reads if isinstance(a, OneSidedArray) else 0
+        n = a.update(x, d, lr, cfg or self.update_cfg)
+        if isinstance(a, OneSidedArray):
+            self.reads += a.reads - own
         self.invalidate()
         return n
 
