@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from aimc.common.errors import ConfigError
 from aimc.common.validation import STRICT, format_validation_error
-from aimc.devices import DEVICE_KINDS, load_device
+from aimc.devices import DEVICE_TAGS, load_device
 from aimc.trainers.config import ALGORITHMS, AnalogSGDConfig, TileConfig, TrainerConfig
 
 Activation = Literal["sigmoid", "relu", "tanh"]
@@ -190,7 +190,7 @@ def canonical_json(cfg: BaseModel) -> str:
 
 
 # -- validation with dotted-path errors ------------------------------------------------------------------
-UNION_TAGS = frozenset(ALGORITHMS) | frozenset(MODEL_NAMES) | frozenset(DEVICE_KINDS)
+UNION_TAGS = frozenset(ALGORITHMS) | frozenset(MODEL_NAMES) | frozenset(DEVICE_TAGS)
 """The tags of the config's tagged unions, left out of error paths (`trainer.lr`, not `trainer.residual.lr`)."""
 
 

@@ -41,7 +41,7 @@ from aimc.devices.one_sided_array import OneSidedArray  # noqa: E402
 from aimc.devices.paper_families import Exponential, Ideal, Linear, Power  # noqa: E402
 from aimc.devices.periphery import PeripheryConfig, analog_mvm  # noqa: E402
 from aimc.devices.presets import PRESETS, Preset, expand_preset_table, get_preset, load_device  # noqa: E402
-from aimc.devices.response import DEVICE_KINDS, DeviceConfig, device_schema, parse_device  # noqa: E402
+from aimc.devices.response import DEVICE_KINDS, DEVICE_TAGS, DeviceConfig, device_schema, parse_device  # noqa: E402
 from aimc.devices.rng import Stream  # noqa: E402
 from aimc.devices.tabulated import Tabulated  # noqa: E402
 from aimc.devices.tile import AnalogTile  # noqa: E402
@@ -53,16 +53,10 @@ flush_stale([rng, prefetch, bits, normals, threads, loops, response_step, pulses
              one_sided_update], [])
 
 __all__ = [
-    "AnalogTile", "check_kernel_threads", "ConductanceArray", "ConstantStep", "DEVICE_KINDS", "DeviceConfig",
+    "AnalogTile", "check_kernel_threads", "ConductanceArray", "ConstantStep", "DEVICE_KINDS", "DEVICE_TAGS",
+    "DeviceConfig",
     "ElementParams", "ExpStep", "Exponential", "Ideal", "Linear", "LinearStep", "PRESETS", "PeripheryConfig",
-<<<<<<< HEAD
-    "PiecewiseStep", "PowStep", "Power", "SoftBounds", "Tabulated", "UpdateConfig", "analog_mvm",
-    "Preset", "Stream", "device_schema", "expand_preset_table", "get_preset", "limit_blas_threads", "load_device",
-    "parse_device", "set_kernel_threads", "soft_bounds_pmax",
-=======
     "OneSided", "OneSidedArray", "PiecewiseStep", "PowStep", "Power", "SoftBounds", "Tabulated", "UpdateConfig",
-    "analog_mvm",
-    "Preset", "Stream", "device_schema", "get_preset", "limit_blas_threads", "load_device", "parse_device",
-    "set_kernel_threads", "soft_bounds_pmax",
->>>>>>> cell19
+    "analog_mvm", "Preset", "Stream", "device_schema", "expand_preset_table", "get_preset", "limit_blas_threads",
+    "load_device", "parse_device", "set_kernel_threads", "soft_bounds_pmax",
 ]

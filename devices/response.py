@@ -2,16 +2,10 @@
 
 The families: R1's paper families (devices.paper_families: `ideal`, `linear`, `power`, `exponential`),
 aihwkit 1.1.0's pulsed families (devices.aihwkit_families: `ConstantStep`, `LinearStep`, `SoftBounds`,
-<<<<<<< HEAD
-`ExpStep`, `PowStep`, `PiecewiseStep`) and a measured response on a grid (devices.tabulated: `tabulated`).
-aihwkit's families carry its write noise, decay, diffusion, reset, corrupt devices (devices.effects) and
-drift of an idle array (devices.drift).
-=======
 `ExpStep`, `PowStep`, `PiecewiseStep`), a measured response on a grid (devices.tabulated: `tabulated`) and
 aihwkit's one-sided unit cell of two such devices (devices.one_sided: `OneSided`).
-aihwkit's families carry its write noise, decay, diffusion, reset and corrupt devices (devices.effects);
-its drift is not modelled (docs/devices.md).
->>>>>>> cell19
+aihwkit's families carry its write noise, decay, diffusion, reset, corrupt devices (devices.effects) and
+drift of an idle array (devices.drift).
 """
 
 from __future__ import annotations
@@ -35,6 +29,8 @@ DeviceConfig = Annotated[
 DEVICE_KINDS = ("ideal", "linear", "power", "exponential", "ConstantStep", "LinearStep", "SoftBounds",
                 "ExpStep", "PowStep", "PiecewiseStep", "tabulated")
 """The response families of one element (a OneSided cell holds two elements of one of them)."""
+DEVICE_TAGS = (*DEVICE_KINDS, "OneSided")
+"""Every `kind` of the device union, left out of error paths (`tile.device.tau`, not `tile.device.power.tau`)."""
 _ADAPTER = TypeAdapter(DeviceConfig)
 _FAMILIES = {cls.model_fields["kind"].default: cls for cls in (
     Ideal, Linear, Power, Exponential, ConstantStep, LinearStep, SoftBounds, ExpStep, PowStep, PiecewiseStep,
@@ -48,7 +44,7 @@ def parse_device(data: dict, where: str = "device") -> DeviceConfig:
     try:
         return family.model_validate(data) if family else _ADAPTER.validate_python(data)
     except ValidationError as err:
-        raise ConfigError(f"invalid device config:\n{format_validation_error(err, where, DEVICE_KINDS)}") from None
+        raise ConfigError(f"invalid device config:\n{format_validation_error(err, where, DEVICE_TAGS)}") from None
 
 
 def device_schema() -> dict:

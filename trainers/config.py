@@ -13,7 +13,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from aimc.common.errors import ConfigError
 from aimc.common.validation import Float32Config, format_validation_error
-from aimc.devices import DEVICE_KINDS, DeviceConfig, PeripheryConfig, UpdateConfig, expand_preset_table, load_device
+from aimc.devices import DEVICE_TAGS, DeviceConfig, PeripheryConfig, UpdateConfig, expand_preset_table, load_device
 
 
 class TileConfig(Float32Config):
@@ -38,7 +38,7 @@ class TileConfig(Float32Config):
         try:
             super().__init__(**data)
         except ValidationError as err:
-            raise ConfigError(format_validation_error(err, "tile", hidden=DEVICE_KINDS)) from None
+            raise ConfigError(format_validation_error(err, "tile", hidden=DEVICE_TAGS)) from None
 
     @field_validator("device", mode="before")
     @classmethod
