@@ -37,7 +37,7 @@ from aimc.devices.expected_update import expected_update_kernel
 from aimc.devices.periphery import read_one_hot
 from aimc.devices.pulse_trains import clip_to_probability, plan_kernel
 from aimc.devices.pulsed_update import pulsed_update_kernel
-from aimc.devices.pulses import pulse_kernel
+from aimc.devices.pulses import pulse_columns_kernel
 from aimc.devices.tile import AnalogTile
 
 
@@ -70,6 +70,20 @@ class TransferResult(NamedTuple):
 
 
 @njit(cache=True)
+def running_estimate(v, m0, tau):
+    """aihwkit 1.1.0's auto-scale estimate (ChoppedTransferCompound's m_x, m_d) after each value of v
+    (float64): m <- (1 - tau) m + tau v; a value <= 0 leaves m, and an m <= 0 becomes the first positive
+    value. Starts at m0."""
+    out = np.empty(v.shape[0])
+    m = m0
+    for i in range(v.shape[0]):
+        if v[i] > 0:
+            m = v[i] if m <= 0 else (1.0 - tau) * m + tau * v[i]
+        out[i] = m
+    return out
+
+
+@njit(cache=True)
 def _update(w, app, wn, resp, noise, seed, counter, x, d, lr, dw_min, pulsed, desired_bl, um, blm):
     """One piece's update of the fast array (the tile's update; write noise redraws the touched apparent
     weights). Returns (pulses, counter)."""
@@ -90,19 +104,35 @@ def _update(w, app, wn, resp, noise, seed, counter, x, d, lr, dw_min, pulsed, de
 
 
 @njit(cache=True)
+def _fires(xs, ds, start, end) -> bool:
+    """Whether a vector b in [start, end) has x_b and d_b both nonzero (else an update fires no pulse)."""
+    for b in range(start, end):
+        x_on = False
+        for j in range(xs.shape[1]):
+            if xs[b, j] != 0:
+                x_on = True
+                break
+        if x_on:
+            for i in range(ds.shape[1]):
+                if ds[b, i] != 0:
+                    return True
+    return False
+
+
+@njit(cache=True)
 def _flush(w, app, wn, resp, noise, seed, counter, pending, queued):
-    """Fire the queued pulses into the slow array (AnalogTile.pulse) and clear the queue. Returns
-    (pulses, counter)."""
+    """Fire the queued pulses into the slow array (AnalogTile.pulse, visiting only the queued columns) and
+    clear the queue. Returns (pulses, counter)."""
+    cols = np.flatnonzero(queued)
     counter += 1
-    n = pulse_kernel(w, pending, resp[0], resp[1], resp[2], resp[3], resp[4], resp[5], noise[0], noise[1], seed,
-                     counter)
+    n = pulse_columns_kernel(w, pending, cols, resp[0], resp[1], resp[2], resp[3], resp[4], resp[5], noise[0],
+                             noise[1], seed, counter)
     if wn.shape[0] > 0:
         counter += 1
         redraw_kernel(app, w, (pending != 0).view(np.uint8), wn, app, app, False, seed, counter, WRITE)
-    for k in range(queued.shape[0]):
-        if queued[k]:
-            pending[:, k] = 0
-            queued[k] = False
+    for k in cols:
+        pending[:, k] = 0
+        queued[k] = False
     return n, counter
 
 
@@ -128,6 +158,8 @@ def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_
     v = np.empty(n_out, np.float32)
     colv = np.empty(n_out, np.float32)
     pulses = np.empty(n_out, np.int64)
+    xs_all = np.empty((n, n_in), np.float32)  # the chopped vectors; a piece is a contiguous slice
+    ds_all = np.empty((n, n_out), np.float32)
     up_pulses = tr_pulses = reads = 0
     ui = 0
     start = 0
@@ -135,19 +167,20 @@ def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_
     while True:
         end = min(r + 1, n)
         if end > start:  # the fast update of vectors start .. end - 1 with the current choppers
-            m = end - start
-            xs = np.empty((m, n_in), np.float32)
-            ds = np.empty((m, n_out), np.float32)
-            for b in range(m):
+            for b in range(start, end):
                 for j in range(n_in):
-                    xs[b, j] = x[start + b, j] * c_in[j]
+                    xs_all[b, j] = x[b, j] * c_in[j]
                 for i in range(n_out):
-                    ds[b, i] = d[start + b, i] * c_out[i]
+                    ds_all[b, i] = d[b, i] * c_out[i]
                     if eta.shape[0] > 0:
-                        ds[b, i] *= np.float32(eta[start + b])
-            p, a_counter = _update(a_w, a_app, a_wn, a_resp, a_noise, a_seed, a_counter, xs, ds,
-                                   1.0 if eta.shape[0] > 0 else lr, dw_min, pulsed, desired_bl, um, blm)
-            up_pulses += p
+                        ds_all[b, i] *= np.float32(eta[b])
+            if _fires(xs_all, ds_all, start, end):
+                p, a_counter = _update(a_w, a_app, a_wn, a_resp, a_noise, a_seed, a_counter, xs_all[start:end],
+                                       ds_all[start:end], 1.0 if eta.shape[0] > 0 else lr, dw_min, pulsed,
+                                       desired_bl, um, blm)
+                up_pulses += p
+            else:  # the update would take its counters and change nothing (no vector with x and d nonzero)
+                a_counter += 1 if a_wn.shape[0] == 0 else 2
             start = end
         if r >= n:
             break

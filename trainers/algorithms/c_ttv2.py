@@ -26,7 +26,7 @@ import math
 import numpy as np
 from scipy.signal import lfilter
 
-from aimc.devices.chopped_transfer import TransferRule, chopped_transfer
+from aimc.devices.chopped_transfer import TransferRule, chopped_transfer, running_estimate
 from aimc.trainers.algorithms.latency import LatencyModel
 from aimc.trainers.algorithms.transfer import TransferOptimizer
 from aimc.trainers.layers import TileBlock
@@ -90,12 +90,7 @@ class CTTv2(TransferOptimizer):
                 m0 = v[0]
             out = lfilter([tau], [1.0, tau - 1.0], v, zi=[(1.0 - tau) * m0])[0]
         else:
-            out = np.empty_like(v)
-            m = m0
-            for i, val in enumerate(v):
-                if val > 0:
-                    m = val if m <= 0 else (1.0 - tau) * m + tau * val
-                out[i] = m
+            out = running_estimate(v, m0, tau)
         st[key] = float(out[-1])
         return out
 
