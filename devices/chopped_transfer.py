@@ -250,10 +250,11 @@ def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_
 
 
 def _array_args(a) -> tuple:
-    """(updated weights, apparent weights, write-noise std array or (0, 0)) of a ConductanceArray."""
+    """(updated weights, apparent weights, write-noise std or (0, 0)) of a ConductanceArray; the std is a
+    broadcast view as ConductanceArray passes it, so that redraw_kernel is compiled once for both."""
     if a.hidden is None:
-        return a.w, a.w, np.zeros((0, 0), np.float32)
-    return a.hidden, a.w, np.full(a.shape, a.effects.write_noise, np.float32)
+        return a.w, a.w, np.broadcast_to(np.float32(0.0), (0, 0))
+    return a.hidden, a.w, np.broadcast_to(np.float32(a.effects.write_noise), a.shape)
 
 
 def chopped_transfer(tile: AnalogTile, fast: int, slow: int, x: np.ndarray, d: np.ndarray, eta: np.ndarray | None,
