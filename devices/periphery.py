@@ -109,36 +109,65 @@ def _product(mat, transposed, xq, y) -> None:
             y[b, o] = acc
 
 
-@njit(cache=True, parallel=True)
-def _finish_rows(y, rows, row_scale, out_noise, bound, bits, check, seed, counter, done) -> None:
-    """Add out_noise * N(0, 1) to y[rows] (row i from stream (seed, counter, i)); unless `check` finds a
-    saturated output (|y| >= bound) in a row, clip, quantize and multiply that row by row_scale[k] in
-    place. done[k]: row rows[k] finished (True) or saturated (False, left for a re-read)."""
-    n = y.shape[1]
+@njit(cache=True, inline="always")
+def _finish_row(out, s, out_noise, bound, bits, check, seed, counter, i) -> bool:
+    """Add out_noise * N(0, 1) to the output row `out` (from stream (seed, counter, i)); unless `check` finds
+    a saturated output (|y| >= bound), clip, quantize and multiply it by s in place. Returns whether the row
+    is finished (False: saturated, left for a re-read)."""
+    n = out.shape[0]
     b32 = np.float32(bound)
     step = _level_step(bound, bits)
+    if out_noise > 0:
+        rs = stream_seed(uint64(seed), uint64(counter), uint64(i))
+        for j in range(n):
+            xi, rs = normal_step(rs)
+            out[j] += np.float32(out_noise * xi)
+    if check:
+        for j in range(n):
+            if abs(out[j]) >= b32:
+                return False
+    if bits > 0:
+        for j in range(n):
+            out[j] = _quantize(out[j], b32, step) * s
+    else:
+        for j in range(n):
+            out[j] = min(max(out[j], -b32), b32) * s
+    return True
+
+
+@njit(cache=True, parallel=True)
+def _finish_rows(y, rows, row_scale, out_noise, bound, bits, check, seed, counter, done) -> None:
+    """_finish_row for the rows `rows` of y (row i from stream (seed, counter, i)), row rows[k] scaled by
+    row_scale[k]; done[k]: that row finished (True) or saturated (False, left for a re-read)."""
     for k in prange(len(rows)):
-        done[k] = True
-        i = rows[k]
-        out = y[i]
-        if out_noise > 0:
-            rs = stream_seed(uint64(seed), uint64(counter), uint64(i))
-            for j in range(n):
-                xi, rs = normal_step(rs)
-                out[j] += np.float32(out_noise * xi)
-        if check:
-            for j in range(n):
-                if abs(out[j]) >= b32:
-                    done[k] = False
-                    break
-        if done[k]:
-            s = row_scale[k]
-            if bits > 0:
-                for j in range(n):
-                    out[j] = _quantize(out[j], b32, step) * s
-            else:
-                for j in range(n):
-                    out[j] = min(max(out[j], -b32), b32) * s
+        done[k] = _finish_row(y[rows[k]], row_scale[k], out_noise, bound, bits, check, seed, counter, rows[k])
+
+
+@njit(cache=True)
+def read_one_hot(col, ideal, inp_bound, inp_bits, out_noise, out_bound, out_bits, bound_management, max_bm_reads,
+                 seed, counter, out) -> int:
+    """out = the read of a column col (out,) (an array's w - reference) through the periphery with a one-hot
+    input of 1: analog_mvm(col[:, None], [[1]], ...) on the calling thread, bit-identical to it (bound
+    management re-reads included; noise management divides the input 1 by 1). counter: the stream's last
+    counter; returns it after the reads (an ideal read takes none). Converter settings as _read's (bits 0:
+    none)."""
+    if ideal:
+        out[:] = col
+        return counter
+    b32 = np.float32(inp_bound)
+    step = _level_step(inp_bound, inp_bits)
+    one = np.float32(1.0)
+    factor = one  # the input of each attempt: 1 (noise management divides it by 1), then halved
+    for attempt in range(max_bm_reads):
+        q = _quantize(factor, b32, step) if inp_bits > 0 else min(max(factor, -b32), b32)
+        for o in range(col.shape[0]):
+            out[o] = np.float32(0.0) + q * col[o]
+        counter += 1
+        check = bound_management and attempt < max_bm_reads - 1  # the last attempt is clipped
+        if _finish_row(out, one / factor, out_noise, out_bound, out_bits, check, seed, counter, 0):
+            return counter
+        factor *= np.float32(0.5)
+    return counter
 
 
 @njit(cache=True)

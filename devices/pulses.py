@@ -81,6 +81,25 @@ def pulse_kernel(w, counts, ep, code, consts, grid, tab_up, tab_dn, sigma, addit
     return total(fired)
 
 
+@njit(cache=True)
+def pulse_columns_kernel(w, counts, cols, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed,
+                         counter) -> int:
+    """pulse_kernel where only the columns `cols` (increasing) of counts may be nonzero, on the calling thread
+    and without a pass over the other columns: the same weights (an element without pulses draws nothing
+    from its row's stream). Returns pulses fired."""
+    fired = 0
+    for i in range(w.shape[0]):
+        s = stream_seed(uint64(seed), uint64(counter), uint64(i))
+        er = ep[i]
+        for j in cols:
+            n = counts[i, j]
+            if n != 0:
+                v, s = _pulses(float(w[i, j]), n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
+                w[i, j] = v
+                fired += abs(n)
+    return fired
+
+
 @njit(cache=True, parallel=True)
 def alternate_kernel(w, cycles, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter):
     """Fire cycles[i, j] (up, down) pulse pairs into element (i, j) of w (float32, in place)."""

@@ -39,31 +39,8 @@ class AGAD(CTTv2):
         """Sweeps per chopper phase."""
         return max(math.ceil(1.0 / self.cfg.in_chop_prob), 2)
 
-    def buffer_increment(self, st, block, k, v):
-        if st["switched"][k]:
-            st["Pref"][:, k] = st["M"][:, k]
-            st["switched"][k] = False
-        inc = np.float32(self.lr_scale(st, block)) * (st["c_in"][k] * st["c_out"] * (v - st["Pref"][:, k]))
-        beta = np.float32(min(self.cfg.tail_weightening / self.n_s, 1.0))
-        st["M"][:, k] = (np.float32(1.0) - beta) * st["M"][:, k] + beta * v
-        return inc
-
-    def threshold(self, h):
-        n = super().threshold(h)
-        cap = self.cfg.buffer_cap
-        if cap > 0 and not self.cfg.forget_buffer:
-            lim = np.float32(cap * self.cfg.transfer_bl)
-            hit = n != 0
-            h[hit] = np.clip(h[hit], -lim, lim)
-        return n
-
-    def may_write(self, st):
-        return int(st["sweeps"]) > self.n_s
-
-    def switch_choppers(self, st, k, rng):
-        flip = int(st["sweeps"]) % self.n_s + 1 == self.n_s
-        if self.cfg.in_chop_random and rng.random() < self.cfg.in_chop_prob:
-            flip = True
-        if flip:
-            st["c_in"][k] *= -1
-            st["switched"][k] = True
+    def rule(self, st, block):
+        cfg = self.cfg
+        return super().rule(st, block)._replace(
+            buffer_cap=cfg.buffer_cap, chop_random=cfg.in_chop_random, period=self.n_s, dynamic=True,
+            beta=min(cfg.tail_weightening / self.n_s, 1.0), write_after=self.n_s)

@@ -26,6 +26,7 @@ import math
 import numpy as np
 from scipy.signal import lfilter
 
+from aimc.devices.chopped_transfer import TransferRule, chopped_transfer, running_estimate
 from aimc.trainers.algorithms.latency import LatencyModel
 from aimc.trainers.algorithms.transfer import TransferOptimizer
 from aimc.trainers.layers import TileBlock
@@ -89,12 +90,7 @@ class CTTv2(TransferOptimizer):
                 m0 = v[0]
             out = lfilter([tau], [1.0, tau - 1.0], v, zi=[(1.0 - tau) * m0])[0]
         else:
-            out = np.empty_like(v)
-            m = m0
-            for i, val in enumerate(v):
-                if val > 0:
-                    m = val if m <= 0 else (1.0 - tau) * m + tau * val
-                out[i] = m
+            out = running_estimate(v, m0, tau)
         st[key] = float(out[-1])
         return out
 
@@ -104,30 +100,35 @@ class CTTv2(TransferOptimizer):
         every = self.every(n)
         eta = self.fast_steps(st, block, x, d)
         done = int(st["t"])
-        reads = list(range(every - done % every - 1, n, every))  # vectors after which a column is read
+        first = every - done % every - 1  # the first vector after which a column is read
         st["t"] = done + n
-        rng = np.random.default_rng([block.tile.seed & 0x7FFFFFFF, 0xC40B, self.steps]) if reads else None
-        ends = [(r + 1, True) for r in reads]
-        if not reads or reads[-1] < n - 1:
-            ends.append((n, False))
-        start = 0
-        for end, read in ends:
-            if end > start:
-                self.fast_update(block, st, x[start:end], d[start:end],
-                                 eta if np.isscalar(eta) else eta[start:end])
-            if read:
-                self.transfer_column(block, st, rng)
-            start = end
-        self.flush(block, st)
+        rule = self.rule(st, block)
+        uniforms = self.chopper_draws(st, block, rule, len(range(first, n, every)))
+        if "_pending" not in st:
+            st["_pending"] = np.zeros((block.tile.out_size, block.tile.in_size), np.int64)
+            st["_queued"] = np.zeros(block.tile.in_size, np.bool_)
+        none = np.zeros((0, 0), np.float32)
+        res = chopped_transfer(block.tile, self.fast, 0, x, d, None if np.isscalar(eta) else eta,
+                               float(eta) if np.isscalar(eta) else 1.0, first, every, rule, uniforms, st["H"],
+                               st["c_in"], st["c_out"], st.get("M", none), st.get("Pref", none),
+                               st.get("switched", np.zeros(0, np.bool_)), st["col"], st["sweeps"], st["_pending"],
+                               st["_queued"])
+        st["col"], st["sweeps"] = res.col, res.sweeps
+        self.counts["update_pulses"] += res.update_pulses
+        self.counts["transfer_pulses"] += res.transfer_pulses
+        for key in ("transfers", "transferred_columns", "transfer_reads"):
+            self.counts[key] += res.reads
 
-    def fast_update(self, block: TileBlock, st: dict, x: np.ndarray, d: np.ndarray, eta) -> None:
-        """A <- A - eta (c_out d)(c_in x)^T for the vectors x (m, in), d (m, out); eta a float or (m,)."""
-        xs = x * st["c_in"]
-        if np.isscalar(eta):
-            ds, lr = d * st["c_out"], float(eta)
-        else:  # the step of each vector folded into d (the pulse trains depend on lr |d| only)
-            ds, lr = (d * st["c_out"]) * eta[:, None].astype(np.float32), 1.0
-        self.counts["update_pulses"] += block.tile.update(xs, ds, lr, self.fast)
+    def chopper_draws(self, st: dict, block: TileBlock, rule: TransferRule, reads: int) -> np.ndarray:
+        """The uniforms the chopper switches of `reads` column reads take, in order: one per read where they
+        switch at random, out_size after the read of the last column where out_chop_prob > 0. They come from
+        the tile's seed and the step number, so a resumed run draws the same switches."""
+        if not reads:
+            return np.zeros(0)
+        t = block.tile
+        wraps = int(np.count_nonzero((int(st["col"]) + np.arange(reads)) % t.in_size == t.in_size - 1))
+        n = reads * int(rule.chop_random) + (wraps * t.out_size if rule.out_chop_prob > 0 else 0)
+        return np.random.default_rng([t.seed & 0x7FFFFFFF, 0xC40B, self.steps]).random(n)
 
     # -- the transfer of one column -----------------------------------------------------------------------
     def lr_scale(self, st: dict, block: TileBlock) -> float:
@@ -142,83 +143,17 @@ class CTTv2(TransferOptimizer):
             return abs(lr_t) / eta / (bg * block.tile.arrays[0].params.granularity / dw_a)
         return abs(lr_t) / bg
 
-    def buffer_increment(self, st: dict, block: TileBlock, k: int, v: np.ndarray) -> np.ndarray:
-        """What a read v (out,) of column k adds to H[:, k] (de-chopped, scaled)."""
-        return np.float32(self.lr_scale(st, block)) * (st["c_in"][k] * st["c_out"] * v)
-
-    def transfer_column(self, block: TileBlock, st: dict, rng: np.random.Generator) -> None:
-        """Read column k of A into H, pulse C where |H| >= 1, switch the choppers, advance k."""
+    def rule(self, st: dict, block: TileBlock) -> TransferRule:
+        """Buffer, threshold and chopper settings of the transfers of this call: the input chopper of a column
+        switches after its read at random (probability in_chop_prob) or regularly (in the last sweep of every
+        max(ceil(1/in_chop_prob), 2) sweeps)."""
         cfg = self.cfg
-        k = int(st["col"])
-        v = self.read_columns(block, self.fast, np.array([k]))[0]
-        h = (np.zeros(block.tile.out_size, np.float32) if cfg.no_buffer else st["H"][:, k]) \
-            + self.buffer_increment(st, block, k, v)
-        n = self.threshold(h)
-        st["H"][:, k] = h
-        if self.may_write(st) and n.any():
-            self.write_column(block, st, k, n)
-        self.switch_choppers(st, k, rng)
-        self.counts["transfers"] += 1
-        self.counts["transferred_columns"] += 1
-        st["col"] = (k + 1) % block.tile.in_size
-        if k == block.tile.in_size - 1:
-            if cfg.out_chop_prob > 0:
-                flip = rng.random(block.tile.out_size) < cfg.out_chop_prob
-                st["c_out"][flip] *= -1
-            st["sweeps"] = int(st["sweeps"]) + 1
-
-    def write_column(self, block: TileBlock, st: dict, k: int, n: np.ndarray) -> None:
-        """Queue n pulses for C[:, k]. Queued columns are fired together (`flush`) at the end of the batch or
-        before a column is queued twice, so every element gets its pulses in read order (C is not read
-        inside a batch)."""
-        counts = st.get("_counts")
-        if counts is None:
-            counts = st["_counts"] = np.zeros((block.tile.out_size, block.tile.in_size), np.int64)
-            st["_queued"] = np.zeros(block.tile.in_size, np.bool_)
-        if st["_queued"][k]:
-            self.flush(block, st)
-        counts[:, k] = n
-        st["_queued"][k] = True
-
-    def flush(self, block: TileBlock, st: dict) -> None:
-        """Fire the queued pulses into C."""
-        queued = st.get("_queued")
-        if queued is None or not queued.any():
-            return
-        self.counts["transfer_pulses"] += block.tile.pulse(st["_counts"], 0)
-        st["_counts"][:, queued] = 0
-        queued[:] = False
-
-    def threshold(self, h: np.ndarray) -> np.ndarray:
-        """Pulses n (int64) where |h| >= 1, clamp(trunc(h), +-transfer_bl); h keeps the remainder, in place."""
-        cfg = self.cfg
-        hit = np.abs(h) >= 1
-        n = np.zeros(h.shape, np.int64)
-        if hit.any():
-            n[hit] = np.clip(np.trunc(h[hit]), -cfg.transfer_bl, cfg.transfer_bl).astype(np.int64)
-            if cfg.forget_buffer:
-                h[hit] *= np.float32(cfg.momentum)
-            else:
-                h[hit] -= np.float32(1.0 - cfg.momentum) * n[hit].astype(np.float32)
-        return n
-
-    def may_write(self, st: dict) -> bool:
-        """Whether the pulses of a read go into C (AGAD waits a chopper period)."""
-        return True
-
-    def switch_choppers(self, st: dict, k: int, rng: np.random.Generator) -> None:
-        """The input chopper of column k after its read: random (probability in_chop_prob) or regular (in
-        the last sweep of every max(ceil(1/p), 2) sweeps)."""
-        p = self.cfg.in_chop_prob
-        if p <= 0:
-            return
-        if self.cfg.in_chop_random:
-            flip = rng.random() < p
-        else:
-            period = max(math.ceil(1.0 / p), 2)
-            flip = int(st["sweeps"]) % period + 1 == period
-        if flip:
-            st["c_in"][k] *= -1
+        p = cfg.in_chop_prob
+        period = max(math.ceil(1.0 / p), 2) if p > 0 and not cfg.in_chop_random else 0
+        return TransferRule(scale=self.lr_scale(st, block), transfer_bl=int(cfg.transfer_bl), momentum=cfg.momentum,
+                            forget_buffer=cfg.forget_buffer, no_buffer=cfg.no_buffer, buffer_cap=0.0, chop_prob=p,
+                            chop_random=bool(p > 0 and cfg.in_chop_random), period=period,
+                            out_chop_prob=cfg.out_chop_prob, dynamic=False, beta=0.0, write_after=-1)
 
     # -- costs ------------------------------------------------------------------------------------------
     def update_latency(self, lm: LatencyModel) -> float:
