@@ -16,6 +16,7 @@ from aimc.common.errors import ConfigError
 from aimc.devices.aihwkit_families import ConstantStep, ExpStep, LinearStep, SoftBounds
 from aimc.devices.device_base import DeviceBase
 from aimc.devices.paper_families import Exponential, Ideal, Linear, Power
+from aimc.devices.reference_families import SoftBoundsReference
 from aimc.devices.response import DeviceConfig, parse_device
 
 
@@ -78,11 +79,11 @@ PRESETS: dict[str, Preset] = {
         "aihwkit GokmenVlasovPresetDevice: Gokmen & Vlasov, Front. Neurosci. 2016"),
     # aihwkit's presets: exactly the fields its preset classes set (simulator/presets/devices.py)
     "aihwkit_reram_sb": Preset(
-        SoftBounds(dw_min=0.002, dw_min_std=3.75, w_max=1.25, w_max_dtod=0.24, w_min=-0.75, w_min_dtod=0.4,
-                   write_noise_std=56.0, mult_noise=False),
-        "ReRAM, soft bounds, additive cycle noise, write noise",
-        _AIHWKIT + "ReRamSBPresetDevice (a SoftBoundsReference with no reference: the same element; loose fit "
-        "to Gong et al., Nat. Commun. 2018)"),
+        SoftBoundsReference(dw_min=0.002, up_down=0.0, w_max=1.25, w_min=-0.75, mult_noise=False, dw_min_dtod=0.3,
+                            up_down_dtod=0.01, w_max_dtod=0.3 / 1.25, w_min_dtod=0.3 / 0.75, dw_min_std=3.75,
+                            write_noise_std=56.0),
+        "ReRAM, soft bounds, additive cycle noise, write noise (a reference device with zero reference)",
+        _AIHWKIT + "ReRamSBPresetDevice (loose fit to Gong et al., Nat. Commun. 2018)"),
     "aihwkit_reram_es": Preset(
         ExpStep(dw_min=0.00135, dw_min_dtod=0.2, dw_min_std=5.0, up_down=0.259359, up_down_dtod=0.05, w_max=1.0,
                 w_min=-1.0, A_up=-1.18445, A_down=-0.081404, gamma_up=5.0, gamma_down=5.0, a=-0.5, b=-0.5,
@@ -113,6 +114,24 @@ PRESETS: dict[str, Preset] = {
         ConstantStep(dw_min=0.0016, w_max=1.0, w_min=-1.0),
         "RPU specification, constant step, 1250 states",
         _AIHWKIT + "GokmenVlasovPresetDevice (Gokmen & Vlasov, Front. Neurosci. 2016)"),
+    # aihwkit 1.1.0's ReRAM array presets (SoftBoundsReference, log-normal step spread)
+    "aihwkit_reram_array_om": Preset(
+        SoftBoundsReference(enforce_consistency=True, dw_min_dtod_log_normal=True, dw_min=0.0949, up_down=0.0,
+                            w_max=1.0, w_min=-1.0, mult_noise=False, dw_min_dtod=0.7829, up_down_dtod=0.01,
+                            w_max_dtod=0.3499, w_min_dtod=0.5695, dw_min_std=0.4158, write_noise_std=1.4113,
+                            corrupt_devices_range=0.01, corrupt_devices_prob=0.0, subtract_symmetry_point=True,
+                            reference_std=0.05),
+        "ReRAM array, optimized material: few states, large log-normal step spread, reference at the "
+        "symmetric point",
+        _AIHWKIT + "ReRamArrayOMPresetDevice (fit to Gong & Rasch et al., IEDM 2022)"),
+    "aihwkit_reram_array_hfo2": Preset(
+        SoftBoundsReference(enforce_consistency=True, dw_min_dtod_log_normal=True, dw_min=0.4622, up_down=0.0,
+                            w_max=1.0, w_min=-1.0, mult_noise=False, dw_min_dtod=0.7125, up_down_dtod=0.01,
+                            w_max_dtod=0.4295, w_min_dtod=0.599, dw_min_std=0.2174, write_noise_std=0.5841,
+                            corrupt_devices_range=0.01, corrupt_devices_prob=0.0, subtract_symmetry_point=True,
+                            reference_std=0.05),
+        "ReRAM array, HfO2: few states, large log-normal step spread, reference at the symmetric point",
+        _AIHWKIT + "ReRamArrayHfO2PresetDevice (fit to Gong & Rasch et al., IEDM 2022)"),
     "pcm_like": Preset(
         Exponential(gamma=2.0, tau=0.7, dw_min=2 * 0.7 / 1200, dw_min_std=0.3),
         "strongly saturating response of PCM's gradual SET (R1's exponential family, g = 2)",

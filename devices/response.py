@@ -2,7 +2,8 @@
 
 The families: R1's paper families (devices.paper_families: `ideal`, `linear`, `power`, `exponential`),
 aihwkit 1.1.0's pulsed families (devices.aihwkit_families: `ConstantStep`, `LinearStep`, `SoftBounds`,
-`ExpStep`, `PowStep`, `PiecewiseStep`) and a measured response on a grid (devices.tabulated: `tabulated`).
+`ExpStep`, `PowStep`, `PiecewiseStep`; devices.reference_families: `SoftBoundsReference`,
+`PowStepReference`) and a measured response on a grid (devices.tabulated: `tabulated`).
 aihwkit's families carry its write noise, decay, diffusion, reset and corrupt devices (devices.effects);
 its drift is not modelled (docs/devices.md).
 """
@@ -17,19 +18,21 @@ from aimc.common.errors import ConfigError
 from aimc.common.validation import format_validation_error
 from aimc.devices.aihwkit_families import ConstantStep, ExpStep, LinearStep, PiecewiseStep, PowStep, SoftBounds
 from aimc.devices.paper_families import Exponential, Ideal, Linear, Power
+from aimc.devices.reference_families import PowStepReference, SoftBoundsReference
 from aimc.devices.tabulated import Tabulated
 
 DeviceConfig = Annotated[
     Union[Ideal, Linear, Power, Exponential, ConstantStep, LinearStep, SoftBounds, ExpStep, PowStep,
-          PiecewiseStep, Tabulated],
+          PiecewiseStep, SoftBoundsReference, PowStepReference, Tabulated],
     Field(discriminator="kind"),
 ]
 DEVICE_KINDS = ("ideal", "linear", "power", "exponential", "ConstantStep", "LinearStep", "SoftBounds",
-                "ExpStep", "PowStep", "PiecewiseStep", "tabulated")
+                "ExpStep", "PowStep", "PiecewiseStep", "SoftBoundsReference", "PowStepReference",
+                "tabulated")
 _ADAPTER = TypeAdapter(DeviceConfig)
 _FAMILIES = {cls.model_fields["kind"].default: cls for cls in (
     Ideal, Linear, Power, Exponential, ConstantStep, LinearStep, SoftBounds, ExpStep, PowStep, PiecewiseStep,
-    Tabulated)}
+    SoftBoundsReference, PowStepReference, Tabulated)}
 
 
 def parse_device(data: dict, where: str = "device") -> DeviceConfig:
