@@ -228,3 +228,40 @@ def test_reference_presets_carry_every_field_of_aihwkit_s_preset_classes(name, a
             assert ours[field] == pytest.approx(value, rel=1e-12), (name, field)
         else:
             assert INERT.get(field, object()) == value, (name, field, value)
+
+
+@needs_aihwkit
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["aihwkit_reram_array_om", "aihwkit_reram_array_hfo2"])
+def test_reram_array_preset_update_statistics_equal_aihwkit(name):
+    """The whole preset (log-normal step spread, slope-free soft bounds, references at the symmetric points,
+    write noise, additive cycle noise): over 300 device draws, each element's mean change in one mini-batch
+    update agrees with aihwkit's within its standard error (max z below 5, mean square 1 +- 0.15) and the total
+    spread within 5%."""
+    dev = PRESETS[name].device
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (8, 32)).astype(np.float32)
+    d = (rng.normal(0, 1, (8, 32)) * 4 * dev.dw_min).astype(np.float32)  # about 10 pulses per element
+    seeds, lr, w0 = 300, 1.0, 0.1
+    fields = {k: v for k, v in dev.model_dump().items() if k != "kind"}
+    spec = dict(mode="stats", kind="SoftBoundsReference", device=fields, x=x.tolist(), d=d.tolist(), lr=lr, w0=w0,
+                seeds=seeds)
+    out = subprocess.run([str(PYTHON), str(SCRIPT)], input=json.dumps([spec]), capture_output=True, text=True,
+                         timeout=1200)
+    assert out.returncode == 0, out.stderr[-2000:]
+    ak = json.loads(out.stdout.strip().splitlines()[-1])[0]
+    acc, acc2 = np.zeros((32, 32)), np.zeros((32, 32))
+    for seed in range(seeds):
+        arr = ConductanceArray(32, 32, dev, seed=seed)
+        arr.set_weights(np.full(arr.shape, w0))
+        before = arr.w.astype(float)
+        arr.update(x, d, lr)
+        acc += arr.w - before
+        acc2 += (arr.w - before) ** 2
+    mean, ak_mean = acc / seeds, np.array(ak["mean"])
+    var, ak_var = acc2 / seeds - mean**2, np.array(ak["var"])
+    z = (mean - ak_mean) / np.sqrt((var + ak_var) / seeds)
+    assert np.abs(ak_mean).mean() > 10 * np.sqrt(ak_var.mean() / seeds)  # the changes stand out of the noise
+    assert np.abs(z).max() < 5
+    assert (z**2).mean() == pytest.approx(1.0, abs=0.15)  # normal steps instead of log-normal: 2.0
+    assert np.sqrt(var.sum() / ak_var.sum()) == pytest.approx(1.0, abs=0.05)  # normal steps: 0.93
