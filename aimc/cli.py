@@ -7,7 +7,7 @@ import errno
 import sys
 
 import aimc
-from aimc import cmd_fit, cmd_report, cmd_sweep, cmd_train
+from aimc import cmd_fit, cmd_report, cmd_retention, cmd_sweep, cmd_train
 
 
 def _fmt(v: float) -> str:
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd_sweep.register(sub)
     cmd_fit.register(sub)
     cmd_report.register(sub)
+    cmd_retention.register(sub)
     return parser
 
 

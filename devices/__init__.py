@@ -38,7 +38,7 @@ from aimc.devices.device_base import ElementParams  # noqa: E402
 from aimc.devices.jit_cache import flush_stale  # noqa: E402
 from aimc.devices.paper_families import Exponential, Ideal, Linear, Power  # noqa: E402
 from aimc.devices.periphery import PeripheryConfig, analog_mvm  # noqa: E402
-from aimc.devices.presets import PRESETS, Preset, get_preset, load_device  # noqa: E402
+from aimc.devices.presets import PRESETS, Preset, expand_preset_table, get_preset, load_device  # noqa: E402
 from aimc.devices.reference_families import PowStepReference, SoftBoundsReference  # noqa: E402
 from aimc.devices.response import DEVICE_KINDS, DeviceConfig, device_schema, parse_device  # noqa: E402
 from aimc.devices.rng import Stream  # noqa: E402
@@ -55,7 +55,6 @@ __all__ = [
     "AnalogTile", "check_kernel_threads", "ConductanceArray", "ConstantStep", "DEVICE_KINDS", "DeviceConfig",
     "ElementParams", "ExpStep", "Exponential", "Ideal", "Linear", "LinearStep", "PRESETS", "PeripheryConfig",
     "PiecewiseStep", "PowStep", "PowStepReference", "Power", "SoftBounds", "SoftBoundsReference", "Tabulated",
-    "UpdateConfig", "analog_mvm",
-    "Preset", "Stream", "device_schema", "get_preset", "limit_blas_threads", "load_device", "parse_device",
-    "set_kernel_threads", "soft_bounds_pmax",
+    "UpdateConfig", "analog_mvm", "Preset", "Stream", "device_schema", "expand_preset_table", "get_preset",
+    "limit_blas_threads", "load_device", "parse_device", "set_kernel_threads", "soft_bounds_pmax",
 ]

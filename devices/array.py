@@ -6,6 +6,7 @@ import numpy as np
 
 from aimc.devices.characteristics import element_steps_kernel, symmetric_point_kernel
 from aimc.devices.device_base import ElementParams
+from aimc.devices.drift import DriftParameter, DriftState, drift_weights, start_drift
 from aimc.devices.effects import DIFFUSE, RESET, WRITE, DeviceEffects, ElementEffects, decay_kernel, redraw_kernel
 from aimc.devices.expected_update import expected_update_kernel
 from aimc.devices.periphery import PeripheryConfig, analog_mvm
@@ -46,6 +47,7 @@ class ConductanceArray:
         self.hidden: np.ndarray | None = None
         self._bounds_c: tuple[np.ndarray, np.ndarray] | None = None  # see _contiguous_bounds
         self._decay_clip: bool | None = None  # whether a reset value lies outside its element's bounds
+        self.drift: DriftState | None = None  # made by the first `idle` call with drift on
         if self.effects is not None and self.effects.write_noise > 0:
             self.hidden = self.w.copy()
             if self.effects.on_set:
@@ -68,6 +70,8 @@ class ConductanceArray:
                "pulses": self.pulses, "read_counter": self.read_stream.counter}
         if self.hidden is not None:
             out["hidden"] = self.hidden.copy()
+        if self.drift is not None:
+            out["drift"] = {k: np.copy(v) for k, v in vars(self.drift).items()}
         return out
 
     def load_state_dict(self, state: dict) -> None:
@@ -80,6 +84,7 @@ class ConductanceArray:
         self.read_stream.counter = int(state["read_counter"])
         if self.hidden is not None:
             self.hidden[...] = state["hidden"]
+        self.drift = DriftState(**state["drift"]) if "drift" in state else None
 
     def set_weights(self, weights: np.ndarray) -> None:
         """Set the raw weights to `weights` clipped to each element's bounds (with write noise: the hidden
@@ -130,6 +135,34 @@ class ConductanceArray:
         if self.hidden is not None:
             self._redraw_apparent(None)
         return True
+
+    def idle(self, delta_t: float, step_s: float = 1.0, drift: DriftParameter | None = None, seed: int = 0) -> None:
+        """Leave the array idle for delta_t seconds: drift (devices.drift; `drift`, else the device's own),
+        clipped to the element bounds, then diffusion and decay for n = delta_t / step_s optimizer steps in
+        closed form, w <- clip(w + sqrt(n) rate xi), then w <- b + (w - b) scale^n (n steps of
+        `post_update_step`, but clipped once at the end); on the hidden weights with write noise, then every
+        apparent weight is redrawn. Draws come from (array seed, `seed`, call counter); seed 0 keeps the
+        array's own diffusion stream."""
+        if delta_t < 0 or step_s <= 0:
+            raise ValueError(f"idle needs delta_t >= 0 and step_s > 0 (got {delta_t}, {step_s})")
+        fx = self.effects
+        drift = drift if drift is not None else getattr(self.device, "drift", None)
+        lo, hi = self._contiguous_bounds()
+        w = self._target
+        if drift is not None and drift.enabled:
+            if self.drift is None:
+                self.drift = start_drift(drift, w, np.random.default_rng([self.seed, seed, 0xD71F7]))
+            drift_weights(drift, self.drift, w, delta_t, np.random.default_rng([self.seed, seed, self._next()]))
+            np.clip(w, lo, hi, out=w)
+        n = delta_t / step_s
+        if fx is not None and fx.diffusion_rate is not None and n > 0:
+            key = self.seed if seed == 0 else int(np.random.default_rng([self.seed, seed]).integers(2 ** 62))
+            redraw_kernel(w, w, np.zeros((0, 0), np.uint8), (np.sqrt(n) * fx.diffusion_rate).astype(np.float32),
+                          lo, hi, True, key, self._next(), DIFFUSE)
+        if fx is not None and fx.decay_scale is not None and n > 0:
+            decay_kernel(w, fx.reset_bias, (fx.decay_scale.astype(float) ** n).astype(np.float32), lo, hi, True)
+        if self.hidden is not None:
+            self._redraw_apparent(None)
 
     def _contiguous_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Contiguous copies of the element bounds (made once): the effects' passes over every element read

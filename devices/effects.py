@@ -1,6 +1,7 @@
 """aihwkit's device effects beyond the pulse response: write noise, decay toward the reset value, diffusion,
-reset and corrupt devices, with aihwkit's parameter names, defaults and equations (IBM aihwkit 1.1.0's
-PulsedDevice; where its docstrings and its binary disagree, the binary: docs/devices.md lists where).
+reset, corrupt devices and drift (devices.drift), with aihwkit's parameter names, defaults and equations
+(IBM aihwkit 1.1.0's PulsedDevice; where its docstrings and its binary disagree, the binary: docs/devices.md
+lists where).
 
 `DeviceEffects` holds the config fields (a base of the aihwkit families); `draw_effects` draws the
 per-element values of an array once, `ElementEffects` holds them; `redraw_kernel` adds Gaussian noise to
@@ -14,8 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, prange, uint64
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer
 
+from aimc.devices.drift import DriftParameter
 from aimc.devices.normals import BLOCK, fill_normals
 from aimc.devices.response_step import DW_DOWN, DW_UP, W_MAX, W_MIN
 from aimc.devices.rng import stream_seed
@@ -43,6 +45,16 @@ class DeviceEffects(BaseModel):
     corrupt_devices_prob: float = Field(0.0, ge=0, le=1, description="probability that an element is stuck")
     corrupt_devices_range: float = Field(0.1, ge=0, description="a stuck element's value is uniform within "
                                                                "+- this range (and its bounds)")
+    drift: DriftParameter = Field(default_factory=DriftParameter,
+                                  description="power-law drift of an idle array (devices.drift); off by default")
+
+    @model_serializer(mode="wrap")
+    def _without_default_drift(self, handler):
+        """The dump leaves out `drift` while it is off, so configs without drift keep their JSON and hash."""
+        data = handler(self)
+        if isinstance(data, dict) and not self.drift.model_dump(exclude_defaults=True):
+            data.pop("drift", None)
+        return data
 
     def corrupt(self, ep: np.ndarray, rng: np.random.Generator) -> None:
         """Stick elements with probability corrupt_devices_prob: b_max = b_min = a value uniform in

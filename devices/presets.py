@@ -159,9 +159,24 @@ def get_preset(name: str) -> DeviceConfig:
         raise ConfigError(f"unknown device preset {name!r}; known: {', '.join(PRESETS)}") from None
 
 
+def expand_preset_table(table: dict) -> dict:
+    """A device table that starts from a preset, `{preset = "aihwkit_reram_es", write_noise_std = 0.0}`, as the
+    preset's full table with the given fields changed; any other table unchanged. The family stays the preset's:
+    a `kind` beside `preset` is refused."""
+    if "preset" not in table:
+        return table
+    name = table["preset"]
+    if not isinstance(name, str):
+        raise ConfigError(f"device table: preset must be a preset name, not {name!r}")
+    if "kind" in table:
+        raise ConfigError(f"device table: give either preset ({name!r}) or kind ({table['kind']!r}), not both")
+    return {**get_preset(name).model_dump(mode="json"), **{k: v for k, v in table.items() if k != "preset"}}
+
+
 def load_device(spec: str | dict | DeviceConfig) -> DeviceConfig:
     """Resolve a device given as a preset name, a path to a JSON/TOML device file (the device table at the top
-    level or under a `device` key, as `aimc fit` writes it), an inline dict with `kind`, or a config object."""
+    level or under a `device` key, as `aimc fit` writes it), an inline dict with `kind` or with `preset` (see
+    `expand_preset_table`), or a config object."""
     import json
     import tomllib
     from pathlib import Path
@@ -169,7 +184,7 @@ def load_device(spec: str | dict | DeviceConfig) -> DeviceConfig:
     if isinstance(spec, DeviceBase):
         return spec
     if isinstance(spec, dict):
-        return parse_device(spec)
+        return parse_device(expand_preset_table(spec))
     if spec in PRESETS:
         return PRESETS[spec].device
     path = Path(spec)

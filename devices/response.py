@@ -4,8 +4,8 @@ The families: R1's paper families (devices.paper_families: `ideal`, `linear`, `p
 aihwkit 1.1.0's pulsed families (devices.aihwkit_families: `ConstantStep`, `LinearStep`, `SoftBounds`,
 `ExpStep`, `PowStep`, `PiecewiseStep`; devices.reference_families: `SoftBoundsReference`,
 `PowStepReference`) and a measured response on a grid (devices.tabulated: `tabulated`).
-aihwkit's families carry its write noise, decay, diffusion, reset and corrupt devices (devices.effects);
-its drift is not modelled (docs/devices.md).
+aihwkit's families carry its write noise, decay, diffusion, reset, corrupt devices (devices.effects) and
+drift of an idle array (devices.drift).
 """
 
 from __future__ import annotations

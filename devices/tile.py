@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from aimc.devices.array import ConductanceArray
+from aimc.devices.drift import DriftParameter
 from aimc.devices.effective_weight import effective_weight_kernel
 from aimc.devices.periphery import PeripheryConfig, analog_mvm
 from aimc.devices.response import DeviceConfig
@@ -47,6 +48,7 @@ class AnalogTile:
         self.update_cfg = update or UpdateConfig()
         self.stream = Stream((self.seed << 12) ^ 0x71E)  # read noise of the tile's periphery
         self.reads = 0
+        self.out_scale = 1.0  # digital scale of forward outputs: the drift compensation (devices.drift_compensation)
 
     # -- the stack --------------------------------------------------------------------------------------
     def set_stack(self, gains: Sequence[float]) -> None:
@@ -74,6 +76,12 @@ class AnalogTile:
         (ConductanceArray.post_update_step); nothing where the device has none."""
         if any([a.post_update_step() for a in self.arrays]):
             self.invalidate()
+
+    def idle(self, delta_t: float, step_s: float = 1.0, drift: DriftParameter | None = None, seed: int = 0) -> None:
+        """Leave every array idle for delta_t seconds (ConductanceArray.idle: drift, diffusion, decay)."""
+        for a in self.arrays:
+            a.idle(delta_t, step_s, drift, seed)
+        self.invalidate()
 
     # -- the cached forward weight ----------------------------------------------------------------------
     def invalidate(self, layout: bool = False) -> None:
@@ -115,9 +123,11 @@ class AnalogTile:
 
     # -- reads -----------------------------------------------------------------------------------------
     def forward(self, x: np.ndarray) -> np.ndarray:
-        """y = W x for x (batch, in) through the forward periphery."""
+        """y = out_scale W x for x (batch, in) through the forward periphery (out_scale 1 but after a drift
+        compensation)."""
         self.reads += len(x)
-        return analog_mvm(self.forward_weight(), x, self.forward_cfg, self.stream)
+        y = analog_mvm(self.forward_weight(), x, self.forward_cfg, self.stream)
+        return y if self.out_scale == 1.0 else y * np.float32(self.out_scale)
 
     def backward(self, d: np.ndarray) -> np.ndarray:
         """z = W^T d for d (batch, out) through the backward periphery."""

@@ -134,3 +134,17 @@ def test_default_job_matches_its_example_and_examples_validate():
     assert labels == ["sgd", "analog_sgd", "residual"]
     for path in sorted(EXAMPLES.glob("*.toml")):
         assert isinstance(load_config(path), ExperimentConfig), path
+
+
+def test_a_device_table_can_start_from_a_preset():
+    """`{preset = ..., field = ...}` is the preset with that field changed and every other field the preset's;
+    a `kind` beside it, an unknown preset or a field the family lacks is refused by name."""
+    from aimc.devices import get_preset
+    cfg = validate_config({"tile": {"device": {"preset": "aihwkit_reram_es", "write_noise_std": 0.0}}})
+    expected = get_preset("aihwkit_reram_es").model_copy(update={"write_noise_std": 0.0})
+    assert cfg.tile.device == expected and get_preset("aihwkit_reram_es").write_noise_std == 75.0
+    for device, message in [({"preset": "r1_exp_9"}, "tile.device: unknown device preset 'r1_exp_9'"),
+                            ({"preset": "ideal", "kind": "ideal"}, "give either preset ('ideal') or kind"),
+                            ({"preset": "aihwkit_ecram", "gama": 1.0}, "tile.device.gama: Extra inputs")]:
+        with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            validate_config({"tile": {"device": device}})

@@ -13,14 +13,15 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from aimc.common.errors import ConfigError
 from aimc.common.validation import Float32Config, format_validation_error
-from aimc.devices import DEVICE_KINDS, DeviceConfig, PeripheryConfig, UpdateConfig, load_device
+from aimc.devices import DEVICE_KINDS, DeviceConfig, PeripheryConfig, UpdateConfig, expand_preset_table, load_device
 
 
 class TileConfig(Float32Config):
     """How a torch layer becomes analog tiles."""
 
     device: Union[str, DeviceConfig] = Field("r1_power_1", description="device preset name, device file path, "
-                                                                     "or an inline device table with `kind`")
+                                                                     "or an inline device table with `kind`, or with "
+                                                                     "`preset` and the fields it changes")
     forward: PeripheryConfig = Field(default_factory=PeripheryConfig, description="read periphery, forward")
     backward: PeripheryConfig = Field(default_factory=PeripheryConfig, description="read periphery, backward")
     update: UpdateConfig = Field(default_factory=UpdateConfig, description="pulsed or expected update")
@@ -38,6 +39,17 @@ class TileConfig(Float32Config):
             super().__init__(**data)
         except ValidationError as err:
             raise ConfigError(format_validation_error(err, "tile", hidden=DEVICE_KINDS)) from None
+
+    @field_validator("device", mode="before")
+    @classmethod
+    def _from_preset(cls, device: object) -> object:
+        """An inline table with `preset` becomes that preset's table with its other keys changed."""
+        if isinstance(device, dict):
+            try:
+                return expand_preset_table(device)
+            except ConfigError as err:
+                raise ValueError(str(err)) from None
+        return device
 
     @field_validator("device")
     @classmethod

@@ -1,0 +1,68 @@
+"""`aimc retention RUN_FOLDER`: test accuracy of the trained analog model after idle times (drift, decay,
+diffusion), with and without global drift compensation; writes retention.csv and retention.png/.pdf."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+
+from aimc.common.errors import ConfigError
+
+
+def _drift(items: list[str]):
+    """The DriftParameter of `--drift key=value` pairs (None without any): every tile drifts by it."""
+    from pydantic import ValidationError
+
+    from aimc.common.validation import format_validation_error
+    from aimc.devices.drift import DriftParameter
+
+    if not items:
+        return None
+    fields = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--drift {item!r}: expected name=value, e.g. nu=0.05")
+        try:
+            fields[key.strip()] = tomllib.loads(f"v = {raw.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            raise ConfigError(f"--drift {item!r}: {raw.strip()!r} is not a number") from None
+    try:
+        return DriftParameter(**fields)
+    except ValidationError as err:
+        raise ConfigError(format_validation_error(err, "--drift").replace("\n", "; ")) from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    from aimc.retention import DEFAULT_TIMES, retention
+
+    drift = _drift(args.drift)
+    say = None if args.quiet else (lambda line: print(line, file=sys.stderr))
+    rows = retention(args.run, args.times or list(DEFAULT_TIMES), seed=args.seed, drift=drift,
+                     step_s=args.step_time, progress=say)
+    width = max(len(r["algorithm"]) for r in rows) if rows else 9
+    print(f"{'algorithm':<{width}}  {'time':>6}  {'acc %':>6}  {'comp. %':>7}")
+    for r in rows:
+        print(f"{r['algorithm']:<{width}}  {r['time']:>6}  {100 * r['test_accuracy']:6.2f}  "
+              f"{100 * r['test_accuracy_compensated']:7.2f}")
+    print(f"retention {args.run}/retention.csv")
+    return 0
+
+
+def register(sub) -> None:
+    """Add the `retention` sub-command to the sub-parsers `sub`."""
+    p = sub.add_parser("retention", help="test accuracy of a finished run after idle times (drift, decay), "
+                                         "with and without drift compensation")
+    p.add_argument("run", metavar="RUN_FOLDER", help="folder of a finished `aimc train` run or comparison")
+    p.add_argument("--times", nargs="+", metavar="T", default=None,
+                   help="idle times after training: seconds or with a unit (s, min, h, d, mo = 30 d, "
+                        "y = 365.25 d); default: 1s 1min 1h 1d 1mo 1y 10y")
+    p.add_argument("--drift", action="append", default=[], metavar="NAME=VALUE",
+                   help="drift of every tile instead of its device's own, by DriftParameter field "
+                        "(docs/devices.md), e.g. --drift nu=0.05 --drift nu_dtod=0.2 (repeatable)")
+    p.add_argument("--step-time", type=float, default=1.0, metavar="SECONDS",
+                   help="seconds of idle time per decay/diffusion step (one optimizer step's worth)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the idle draws (drift exponents, noise)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=_run)

@@ -1,0 +1,161 @@
+"""Retention of a trained chip: test accuracy after the analog tiles sat idle for given times after training.
+
+For every run of a finished run folder (each algorithm of a comparison) and every time t, the trained model
+is loaded from the run's newest checkpoint, every analog tile reads the drift-compensation probe
+(devices.drift_compensation) and is then left idle for t seconds (`AnalogTile.idle`: drift, diffusion and
+decay, docs/devices.md), and the test set is read through the forward periphery twice: as the tiles are,
+and with aihwkit's global drift compensation (each tile's outputs scaled by its probe readout at the end
+of training over its readout now). Every time starts from the trained state, so each row is one idle
+interval t, not the sum of the intervals before it. Digital runs (no tiles) are evaluated once and kept
+as a flat reference.
+
+Writes RUN_FOLDER/retention.csv (one row per algorithm and time) and retention.png / retention.pdf.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from aimc.common.errors import ConfigError
+from aimc.common.figures import PALETTE, figure_style, pyplot, save_figure
+from aimc.common.files import atomic_write_text
+from aimc.config import ExperimentConfig, validate_config
+from aimc.datasets import load_dataset
+from aimc.devices.drift import DriftParameter
+from aimc.devices.drift_compensation import compensate, probe_readout
+from aimc.results import RunFolder
+from aimc.train import analog_tiles, build, evaluate
+
+UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "mo": 30 * 86400.0, "y": 365.25 * 86400.0}
+"""Time units of `parse_time`: second, minute, hour, day, month (30 days), year (365.25 days)."""
+DEFAULT_TIMES = ("1s", "1min", "1h", "1d", "1mo", "1y", "10y")
+COLUMNS = ("algorithm", "time", "time_s", "test_accuracy", "test_accuracy_compensated", "compensation_scale")
+"""retention.csv's columns: compensation_scale is the mean of the tiles' output scales (1: no drift)."""
+
+
+def parse_time(text: str) -> float:
+    """Seconds of a time such as `3600`, `1h`, `2.5d` or `10y` (units: UNITS); > 0 and finite."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-z]*)\s*", str(text))
+    value, unit = (float(m.group(1)), m.group(2) or "s") if m else (0.0, "s")
+    if unit not in UNITS or not math.isfinite(value * UNITS[unit]) or value <= 0:
+        raise ConfigError(f"time {text!r}: expected a positive number with an optional unit "
+                          f"({', '.join(UNITS)}), e.g. 3600 or 1h")
+    return value * UNITS[unit]
+
+
+def finished_config(root: Path) -> ExperimentConfig:
+    """The config of the finished run in `root`; ConfigError for a missing folder or an unfinished run."""
+    if not root.is_dir():
+        raise ConfigError(f"{str(root)!r}: no such run folder")
+    manifest = RunFolder(root).read_manifest()
+    if manifest is None or not (root / "config.json").is_file():
+        raise ConfigError(f"{str(root)!r}: not a run folder (no manifest.json or config.json)")
+    if manifest.get("status") != "finished":
+        raise ConfigError(f"{str(root)!r}: the run is {manifest.get('status')!r}, not finished; finish it with "
+                          f"`aimc train --resume {root}`")
+    return validate_config(json.loads((root / "config.json").read_text()), where=str(root / "config.json"))
+
+
+def _accuracies(cfg: ExperimentConfig, state: dict, data: tuple, seconds: float, drift: DriftParameter | None,
+                step_s: float, seed: int) -> tuple[float, float, float]:
+    """(accuracy, compensated accuracy, mean compensation scale) of the trained model idle for `seconds`."""
+    model, _ = build(cfg)
+    model.load_state_dict(state["model"])
+    tiles = analog_tiles(model)
+    x, y = data
+    if not tiles:
+        acc = evaluate(model, x, y, cfg.eval_batch_size)[1]
+        return acc, acc, 1.0
+    baselines = [probe_readout(t) for t in tiles]
+    for t in tiles:
+        t.idle(seconds, step_s, drift, seed)
+    acc = evaluate(model, x, y, cfg.eval_batch_size)[1]
+    scales = [compensate(t, b) for t, b in zip(tiles, baselines)]
+    comp = evaluate(model, x, y, cfg.eval_batch_size)[1]
+    return acc, comp, float(np.mean(scales))
+
+
+def retention(root: str | Path, times: list[str], seed: int = 0, drift: DriftParameter | None = None,
+              step_s: float = 1.0, progress: Any = None) -> list[dict]:
+    """Rows of COLUMNS for every finished run in the run folder `root` and every time in `times` (texts for
+    `parse_time`), plus time 0 (right after training). `drift`: the drift of every tile instead of its
+    device's own; `step_s`: seconds per decay/diffusion step while idle; `seed`: the idle draws. Writes
+    retention.csv and retention.png/.pdf into `root`. `progress`: a callable given one line per row."""
+    root = Path(root)
+    cfg = finished_config(root)
+    seconds = [(str(t).strip(), parse_time(t)) for t in times]
+    if not seconds:
+        raise ConfigError("--times: give at least one time")
+    if not step_s > 0 or not math.isfinite(step_s):
+        raise ConfigError(f"--step-time: expected a positive number of seconds (got {step_s})")
+    d = cfg.data
+    ds = load_dataset(d.name, d.path, d.n_train, d.n_test)
+    x_test, y_test = ds.tensors()[2:]
+    torch.set_num_threads(cfg.threads)
+    rows, digital = [], set()
+    for label, sub in cfg.runs():
+        run = RunFolder(root / label if cfg.compare else root)
+        status = (run.read_manifest() or {}).get("status")
+        state = run.load_checkpoint() if status == "finished" else None
+        if state is None:
+            continue  # a diverged run of a comparison has no trained model to keep
+        if sub.trainer.algorithm == "sgd":
+            digital.add(label)
+        for name, t in [("0", 0.0), *seconds]:
+            acc, comp, scale = _accuracies(sub, state, (x_test, y_test), t, drift, step_s, seed)
+            rows.append(dict(zip(COLUMNS, (label, name, t, acc, comp, scale))))
+            if progress:
+                progress(f"{label} t={name}: accuracy {100 * acc:.2f}%, compensated {100 * comp:.2f}%")
+    write_table(rows, root / "retention.csv")
+    fields = drift.model_dump(exclude_defaults=True) if drift is not None else None
+    how = ("the devices' own drift" if fields is None
+           else "drift " + (", ".join(f"{k} = {v:g}" for k, v in fields.items()) or "off"))
+    write_figure(rows, root / "retention.png", f"{cfg.name}: retention, {how}", digital)
+    return rows
+
+
+def write_table(rows: list[dict], path: Path) -> None:
+    """retention.csv (COLUMNS), written atomically."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(COLUMNS)
+    for r in rows:
+        w.writerow([r[c] for c in COLUMNS])
+    atomic_write_text(path, buf.getvalue())
+
+
+def write_figure(rows: list[dict], path: Path, title: str, digital: set[str]) -> None:
+    """Test accuracy against idle time (log axis, t > 0): solid as read, dashed compensated, one colour per
+    algorithm; the runs labelled in `digital` (no tiles) are flat dotted lines."""
+    plt = pyplot()
+    with figure_style():
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        labels = list(dict.fromkeys(r["algorithm"] for r in rows))
+        for i, label in enumerate(labels):
+            mine = [r for r in rows if r["algorithm"] == label and r["time_s"] > 0]
+            ts = [r["time_s"] for r in mine]
+            color = PALETTE[i % len(PALETTE)]
+            if label in digital:
+                ax.axhline(100 * mine[0]["test_accuracy"], color=color, ls=":", label=f"{label} (digital)")
+                continue
+            ax.plot(ts, [100 * r["test_accuracy"] for r in mine], "o-", color=color, label=label)
+            ax.plot(ts, [100 * r["test_accuracy_compensated"] for r in mine], "s--", color=color,
+                    label=f"{label}, drift compensated")
+        ax.set_xscale("log")
+        shown = {r["time_s"]: r["time"] for r in rows if r["time_s"] > 0}
+        ax.set_xticks(list(shown), [name if name[-1].isalpha() else f"{name} s" for name in shown.values()])
+        ax.minorticks_off()
+        ax.set(xlabel="idle time after training", ylabel="test accuracy (%)", title=title)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        save_figure(fig, path)
+        plt.close(fig)
