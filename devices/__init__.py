@@ -19,6 +19,7 @@ from aimc.devices import (  # noqa: E402
     pulse_trains,
     pulsed_update,
     pulses,
+    reference_families,
     response_step,
     rng,
     threads,
@@ -41,6 +42,7 @@ from aimc.devices.one_sided_array import OneSidedArray  # noqa: E402
 from aimc.devices.paper_families import Exponential, Ideal, Linear, Power  # noqa: E402
 from aimc.devices.periphery import PeripheryConfig, analog_mvm  # noqa: E402
 from aimc.devices.presets import PRESETS, Preset, expand_preset_table, get_preset, load_device  # noqa: E402
+from aimc.devices.reference_families import PowStepReference, SoftBoundsReference  # noqa: E402
 from aimc.devices.response import DEVICE_KINDS, DEVICE_TAGS, DeviceConfig, device_schema, parse_device  # noqa: E402
 from aimc.devices.rng import Stream  # noqa: E402
 from aimc.devices.tabulated import Tabulated  # noqa: E402
@@ -50,13 +52,14 @@ from aimc.devices.update import UpdateConfig  # noqa: E402
 # before any kernel runs: no stale cached kernels
 flush_stale([rng, prefetch, bits, normals, threads, loops, response_step, pulses, pulse_trains, coincidences,
              pulsed_update, expected_update, characteristics, effective_weight, effects, periphery, threshold,
-             one_sided_update], [])
+             one_sided_update, reference_families], [])
 
 __all__ = [
     "AnalogTile", "check_kernel_threads", "ConductanceArray", "ConstantStep", "DEVICE_KINDS", "DEVICE_TAGS",
     "DeviceConfig",
     "ElementParams", "ExpStep", "Exponential", "Ideal", "Linear", "LinearStep", "PRESETS", "PeripheryConfig",
-    "OneSided", "OneSidedArray", "PiecewiseStep", "PowStep", "Power", "SoftBounds", "Tabulated", "UpdateConfig",
-    "analog_mvm", "Preset", "Stream", "device_schema", "expand_preset_table", "get_preset", "limit_blas_threads",
-    "load_device", "parse_device", "set_kernel_threads", "soft_bounds_pmax",
+    "OneSided", "OneSidedArray", "PiecewiseStep", "PowStep", "PowStepReference", "Power", "SoftBounds",
+    "SoftBoundsReference", "Tabulated", "UpdateConfig", "analog_mvm", "Preset", "Stream", "device_schema",
+    "expand_preset_table", "get_preset", "limit_blas_threads", "load_device", "parse_device", "set_kernel_threads",
+    "soft_bounds_pmax",
 ]

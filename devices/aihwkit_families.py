@@ -2,10 +2,11 @@
 (IBM aihwkit 1.1.0; where its docstring and its binary disagree, these follow the binary).
 
 Every family draws per element: b_max = w_max (1 + w_max_dtod xi), b_min = w_min (1 + w_min_dtod xi),
-gain = 1 + dw_min_dtod xi, r = up_down_dtod xi, dw_up = (min(up_down, 0) + gain + r) dw_min and
-dw_down = (-max(up_down, 0) + gain - r) dw_min (their magnitudes with enforce_consistency); the cycle noise
-multiplies the step, (1 + sigma xi). Defaults are those of aihwkit's PulsedDevice. Every family carries
-aihwkit's effects (write noise, decay, diffusion, reset, corrupt devices: devices.effects).
+gain = 1 + dw_min_dtod xi (exp(dw_min_dtod xi) with dw_min_dtod_log_normal), r = up_down_dtod xi,
+dw_up = (min(up_down, 0) + gain + r) dw_min and dw_down = (-max(up_down, 0) + gain - r) dw_min (their
+magnitudes with enforce_consistency); the cycle noise multiplies the step, (1 + sigma xi). Defaults are
+those of aihwkit's PulsedDevice. Every family carries aihwkit's effects (write noise, decay, diffusion,
+reset, corrupt devices: devices.effects).
 """
 
 from __future__ import annotations
@@ -32,8 +33,12 @@ from aimc.devices.response_step import (
 )
 
 
-class _AihwkitDevice(DeviceBase, DeviceEffects):
+class PulsedDevice(DeviceBase, DeviceEffects):
+    """aihwkit 1.1.0's PulsedDevice: the fields and draws every aihwkit family shares."""
+
     dw_min_dtod: float = Field(0.3, ge=0, lt=1, description="device-to-device relative std of the step size")
+    dw_min_dtod_log_normal: bool = Field(False, description="draw the step gain as exp(dw_min_dtod xi), "
+                                                            "log-normal, instead of 1 + dw_min_dtod xi")
     dw_min_std: float = Field(0.3, ge=0, description="cycle-to-cycle std per pulse (relative to the step)")
     w_max: float = Field(0.6, description="mean upper bound (weight units)")
     w_min: float = Field(-0.6, description="mean lower bound (weight units)")
@@ -63,7 +68,7 @@ class _AihwkitDevice(DeviceBase, DeviceEffects):
     def _fill(self, ep, rng) -> None:
         shape = ep.shape[:-1]
         z = (lambda: rng.standard_normal(shape)) if rng is not None else (lambda: np.zeros(shape))
-        gain = 1.0 + self.dw_min_dtod * z()
+        gain = np.exp(self.dw_min_dtod * z()) if self.dw_min_dtod_log_normal else 1.0 + self.dw_min_dtod * z()
         r = self.up_down_dtod * z()
         dw_up = (min(self.up_down, 0.0) + gain + r) * self.dw_min
         dw_down = (-max(self.up_down, 0.0) + gain - r) * self.dw_min
@@ -75,7 +80,7 @@ class _AihwkitDevice(DeviceBase, DeviceEffects):
         ep[..., W_MIN] = self.w_min * (1.0 + self.w_min_dtod * z())
 
 
-class ConstantStep(_AihwkitDevice):
+class ConstantStep(PulsedDevice):
     """aihwkit ConstantStep: up + dw_up (1 + sigma xi), down - dw_down (1 + sigma xi)."""
 
     kind: Literal["ConstantStep"] = "ConstantStep"
@@ -84,7 +89,7 @@ class ConstantStep(_AihwkitDevice):
         return CONST
 
 
-class LinearStep(_AihwkitDevice):
+class LinearStep(PulsedDevice):
     """aihwkit LinearStep: up + dw_up (1 - |gamma_up| w / w_ref_up), down - dw_down (1 - |gamma_down| w / w_ref_down).
 
     w_ref are the mean bounds (mean_bound_reference) or each element's own bounds; mult_noise False puts the
@@ -137,9 +142,14 @@ class SoftBounds(LinearStep):
         return float((up - dn) / (up / hi - dn / lo))
 
 
-class ExpStep(_AihwkitDevice):
+class ExpStep(PulsedDevice):
     """aihwkit ExpStep: up + max(1 - A_up exp(gamma_up z), 0) dw_up, down - max(1 - A_down exp(-gamma_down z), 0)
-    dw_down, with z = 2 a w / (b_max - b_min) + b. Defaults are aihwkit 1.1.0's."""
+    dw_down, with z = 2 a w / (b_max - b_min) + b. Defaults are aihwkit 1.1.0's.
+
+    Cycle noise: a step s at weight w becomes s + dw_min_std (s + dw_min_std_add + dw_min_std_slope |w|) xi,
+    w the weight before the pulse (aihwkit 1.1.0's ExpStep update with its "complex noise"; with add and slope
+    0 the usual s (1 + dw_min_std xi)). The expected update's noise leaves add and slope out.
+    """
 
     kind: Literal["ExpStep"] = "ExpStep"
     A_up: float = Field(0.00081, description="amplitude of the up non-linearity")
@@ -148,6 +158,10 @@ class ExpStep(_AihwkitDevice):
     gamma_down: float = Field(12.78785, description="exponent of the down non-linearity")
     a: float = Field(0.244, description="slope of z in w")
     b: float = Field(0.2425, description="offset of z")
+    dw_min_std_add: float = Field(0.0, description="cycle noise: added to the step before scaling by dw_min_std "
+                                                   "(weight units)")
+    dw_min_std_slope: float = Field(0.0, description="cycle noise: times |w| added to the step before scaling "
+                                                     "by dw_min_std")
 
     @property
     def granularity(self) -> float:
@@ -164,6 +178,8 @@ class ExpStep(_AihwkitDevice):
     def _consts(self) -> np.ndarray:
         out = np.zeros(8)
         out[:4] = (self.A_up, self.A_down, self.a, self.b)
+        if self.dw_min_std_add != 0.0 or self.dw_min_std_slope != 0.0:  # consts[6] > 0: pulses add the spread
+            out[4:7] = (self.dw_min_std_add, self.dw_min_std_slope, 1.0)
         return out
 
     def _fill(self, ep, rng) -> None:
@@ -172,7 +188,7 @@ class ExpStep(_AihwkitDevice):
         ep[..., GAMMA_DOWN] = self.gamma_down
 
 
-class PowStep(_AihwkitDevice):
+class PowStep(PulsedDevice):
     """aihwkit PowStep: up + dw_up ((b_max - w)/r)^gamma_up, down - dw_down ((w - b_min)/r)^gamma_down,
     r = b_max - b_min.
 
@@ -218,7 +234,7 @@ class PowStep(_AihwkitDevice):
         ep[..., GAMMA_DOWN] = np.maximum(g_dn, 0.0)
 
 
-class PiecewiseStep(_AihwkitDevice):
+class PiecewiseStep(PulsedDevice):
     """aihwkit PiecewiseStep: the steps are dw_up, dw_down times a piecewise-linear function given at N+1
     equally spaced nodes over [b_min, b_max]."""
 

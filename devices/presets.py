@@ -18,6 +18,7 @@ from aimc.devices.device_base import DeviceBase
 from aimc.devices.one_sided import OneSided
 from aimc.devices.paper_families import Exponential, Ideal, Linear, Power
 from aimc.devices.periphery import PeripheryConfig
+from aimc.devices.reference_families import SoftBoundsReference
 from aimc.devices.response import DeviceConfig, parse_device
 from aimc.devices.update import UpdateConfig
 
@@ -81,11 +82,11 @@ PRESETS: dict[str, Preset] = {
         "aihwkit GokmenVlasovPresetDevice: Gokmen & Vlasov, Front. Neurosci. 2016"),
     # aihwkit's presets: exactly the fields its preset classes set (simulator/presets/devices.py)
     "aihwkit_reram_sb": Preset(
-        SoftBounds(dw_min=0.002, dw_min_std=3.75, w_max=1.25, w_max_dtod=0.24, w_min=-0.75, w_min_dtod=0.4,
-                   write_noise_std=56.0, mult_noise=False),
-        "ReRAM, soft bounds, additive cycle noise, write noise",
-        _AIHWKIT + "ReRamSBPresetDevice (a SoftBoundsReference with no reference: the same element; loose fit "
-        "to Gong et al., Nat. Commun. 2018)"),
+        SoftBoundsReference(dw_min=0.002, up_down=0.0, w_max=1.25, w_min=-0.75, mult_noise=False, dw_min_dtod=0.3,
+                            up_down_dtod=0.01, w_max_dtod=0.3 / 1.25, w_min_dtod=0.3 / 0.75, dw_min_std=3.75,
+                            write_noise_std=56.0),
+        "ReRAM, soft bounds, additive cycle noise, write noise (a reference device with zero reference)",
+        _AIHWKIT + "ReRamSBPresetDevice (loose fit to Gong et al., Nat. Commun. 2018)"),
     "aihwkit_reram_es": Preset(
         ExpStep(dw_min=0.00135, dw_min_dtod=0.2, dw_min_std=5.0, up_down=0.259359, up_down_dtod=0.05, w_max=1.0,
                 w_min=-1.0, A_up=-1.18445, A_down=-0.081404, gamma_up=5.0, gamma_down=5.0, a=-0.5, b=-0.5,
@@ -116,6 +117,24 @@ PRESETS: dict[str, Preset] = {
         ConstantStep(dw_min=0.0016, w_max=1.0, w_min=-1.0),
         "RPU specification, constant step, 1250 states",
         _AIHWKIT + "GokmenVlasovPresetDevice (Gokmen & Vlasov, Front. Neurosci. 2016)"),
+    # aihwkit 1.1.0's ReRAM array presets (SoftBoundsReference, log-normal step spread)
+    "aihwkit_reram_array_om": Preset(
+        SoftBoundsReference(enforce_consistency=True, dw_min_dtod_log_normal=True, dw_min=0.0949, up_down=0.0,
+                            w_max=1.0, w_min=-1.0, mult_noise=False, dw_min_dtod=0.7829, up_down_dtod=0.01,
+                            w_max_dtod=0.3499, w_min_dtod=0.5695, dw_min_std=0.4158, write_noise_std=1.4113,
+                            corrupt_devices_range=0.01, corrupt_devices_prob=0.0, subtract_symmetry_point=True,
+                            reference_std=0.05),
+        "ReRAM array, optimized material: few states, large log-normal step spread, reference at the "
+        "symmetric point",
+        _AIHWKIT + "ReRamArrayOMPresetDevice (fit to Gong & Rasch et al., IEDM 2022)"),
+    "aihwkit_reram_array_hfo2": Preset(
+        SoftBoundsReference(enforce_consistency=True, dw_min_dtod_log_normal=True, dw_min=0.4622, up_down=0.0,
+                            w_max=1.0, w_min=-1.0, mult_noise=False, dw_min_dtod=0.7125, up_down_dtod=0.01,
+                            w_max_dtod=0.4295, w_min_dtod=0.599, dw_min_std=0.2174, write_noise_std=0.5841,
+                            corrupt_devices_range=0.01, corrupt_devices_prob=0.0, subtract_symmetry_point=True,
+                            reference_std=0.05),
+        "ReRAM array, HfO2: few states, large log-normal step spread, reference at the symmetric point",
+        _AIHWKIT + "ReRamArrayHfO2PresetDevice (fit to Gong & Rasch et al., IEDM 2022)"),
     "pcm_like": Preset(
         Exponential(gamma=2.0, tau=0.7, dw_min=2 * 0.7 / 1200, dw_min_std=0.3),
         "strongly saturating response of PCM's gradual SET (R1's exponential family, g = 2)",
@@ -136,19 +155,17 @@ PRESETS: dict[str, Preset] = {
 
 # aihwkit 1.1.0's PCMPresetUnitCell: two PCMPresetDevice (ExpStep) in a one-sided cell, refreshed after every
 # mini-batch; reads of the refresh through PresetIOParameters (out_bound 20, out_noise 0.1, 7-bit DAC, 9-bit
-# ADC), rewrites with PresetUpdateParameters(desired_bl=31). PCMPresetDevice's complex cycle noise
-# (dw_min_std_add 0.042, dw_min_std_slope 0.108) is not modelled: its noise here is dw_min_std alone.
+# ADC), rewrites with PresetUpdateParameters(desired_bl=31).
 PRESETS["aihwkit_pcm"] = Preset(
     OneSided(device=ExpStep(dw_min=0.01, up_down=0.0, w_max=2.0, w_min=0.0, a=-1.0, b=0.0, gamma_up=2.5,
                             gamma_down=2.5, A_up=-27.235, A_down=-2.235, dw_min_dtod=0.2, up_down_dtod=0.05,
-                            w_max_dtod=0.1, w_min_dtod=0.0, dw_min_std=0.6, write_noise_std=0.0, reset=0.01,
-                            reset_dtod=0.02),
+                            w_max_dtod=0.1, w_min_dtod=0.0, dw_min_std=0.6, dw_min_std_add=0.042,
+                            dw_min_std_slope=0.108, write_noise_std=0.0, reset=0.01, reset_dtod=0.02),
              refresh_every=1, units_in_mbatch=True,
              refresh_forward=PeripheryConfig(out_bound=20.0, out_noise=0.1, inp_bits=7, out_bits=9),
              refresh_update=UpdateConfig(desired_bl=31)),
     "PCM pair G+ - G- (one-sided cell, potentiation only), refreshed every mini-batch",
-    _AIHWKIT + "PCMPresetUnitCell of two PCMPresetDevice (fit to Nandakumar et al., Front. Neurosci. 2020); "
-    "without PCMPresetDevice's dw_min_std_add, dw_min_std_slope")
+    _AIHWKIT + "PCMPresetUnitCell of two PCMPresetDevice (fit to Nandakumar et al., Front. Neurosci. 2020)")
 
 
 def get_preset(name: str) -> DeviceConfig:

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit, prange, uint64
 
 from aimc.devices.loops import total
-from aimc.devices.response_step import U_DW_UP, U_W_MAX, U_W_MIN, element_step
+from aimc.devices.response_step import EXP_STEP, U_DW_UP, U_W_MAX, U_W_MIN, element_step
 from aimc.devices.rng import normal_step, stream_seed
 
 SIGNS = np.array([1.0, -1.0], np.float32)
@@ -36,6 +36,8 @@ def noisy_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additiv
             s += F(sigma) * F(er[j, U_DW_UP + k]) * F(xi)
         else:
             s *= F(1.0) + F(sigma) * F(xi)
+            if code == EXP_STEP and consts[6] > 0.0:  # ExpStep's extra spread: std sigma (add + slope |w|) more
+                s += F(sigma) * (F(consts[4]) + F(consts[5]) * abs(F(w))) * F(xi)
     w = F(w) + F(SIGNS[k]) * s
     return min(max(w, F(er[j, U_W_MIN])), F(er[j, U_W_MAX]))
 

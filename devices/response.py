@@ -2,8 +2,9 @@
 
 The families: R1's paper families (devices.paper_families: `ideal`, `linear`, `power`, `exponential`),
 aihwkit 1.1.0's pulsed families (devices.aihwkit_families: `ConstantStep`, `LinearStep`, `SoftBounds`,
-`ExpStep`, `PowStep`, `PiecewiseStep`), a measured response on a grid (devices.tabulated: `tabulated`) and
-aihwkit's one-sided unit cell of two such devices (devices.one_sided: `OneSided`).
+`ExpStep`, `PowStep`, `PiecewiseStep`; devices.reference_families: `SoftBoundsReference`,
+`PowStepReference`), a measured response on a grid (devices.tabulated: `tabulated`) and aihwkit's one-sided
+unit cell of two such devices (devices.one_sided: `OneSided`).
 aihwkit's families carry its write noise, decay, diffusion, reset, corrupt devices (devices.effects) and
 drift of an idle array (devices.drift).
 """
@@ -19,22 +20,24 @@ from aimc.common.validation import format_validation_error
 from aimc.devices.aihwkit_families import ConstantStep, ExpStep, LinearStep, PiecewiseStep, PowStep, SoftBounds
 from aimc.devices.one_sided import OneSided
 from aimc.devices.paper_families import Exponential, Ideal, Linear, Power
+from aimc.devices.reference_families import PowStepReference, SoftBoundsReference
 from aimc.devices.tabulated import Tabulated
 
 DeviceConfig = Annotated[
     Union[Ideal, Linear, Power, Exponential, ConstantStep, LinearStep, SoftBounds, ExpStep, PowStep,
-          PiecewiseStep, Tabulated, OneSided],
+          PiecewiseStep, SoftBoundsReference, PowStepReference, Tabulated, OneSided],
     Field(discriminator="kind"),
 ]
 DEVICE_KINDS = ("ideal", "linear", "power", "exponential", "ConstantStep", "LinearStep", "SoftBounds",
-                "ExpStep", "PowStep", "PiecewiseStep", "tabulated")
+                "ExpStep", "PowStep", "PiecewiseStep", "SoftBoundsReference", "PowStepReference",
+                "tabulated")
 """The response families of one element (a OneSided cell holds two elements of one of them)."""
 DEVICE_TAGS = (*DEVICE_KINDS, "OneSided")
 """Every `kind` of the device union, left out of error paths (`tile.device.tau`, not `tile.device.power.tau`)."""
 _ADAPTER = TypeAdapter(DeviceConfig)
 _FAMILIES = {cls.model_fields["kind"].default: cls for cls in (
     Ideal, Linear, Power, Exponential, ConstantStep, LinearStep, SoftBounds, ExpStep, PowStep, PiecewiseStep,
-    Tabulated, OneSided)}
+    SoftBoundsReference, PowStepReference, Tabulated, OneSided)}
 
 
 def parse_device(data: dict, where: str = "device") -> DeviceConfig:

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit, uint64
 
 # response family codes
-CONST, LINEAR, POWER, EXP_R1, EXP_STEP, TABLE = 0, 1, 2, 3, 4, 5
+CONST, LINEAR, POWER, EXP_R1, EXP_STEP, TABLE, SOFT_REF = 0, 1, 2, 3, 4, 5, 6
 # columns of the element parameter array `ep`
 DW_UP, DW_DOWN, W_MAX, W_MIN, GAMMA_UP, GAMMA_DOWN = 0, 1, 2, 3, 4, 5
 N_ELEMENT_PARAMS = 6
@@ -69,10 +69,12 @@ def element_step(code, up, w, er, j, consts, grid, tab_up, tab_dn, F=np.float64)
     if code == TABLE:
         t = (w - bmin) / span
         return dw * max(F(_interp(t, grid, tab_up if up else tab_dn)), zero)
-    # POWER and EXP_R1: distance to the bound the pulse moves toward (W_MAX up, W_MIN down), in units of
-    # span / consts[0]
-    v = max(sg * (F(er[j, U_W_MAX + k]) - w), zero) * F(consts[0]) / span
+    # POWER, EXP_R1 and SOFT_REF: distance to the bound the pulse moves toward (W_MAX up, W_MIN down)
+    dist = max(sg * (F(er[j, U_W_MAX + k]) - w), zero)
     g = F(er[j, U_GAMMA_UP + k])
+    if code == SOFT_REF:  # soft bounds in shifted coordinates: GAMMA holds 1 / |bound| (reference_families)
+        return dw * dist * g
+    v = dist * F(consts[0]) / span  # in units of span / consts[0]
     if code == POWER:
         if g == one:
             return dw * v

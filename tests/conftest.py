@@ -31,6 +31,10 @@ FAMILY_CONFIGS: dict[str, dict] = {
                           piecewise_down=[0.3, 0.7, 1.0, 1.3], dw_min=1e-3, **NO_SPREAD),
     "tabulated": dict(kind="tabulated", w=[-0.5, -0.1, 0.3, 0.6], q_plus_values=[1.5, 1.1, 0.6, 0.1],
                       q_minus_values=[0.2, 0.8, 1.2, 1.4], dw_min=1e-3),
+    "SoftBoundsReference": dict(kind="SoftBoundsReference", up_down=0.1, w_max=0.8, w_min=-0.5, reference_mean=0.1,
+                                dw_min=1e-3, **NO_SPREAD),
+    "PowStepReference": dict(kind="PowStepReference", pow_gamma=1.5, pow_up_down=0.2, pow_gamma_dtod=0.0,
+                             reference_mean=-0.1, dw_min=1e-3, **NO_SPREAD),
 }
 
 # The same families with every device-to-device spread the family has switched on.
@@ -55,6 +59,10 @@ SPREAD_CONFIGS: dict[str, dict] = {
     "tabulated": dict(kind="tabulated", w=[-0.5, -0.1, 0.3, 0.6], q_plus_values=[1.5, 1.1, 0.6, 0.1],
                       q_minus_values=[0.2, 0.8, 1.2, 1.4], w_bound_dtod=0.2, up_down_dtod=0.1, dw_min_dtod=0.3,
                       dw_min=1e-2, dw_min_std=0.5),
+    "SoftBoundsReference": dict(kind="SoftBoundsReference", up_down=0.1, slope_up_dtod=0.1, slope_down_dtod=0.1,
+                                reference_std=0.05, subtract_symmetry_point=True, dw_min=1e-2, dw_min_std=0.5),
+    "PowStepReference": dict(kind="PowStepReference", pow_gamma=1.5, pow_up_down=0.2, pow_up_down_dtod=0.1,
+                             reference_std=0.05, subtract_symmetry_point=True, dw_min=1e-2, dw_min_std=0.5),
 }
 
 
@@ -66,7 +74,8 @@ def ref_bounds(cfg: dict) -> tuple[float, float]:
         return -tau, tau
     if kind == "tabulated":
         return cfg.get("w_min", cfg["w"][0]), cfg.get("w_max", cfg["w"][-1])
-    return cfg.get("w_min", -0.6), cfg.get("w_max", 0.6)
+    ref = cfg.get("reference_mean", 0.0)  # reference devices store w = g - ref (no symmetric point here)
+    return cfg.get("w_min", -0.6) - ref, cfg.get("w_max", 0.6) - ref
 
 
 def ref_q(cfg: dict, w, up: bool) -> np.ndarray:
@@ -87,7 +96,11 @@ def ref_q(cfg: dict, w, up: bool) -> np.ndarray:
         return amp * (np.exp(g * u) - 1) / (np.exp(g) - 1)
     if kind == "tabulated":
         return np.interp(w, cfg["w"], cfg["q_plus_values"] if up else cfg["q_minus_values"])
-    # aihwkit families: dw_up = (up_bias + 1) dw_min, dw_down = (down_bias + 1) dw_min without spread
+    # aihwkit families: dw_up = (up_bias + 1) dw_min, dw_down = (down_bias + 1) dw_min without spread;
+    # reference devices: the family's step at g = w + ref, g within the unshifted bounds
+    ref = cfg.get("reference_mean", 0.0)
+    w, lo, hi = w + ref, lo + ref, hi + ref
+    kind = {"SoftBoundsReference": "SoftBounds", "PowStepReference": "PowStep"}.get(kind, kind)
     ud = cfg.get("up_down", 0.0)
     amp = (1 + min(ud, 0.0)) if up else (1 - max(ud, 0.0))
     if kind == "ConstantStep":
@@ -120,6 +133,8 @@ def ref_multiplicative(cfg: dict) -> bool:
         return cfg.get("noise", "additive") == "multiplicative"
     if kind in ("LinearStep", "SoftBounds"):
         return cfg.get("mult_noise", True)
+    if kind == "SoftBoundsReference":
+        return cfg.get("mult_noise", False)
     return True
 
 

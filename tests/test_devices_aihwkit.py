@@ -62,6 +62,9 @@ CASES = {
     "ExpStep": dict(gamma_up=0.5, gamma_down=0.5),  # R1's code's exponential device: granularity 0.67 dw_min
     "PowStep": dict(pow_gamma=2.0, pow_gamma_dtod=0.0),  # granularity dw_min / 4
     "PiecewiseStep": dict(piecewise_up=[1.2, 0.8, 0.5, 0.3, 0.2], piecewise_down=[0.2, 0.3, 0.6, 0.9, 1.1]),
+    "SoftBoundsReference": dict(up_down=0.2, w_max=0.8, w_min=-0.5, reference_mean=0.1, subtract_symmetry_point=True),
+    "PowStepReference": dict(pow_gamma=2.0, pow_gamma_dtod=0.0, reference_mean=-0.05, subtract_symmetry_point=True),
+    "ExpStep+noise": dict(gamma_up=0.5, gamma_down=0.5, dw_min_std_add=0.002, dw_min_std_slope=0.005),
 }
 LR, W0, REPS = 3e-3, 0.3, 2000
 
@@ -83,9 +86,10 @@ def _aihwkit_mean_var(kind: str, device: dict) -> tuple[np.ndarray, np.ndarray]:
     return np.array(ak["mean"]), np.array(ak["var"])
 
 
-@pytest.mark.parametrize("kind", list(CASES))
-def test_pulsed_update_matches_aihwkit(kind):
-    device = dict(CYCLE_NOISE, **CASES[kind])
+@pytest.mark.parametrize("case", list(CASES))
+def test_pulsed_update_matches_aihwkit(case):
+    kind = case.split("+")[0]
+    device = dict(CYCLE_NOISE, **CASES[case])
     ak_mean, ak_var = _aihwkit_mean_var(kind, device)
     x, d = _batch()
     arr = ConductanceArray(12, 16, parse_device(dict(kind=kind, **device)), seed=0)

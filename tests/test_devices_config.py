@@ -20,6 +20,7 @@ BAD_VALUES = {
     "ConstantStep": ("dw_min_dtod", 1.5), "LinearStep": ("gamma_up_dtod", -1.0), "SoftBounds": ("gamma_up", 2.0),
     "ExpStep": ("up_down", 1.5), "PowStep": ("pow_gamma", 0.0), "PiecewiseStep": ("piecewise_up", [1.0]),
     "tabulated": ("q_plus_values", "high"),
+    "SoftBoundsReference": ("reference_std", -0.1), "PowStepReference": ("write_noise_std", 1.0),
 }
 
 
