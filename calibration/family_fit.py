@@ -132,6 +132,11 @@ def _least_squares(fam: Family, data: PulseData, starts: list[list[float]]):
     return best, lo, hi
 
 
+def refit(fam: Family, data: PulseData, theta0: np.ndarray) -> np.ndarray:
+    """Least-squares parameters of `fam` on `data` from the one start theta0 (no intervals or diagnostics)."""
+    return _least_squares(fam, data, [theta0])[0].x
+
+
 def fit_family(fam: Family, data: PulseData, starts: list[list[float]] | None = None) -> FamilyFit:
     """Least-squares fit of one parametric family to the increments."""
     res, lo, hi = _least_squares(fam, data, starts or fam.starts(data))
