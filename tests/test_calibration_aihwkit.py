@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aimc.calibration import cycle_polarity, from_arrays
+from aimc.calibration import cycle_polarity, fit, from_arrays
 from aimc.calibration.families import expstep_canonical
 from aimc.devices import ExpStep
 
@@ -90,3 +90,35 @@ def test_expstep_canonical_keeps_the_response():
     np.testing.assert_allclose(canonical.q_plus(w), original.q_plus(w), rtol=1e-12)
     np.testing.assert_allclose(canonical.q_minus(w), original.q_minus(w), rtol=1e-12)
     assert canonical.a == 0.5 and canonical.b == 0.0 and math.isclose(canonical.gamma_up, -5.0)
+
+
+# measured 2026-12-04 (docs/calibration.md, round trips against aihwkit): what does not hold yet
+KNOWN_MISSES = {
+    ("EcRAM", "per-device"): "PowStep chosen (LinearStep dBIC +3393); LinearStep intervals hold the truth 6/6",
+    ("ReRamES", "per-device"): "PowStep chosen (ExpStep dBIC +564); ExpStep intervals hold the truth 2/8 under "
+                               "the preset's cycle noise of 5 steps",
+    ("PowStep", "per-device"): "family right; truth inside 5/6 intervals (pow_gamma 2.17 [2.03, 2.34], true 2)",
+    ("EcRAM", "pooled"): "PowStep fits the spread population better than LinearStep (BIC -1337986 vs -1327214, "
+                         "LinearStep and PowStep alone)",
+    ("ReRamES", "pooled"): "not measured to the end; the per-device misfit (cycle noise of 5 steps) applies",
+    ("PowStep", "pooled"): "pooled fit of the bound spread (w_max_dtod 0.3): pow_gamma 1.78, w_max 0.56",
+}
+CANDIDATES = ["ConstantStep", "SoftBounds", "LinearStep", "ExpStep", "PowStep", "tabulated"]  # aihwkit's own
+
+
+def _round_trip(name: str, method: str) -> tuple[str, list[bool]]:
+    spec, kind, truth = CASES[name]
+    res = fit(aihwkit_traces(spec), kinds=CANDIDATES, spread=False, method=method, intervals="bootstrap",
+              n_boot=100 if method == "pooled" else None)
+    return res.best.kind, [lo <= truth[p] <= hi for p, (lo, hi) in res.fits[kind].ci95.items()]
+
+
+@needs_aihwkit
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("method", ["per-device", "pooled"])
+def test_aihwkit_population_round_trip(name, method, request):
+    if (name, method) in KNOWN_MISSES:  # run all the same: an XPASS shows a miss that went away
+        request.applymarker(pytest.mark.xfail(reason=KNOWN_MISSES[name, method], strict=False))
+    best, hits = _round_trip(name, method)
+    assert best == CASES[name][1] and np.mean(hits) >= 0.9, (best, hits)
