@@ -34,7 +34,8 @@ def _run(args: argparse.Namespace) -> int:
     kinds = [k.strip() for k in args.families.split(",")] if args.families else None
     result = fit(traces, kinds=kinds, criterion=args.criterion, g_mid=args.g_mid, g_scale=args.g_scale,
                  n_bins=args.bins, n_nodes=args.nodes, spread=not args.no_spread, source=", ".join(args.traces),
-                 method=args.method, progress=not args.quiet)
+                 method=args.method, progress=not args.quiet, intervals=args.intervals, n_boot=args.bootstrap,
+                 seed=args.seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     try:
@@ -64,12 +65,17 @@ def register(sub) -> None:
     p.add_argument("--criterion", choices=("bic", "aic"), default="bic", help="model selection criterion")
     p.add_argument("--method", choices=("pooled", "per-device"), default="pooled",
                    help="one fit of all devices pooled (default), or each device alone, then the population")
+    p.add_argument("--intervals", choices=("analytic", "bootstrap"), default="analytic",
+                   help="95%% intervals: analytic (pooled: Jacobian sandwich; per-device: t over devices) or "
+                        "bootstrap over devices and cycles (percentile; pooled: the best family refitted per resample)")
+    p.add_argument("--bootstrap", type=int, default=None, metavar="N",
+                   help="resamples of --intervals bootstrap (default: 200 refits pooled, 2000 per-device)")
     p.add_argument("--g-mid", type=float, default=None, help="conductance at w = 0 (default: file or data)")
     p.add_argument("--g-scale", type=float, default=None, help="conductance per unit weight (default: file or data)")
     p.add_argument("--bins", type=int, default=20, help="bins of the tabulated (non-parametric) fit")
     p.add_argument("--nodes", type=int, default=6, help="nodes of the PiecewiseStep fit")
     p.add_argument("--no-spread", action="store_true", help="skip the per-device fits (device-to-device spread)")
     p.add_argument("--elements", type=int, default=64, help="elements simulated for the report's bands")
-    p.add_argument("--seed", type=int, default=0, help="seed of the report's simulated elements")
+    p.add_argument("--seed", type=int, default=0, help="seed of the report's simulated elements and of the bootstrap")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_run)

@@ -3,8 +3,10 @@
 its device-to-device spread, measured over 3 potentiation/depression cycles of 1.5 x the preset's states per
 direction with read noise a quarter of a step, every family fitted. Prints one line per preset and, last,
 one JSON line with every number (wall time of the fit alone, the trace file and report not included).
+--ab alternates, per preset, a fit that compares the starting points on all increments (search sample off,
+as before `family_fit.SEARCH_SAMPLE`) with one that compares them on a subsample (on), in the same run.
 
-    python benchmarks/bench_fit.py --presets ecram,reram_sb,pcm_like --devices 16 --cycles 3
+    python benchmarks/bench_fit.py --presets ecram,reram_sb,pcm_like --devices 16 --cycles 3 [--ab]
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from aimc.calibration import fit, measure_cycles  # noqa: E402
+from aimc.calibration import family_fit, fit, measure_cycles  # noqa: E402
 from aimc.devices import get_preset  # noqa: E402
 
 
@@ -30,20 +32,24 @@ def main() -> None:
     ap.add_argument("--devices", type=int, default=16)
     ap.add_argument("--cycles", type=int, default=3)
     ap.add_argument("--method", default=None, help="fit method (per-device or pooled; default: the fit's)")
+    ap.add_argument("--ab", action="store_true", help="alternate search sample off / on (module docstring)")
     args = ap.parse_args()
+    sample = family_fit.SEARCH_SAMPLE
     rows = []
     for name in args.presets.split(","):
         dev = get_preset(name)
         tr = measure_cycles(dev, n_cycles=args.cycles, n_devices=args.devices, read_noise=0.25 * dev.dw_min,
                             seed=0)
         kw = {"method": args.method} if args.method and "method" in inspect.signature(fit).parameters else {}
-        t0 = time.perf_counter()
-        res = fit(tr, **kw)
-        wall = time.perf_counter() - t0
-        rows.append({"preset": name, "kind": dev.kind, "reads": len(tr.conductance), "increments": res.data.n,
-                     "best": res.best.kind, "wall_s": round(wall, 2), **kw})
-        print(f"{name:<10} {dev.kind:<12} reads {len(tr.conductance):>7}  best {res.best.kind:<13} {wall:6.1f} s",
-              flush=True)
+        for search in (None, sample) if args.ab else (sample,):
+            family_fit.SEARCH_SAMPLE = search or 2 ** 62
+            t0 = time.perf_counter()
+            res = fit(tr, **kw)
+            wall = time.perf_counter() - t0
+            rows.append({"preset": name, "kind": dev.kind, "reads": len(tr.conductance), "increments": res.data.n,
+                         "best": res.best.kind, "wall_s": round(wall, 2), "search_sample": search, **kw})
+            print(f"{name:<10} {dev.kind:<12} reads {len(tr.conductance):>7}  best {res.best.kind:<13} {wall:6.1f} s"
+                  f"  search sample {search or 'off'}", flush=True)
     print(json.dumps({"devices": args.devices, "cycles": args.cycles, "python": platform.python_version(),
                       "results": rows}))
 

@@ -5,6 +5,7 @@ starting points, the fields held fixed, and how each device-to-device spread is 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -183,6 +184,20 @@ def families(n_nodes: int = 6, dw0: float = 1e-3) -> dict[str, Family]:
     pw = _piecewise(n_nodes, dw0)
     out[pw.kind] = pw
     return out
+
+
+def expstep_canonical(fields: dict) -> dict:
+    """The fields of an aihwkit ExpStep device (any a != 0, b; aihwkit 1.1.0's ExpStepDevice) rewritten with
+    the fitted family's a = 0.5, b = 0 and the same response: with z = 2 a w / span + b, gamma_up z =
+    (2 a gamma_up) w / span + gamma_up b, so gamma_up' = 2 a gamma_up, A_up' = A_up e^(gamma_up b),
+    gamma_down' = 2 a gamma_down, A_down' = A_down e^(-gamma_down b). Missing fields take the device defaults."""
+    f = ExpStep(**fields).model_dump()
+    a, b = f["a"], f["b"]
+    if a == 0:
+        raise ValueError("ExpStep with a = 0 has a constant step: fit ConstantStep instead")
+    return {**f, "A_up": f["A_up"] * math.exp(f["gamma_up"] * b),
+            "A_down": f["A_down"] * math.exp(-f["gamma_down"] * b), "gamma_up": 2 * a * f["gamma_up"],
+            "gamma_down": 2 * a * f["gamma_down"], "a": 0.5, "b": 0.0}
 
 
 FAMILY_KINDS = DEVICE_KINDS  # every family of the device layer, the tabulated (non-parametric) one included

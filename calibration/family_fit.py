@@ -15,6 +15,7 @@ from aimc.devices import DeviceConfig, Tabulated, parse_device
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 MAX_NFEV = 60  # least-squares iterations per starting point
+SEARCH_SAMPLE = 20000  # with more increments, the starting points are compared on a subsample of this many
 
 
 @dataclass
@@ -120,16 +121,26 @@ def diagnostics(r: np.ndarray, data: PulseData, fitted: np.ndarray, n_bins: int 
 def _least_squares(fam: Family, data: PulseData, starts: list[list[float]]):
     lo, hi = (np.array(v, float) for v in fam.box(data))
 
-    def resid(theta):
-        return (data.dw - data.predict(fam.fast_config(theta))) * data.weight / data.dw0
+    search = data
+    if len(starts) > 1 and data.n > SEARCH_SAMPLE:  # compare the starts on a subsample, refine the best on all
+        keep = np.zeros(data.n, bool)
+        keep[np.random.default_rng(0).choice(data.n, SEARCH_SAMPLE, replace=False)] = True
+        search = data.subset(keep)
 
-    best = None
-    for x0 in starts:
+    def run(on: PulseData, x0) -> optimize.OptimizeResult:
+        def resid(theta):
+            return (on.dw - on.predict(fam.fast_config(theta))) * on.weight / on.dw0
+
         x0 = np.clip(np.array(x0, float), lo + 1e-9 * (hi - lo), hi - 1e-9 * (hi - lo))
-        res = optimize.least_squares(resid, x0, bounds=(lo, hi), x_scale="jac", method="trf", max_nfev=MAX_NFEV)
-        if best is None or res.cost < best.cost:
-            best = res
-    return best, lo, hi
+        return optimize.least_squares(resid, x0, bounds=(lo, hi), x_scale="jac", method="trf", max_nfev=MAX_NFEV)
+
+    best = min((run(search, x0) for x0 in starts), key=lambda res: res.cost)
+    return (best if search is data else run(data, best.x)), lo, hi
+
+
+def refit(fam: Family, data: PulseData, theta0: np.ndarray) -> np.ndarray:
+    """Least-squares parameters of `fam` on `data` from the one start theta0 (no intervals or diagnostics)."""
+    return _least_squares(fam, data, [theta0])[0].x
 
 
 def fit_family(fam: Family, data: PulseData, starts: list[list[float]] | None = None) -> FamilyFit:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm import tqdm
 
+from aimc.calibration.bootstrap import N_BOOT_POOLED, N_BOOT_POPULATION, bootstrap_pooled, bootstrap_population
 from aimc.calibration.families import FAMILY_KINDS, families
 from aimc.calibration.family_fit import FamilyFit, fit_family, fit_tabulated
 from aimc.calibration.population import MIN_DEVICES, fit_population, fitted_devices, identification
@@ -131,18 +132,26 @@ def _export_device(best: FamilyFit, noise: dict, spread: dict) -> DeviceConfig:
 
 def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic", g_mid: float | None = None,
         g_scale: float | None = None, n_bins: int = 20, n_nodes: int = 6, spread: bool = True,
-        source: str = "", method: str = "pooled", progress: bool = False) -> FitResult:
+        source: str = "", method: str = "pooled", progress: bool = False, intervals: str = "analytic",
+        n_boot: int | None = None, seed: int = 0) -> FitResult:
     """Fit every family in `kinds` (default: all of the device layer) to the increments of `traces`, rank
     them by `criterion` ("bic" or "aic"), estimate noise and device-to-device spread for the best one and
     build the exported device. g_mid, g_scale: the weight map (default: `weight_map_for`); n_bins: bins of
     the tabulated fit; n_nodes: nodes of the PiecewiseStep fit; spread: fit each device for the spread;
     method: "pooled" (one fit of all increments) or "per-device" (each family fitted to every device alone,
     chosen by the summed criterion, the population from the per-device parameters: `population`);
-    progress: show a progress bar (tqdm, on stderr)."""
+    progress: show a progress bar (tqdm, on stderr); intervals: "analytic" (pooled: Jacobian sandwich;
+    per-device: t over devices) or "bootstrap" (`bootstrap`: per-device, every family's per-device estimates
+    resampled, n_boot times (default 2000); pooled: the best family refitted to n_boot (default 200) resamples
+    of devices and cycles), seeded by seed."""
     if criterion not in ("aic", "bic"):
         raise ValueError(f"criterion must be 'aic' or 'bic', got {criterion!r}")
     if method not in ("per-device", "pooled"):
         raise ValueError(f"method must be 'per-device' or 'pooled', got {method!r}")
+    if intervals not in ("analytic", "bootstrap"):
+        raise ValueError(f"intervals must be 'analytic' or 'bootstrap', got {intervals!r}")
+    if n_boot is not None and n_boot < 10:
+        raise ValueError(f"n_boot must be >= 10 for percentile intervals, got {n_boot}")
     kinds = list(FAMILY_KINDS if kinds is None else kinds)
     unknown = [k for k in kinds if k not in FAMILY_KINDS]
     if unknown or not kinds:
@@ -162,10 +171,17 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
         pooled = fit_tabulated(data, n_bins) if k == "tabulated" else fit_family(fam, start_data)
         if two_stage:
             fits[k], per[k] = fit_population(fam, pooled, data, n_bins, progress)
+            if intervals == "bootstrap" and fam is not None and per[k]:
+                theta = np.array([list(f.params.values()) for f in per[k].values()])
+                bootstrap_population(fits[k], theta, n_boot or N_BOOT_POPULATION, seed)
+                fits[k].flags = identification(fam, fits[k], data)
         else:
             pooled.flags = identification(fam, pooled, data)
             fits[k] = pooled
     best = min(fits.values(), key=lambda f: getattr(f, criterion))
+    if intervals == "bootstrap" and best.kind != "tabulated" and not per.get(best.kind):
+        bootstrap_pooled(specs[best.kind], best, data, n_boot or N_BOOT_POOLED, seed, progress)
+        best.flags = identification(specs[best.kind], best, data)
     noise = estimate_noise(best, data, wmap.g_scale)
     if not spread or data.n_devices < 3:
         spread_info = {"family": best.kind, "dtod": {}, "message": "not estimated"}

@@ -115,8 +115,10 @@ class PulseData:
         return 1.0 / np.sqrt(self.k)
 
     def subset(self, sel: np.ndarray) -> PulseData:
-        """The increments where sel is True (follows kept only where the predecessor is kept too)."""
-        idx = np.flatnonzero(sel)
+        """The increments where sel (a mask) is True, or at the indices sel, in that order (follows kept only
+        where the predecessor comes right before)."""
+        sel = np.asarray(sel)
+        idx = np.flatnonzero(sel) if sel.dtype == bool else sel.astype(np.int64)
         follows = self.follows[idx].copy()
         follows[1:] &= idx[1:] == idx[:-1] + 1
         if len(idx):

@@ -42,8 +42,10 @@ def test_cli_per_device_method(tmp_path):
     csv = write_csv(tr, tmp_path / "sb.csv")
     out = tmp_path / "fit"
     assert main(["fit", str(csv), "--out", str(out), "--method", "per-device", "--families", "SoftBounds,ConstantStep",
-                 "--quiet", "--elements", "4"]) == 0
+                 "--intervals", "bootstrap", "--bootstrap", "500", "--quiet", "--elements", "4"]) == 0
     summary = json.loads((out / "fit.json").read_text())
     sb = summary["families"]["SoftBounds"]
-    assert summary["method"] == "per-device" and sb["interval"].startswith("over 4 devices")
-    assert sb["n_devices_fitted"] == 4 and "identified" in (out / "report.html").read_text()
+    assert summary["method"] == "per-device"
+    assert sb["interval"].startswith("bootstrap over 4 devices (per-device estimates resampled), 500")
+    report = (out / "report.html").read_text()
+    assert sb["n_devices_fitted"] == 4 and "identified" in report and "bootstrap over 4 devices" in report
