@@ -7,6 +7,7 @@ limit_blas_threads()
 from aimc.devices import (  # noqa: E402
     bits,
     characteristics,
+    chopped_transfer,
     coincidences,
     effective_weight,
     effects,
@@ -49,10 +50,13 @@ from aimc.devices.tabulated import Tabulated  # noqa: E402
 from aimc.devices.tile import AnalogTile  # noqa: E402
 from aimc.devices.update import UpdateConfig  # noqa: E402
 
+CACHED_MODULES = (rng, prefetch, bits, normals, threads, loops, response_step, pulses, pulse_trains, coincidences,
+                  pulsed_update, expected_update, characteristics, effective_weight, effects, periphery, threshold,
+                  one_sided_update, reference_families, chopped_transfer)
+"""Every module with cached Numba kernels: a change to any of them flushes all their caches, because a
+kernel's cache does not notice a change in a kernel it inlines from another module."""
 # before any kernel runs: no stale cached kernels
-flush_stale([rng, prefetch, bits, normals, threads, loops, response_step, pulses, pulse_trains, coincidences,
-             pulsed_update, expected_update, characteristics, effective_weight, effects, periphery, threshold,
-             one_sided_update, reference_families], [])
+flush_stale(list(CACHED_MODULES), [])
 
 __all__ = [
     "AnalogTile", "check_kernel_threads", "ConductanceArray", "ConstantStep", "DEVICE_KINDS", "DEVICE_TAGS",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,3 +28,13 @@ def test_a_kernel_follows_its_inlined_module_only_with_the_flush(tmp_path):
         # Numba checks only kernel.py's stamp: without the flush the cached kernel keeps the old table
         assert _run(tmp_path, flush) == ("2.5" if flush else "1.5")
         assert _run(tmp_path, flush) == ("2.5" if flush else "1.5")
+
+
+def test_every_module_with_cached_kernels_is_flushed_with_the_others():
+    """A module whose cached kernels inline another module's kernels must be in CACHED_MODULES, or its cache
+    outlives a change there (a stale c-TTv2 kernel once stepped SoftBoundsReference elements as another family)."""
+    import aimc.devices as devices
+    root = Path(devices.__file__).parent
+    cached = {p.stem for p in root.glob("*.py") if re.search(r"@(njit|jit)\(.*cache=True", p.read_text())}
+    assert "chopped_transfer" in cached
+    assert cached <= {m.__name__.rsplit(".", 1)[1] for m in devices.CACHED_MODULES}
