@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from aimc.devices.array import ConductanceArray
+from aimc.devices.drift import DriftParameter
 from aimc.devices.effects import RESET, redraw_kernel
 from aimc.devices.expected_update import expected_update_kernel
 from aimc.devices.one_sided import OneSided
@@ -86,6 +87,14 @@ class OneSidedArray:
         if any(done):
             self._reduce()
         return any(done)
+
+    def idle(self, delta_t: float, step_s: float = 1.0, drift: DriftParameter | None = None, seed: int = 0) -> None:
+        """Leave both devices idle for delta_t seconds (ConductanceArray.idle, each with its own parameters,
+        as aihwkit 1.1.0 applies decay, diffusion and drift to each device of a unit cell); then
+        W = G+ - G-. A conductance drifting down shrinks |W| whichever side holds it."""
+        self.plus.idle(delta_t, step_s, drift, seed)
+        self.minus.idle(delta_t, step_s, drift, seed)
+        self._reduce()
 
     def pulse(self, counts: np.ndarray) -> int:
         """counts[i, j] > 0: that many up pulses into G+; < 0: |counts| up pulses into G-. Not an update

@@ -46,6 +46,19 @@ def test_set_weights_splits_into_positive_parts():
     assert np.array_equal(tile.forward_weight(), np.clip(w, -1, 1))
 
 
+def test_idle_drifts_both_devices_by_the_power_law():
+    """aihwkit's drift on each device of the cell: from a fresh clock, t = 100 s with t_0 = 1 s and nu = 0.1
+    scales every conductance, so W = G+ - G-, by 100^-0.1 (closed form)."""
+    from aimc.devices.drift import DriftParameter
+    w = np.array([[0.5, -0.25, 0.0], [-0.75, 0.125, 1.0]], np.float32)
+    tile = _tile(2, 3, _cell())
+    tile.set_weight(w)
+    tile.idle(100.0, drift=DriftParameter(nu=0.1))
+    np.testing.assert_allclose(tile.forward_weight(), w * 100.0 ** -0.1, rtol=1e-6)
+    a = tile.arrays[0]
+    assert np.all(a.plus.w >= 0) and np.all(a.minus.w >= 0)
+
+
 def test_update_routes_each_direction_to_its_device():
     """x = (1, -1, 1), d = (1): lr d x > 0 lowers W (one up pulse on G-), < 0 raises it (one on G+)."""
     tile = _tile(1, 3, _cell())
