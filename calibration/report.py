@@ -56,7 +56,8 @@ def resolve(spec: str | DeviceConfig | FitResult, name: str | None = None) -> Su
         return Subject(name or _fit_name(spec.source, spec.best.kind), spec.device, spec.weight_map,
                        json_safe(spec.summary()))
     if not isinstance(spec, str):
-        return Subject(name or spec.kind, load_device(spec))
+        device = load_device(spec)
+        return Subject(name or _cell_name(spec.kind, device), _element(device))
     path = Path(spec)
     if spec not in PRESETS and path.is_dir():
         dev_file, fit_file = path / "device.json", path / "fit.json"
@@ -75,7 +76,16 @@ def resolve(spec: str | DeviceConfig | FitResult, name: str | None = None) -> Su
             m = data["weight_map"]
             wmap = WeightMap(float(m["g_mid"]), float(m["g_scale"]), str(m.get("unit", "a.u.")),
                              str(m.get("origin", "file")))
-    return Subject(name or (spec if spec in PRESETS else path.stem), device, wmap)
+    return Subject(name or _cell_name(spec if spec in PRESETS else path.stem, device), _element(device), wmap)
+
+
+def _element(device: DeviceConfig) -> DeviceConfig:
+    """The device whose response a report shows: a one-sided cell's element (G+ and G- share it)."""
+    return device.device if device.kind == "OneSided" else device
+
+
+def _cell_name(name: str, device: DeviceConfig) -> str:
+    return f"{name} (one device of the cell)" if device.kind == "OneSided" else name
 
 
 def _fit_name(source: str, kind: str) -> str:

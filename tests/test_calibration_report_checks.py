@@ -67,3 +67,12 @@ def test_model_trace_follows_the_pulses_and_restarts():
     out = model_trace(dev, tr, WeightMap(0.0, 1.0, "a.u."), 0)
     # 2 up steps of 0.1 from 0, a restart at the read after no pulse (0.5), 1 down step, then 4 down steps
     assert out["model"] == pytest.approx([0.0, 0.1, 0.2, 0.5, 0.4, 0.0])
+
+
+def test_a_one_sided_cell_is_reported_by_its_device():
+    """aihwkit_pcm is two devices of one kind (G+, G-): its report shows that device's response."""
+    from aimc.calibration.report import resolve
+    from aimc.devices import get_preset
+    subject = resolve("aihwkit_pcm")
+    assert subject.device == get_preset("aihwkit_pcm").device and subject.device.kind == "ExpStep"
+    assert subject.name == "aihwkit_pcm (one device of the cell)"
