@@ -200,4 +200,6 @@ def expstep_canonical(fields: dict) -> dict:
             "gamma_down": 2 * a * f["gamma_down"], "a": 0.5, "b": 0.0}
 
 
-FAMILY_KINDS = DEVICE_KINDS  # every family of the device layer, the tabulated (non-parametric) one included
+FAMILY_KINDS = tuple(k for k in DEVICE_KINDS if k not in ("SoftBoundsReference", "PowStepReference"))
+"""Every family of the device layer, the tabulated (non-parametric) one included; a reference device is fitted
+as its element's family (SoftBounds, PowStep): a reference only shifts the weight that is read."""

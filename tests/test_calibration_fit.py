@@ -156,3 +156,11 @@ def test_bad_input_is_named():
         fit(tr, kinds=["bogus"])
     with pytest.raises(ValueError, match="criterion"):
         fit(tr, criterion="r2")
+
+
+def test_every_family_kind_has_a_fit_spec():
+    """`fit` with its default families fits each of FAMILY_KINDS: all but the tabulated one have a spec, and
+    the reference devices (a shifted element) are not among them."""
+    from aimc.calibration import FAMILY_KINDS, families
+    assert set(FAMILY_KINDS) - {"tabulated"} == set(families(8, 0.01))
+    assert "SoftBoundsReference" not in FAMILY_KINDS
