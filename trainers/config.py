@@ -98,10 +98,16 @@ class _Transfer(_Trainer):
                                     "transfers their own update settings (BL 31 by default)")
 
 
+WITH_RESET_PROB = ("probability per read column that the transfer's columns of the fast array are reset (aihwkit "
+                   "1.1.0's with_reset_prob): after the read, before the write, w = clip(b + reset_std xi); needs a "
+                   "device with reset (aihwkit's families)")
+
+
 class TikiTakaConfig(_Transfer):
     """Tiki-Taka v1 (R2): gradient into P, periodic column-wise transfer of P into W; forward uses W only."""
 
     algorithm: Literal["tiki_taka"] = "tiki_taka"
+    with_reset_prob: float = Field(0.0, ge=0, le=1, description=WITH_RESET_PROB)
 
 
 class TTv2Config(_Transfer):
@@ -109,6 +115,7 @@ class TTv2Config(_Transfer):
 
     algorithm: Literal["ttv2"] = "ttv2"
     threshold: float = Field(1.0, gt=0, description="transfer threshold in units of dw_min")
+    with_reset_prob: float = Field(0.0, ge=0, le=1, description=WITH_RESET_PROB)
 
 
 class ResidualConfig(_Transfer):
@@ -182,6 +189,16 @@ class CTTv2Config(_Trainer):
     gamma: float = Field(0.0, ge=0, description="gain of the de-chopped A in the forward weight C + gamma A (later "
                          "aihwkit versions; needs in_chop_prob = out_chop_prob = 0); the transfer rate is "
                          "multiplied by gamma where gamma > 0")
+    with_reset_prob: float = Field(0.0, ge=0, le=1, description="resets during transfers: 0 only (aihwkit 1.1.0's "
+                                   "ChoppedTransferCompound accepts the field but resets nothing)")
+
+    @field_validator("with_reset_prob")
+    @classmethod
+    def _no_reset(cls, p: float) -> float:
+        if p > 0:
+            raise ValueError(f"with_reset_prob = {p}: resets during transfers are not provided for c_ttv2 and agad "
+                             "(aihwkit 1.1.0's ChoppedTransferCompound resets nothing either); use tiki_taka or ttv2")
+        return p
 
     @model_validator(mode="after")
     def _gamma_without_choppers(self):

@@ -23,6 +23,7 @@ class BufferedTransfer(TransferOptimizer):
 
     def transfer_columns(self, block, st, src, dst, cols):
         v = self.read_columns(block, src, cols)  # (n, out)
+        self.maybe_reset(block, st, src, cols)
         h = self.buffer(st, block)
         self.accumulate(h, cols, v)
         self.fire(block, st, h, cols)

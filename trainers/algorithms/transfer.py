@@ -7,6 +7,9 @@ step (equations in docs/trainers.md):
     gradient:  P <- P - lr * d^T x                          (pulsed/expected update, response applied)
     transfer:  every k = transfer_every steps, columns J (n = n_columns, cyclic):
                v = read(P[:, J]) (forward periphery, noisy)  and  W[:, J] <- W[:, J] + transfer_lr * v
+    reset:     (tiki_taka, ttv2 with with_reset_prob = p > 0; aihwkit 1.1.0's TransferCompound) between the
+               read and the write, one uniform draw u per read column; where any u < p, P[:, J] is reset:
+               P_ij <- clip(b_ij + reset_std * xi), b_ij the element's reset value
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from aimc.trainers.algorithms.latency import LatencyModel
 from aimc.trainers.algorithms.zero_shift import report, zero_shift
 from aimc.trainers.layers import TileBlock
 
+RESET_DRAWS = 0x5E7  # stream key of the reset draws of with_reset_prob
+
 
 class TransferOptimizer(AnalogOptimizer):
     """Two arrays (W, P) by default; the gradient into the fast array P (index `fast`), transfers of P's
@@ -28,10 +33,24 @@ class TransferOptimizer(AnalogOptimizer):
 
     fast = 1
 
+    def __init__(self, model, cfg):
+        super().__init__(model, cfg)
+        if self.reset_prob > 0:
+            self.counts["resets"] = 0
+
+    @property
+    def reset_prob(self) -> float:
+        """with_reset_prob of the config (0 where the algorithm has none)."""
+        return float(getattr(self.cfg, "with_reset_prob", 0.0))
+
     def gains(self):
         return [1.0, 0.0]
 
     def init_block(self, li, bi, block, fresh):
+        if self.reset_prob > 0 and (getattr(block.tile.arrays[self.fast], "effects", None) is None
+                                    or not hasattr(block.tile.arrays[self.fast], "reset")):
+            raise ValueError(f"with_reset_prob = {self.reset_prob} needs a device with a reset value (aihwkit's "
+                             f"families: reset, reset_dtod, reset_std); {type(block.tile.device).__name__} has none")
         if fresh and getattr(self.cfg, "zero_shift", False):
             start = time.perf_counter()
             for n in range(1, len(block.tile.arrays)):
@@ -71,7 +90,25 @@ class TransferOptimizer(AnalogOptimizer):
     def transfer_columns(self, block: TileBlock, st: dict, src: int, dst: int, cols: np.ndarray) -> None:
         """W_dst[:, cols] += transfer_lr * read(W_src[:, cols])."""
         v = self.read_columns(block, src, cols)
+        self.maybe_reset(block, st, src, cols)
         self.transfer_update(block, dst, cols, v, self.cfg.transfer_lr)
+
+    def maybe_reset(self, block: TileBlock, st: dict, src: int, cols: np.ndarray) -> None:
+        """With with_reset_prob = p > 0: one uniform draw per read column (a stream of the array's seed and
+        a counter kept in the tile state, so a resumed run draws the same); where any is < p, the columns
+        `cols` of array `src` are reset whole (ConductanceArray.reset) and counted in `resets`. p = 0 draws
+        nothing."""
+        p = self.reset_prob
+        if p <= 0:
+            return
+        a = block.tile.arrays[src]
+        k = int(st.get("reset_draws", 0))
+        st["reset_draws"] = k + 1
+        u = np.random.default_rng([a.seed, k, RESET_DRAWS]).uniform(size=len(cols))
+        if (u < p).any():
+            a.reset(cols)
+            block.tile.invalidate()
+            self.counts["resets"] = self.counts.get("resets", 0) + len(cols)
 
     def next_columns(self, state: dict, key: str, n_cols: int, in_size: int) -> np.ndarray:
         """The next n_cols column indices of a cyclic pointer stored in state[key]."""
