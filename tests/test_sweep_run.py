@@ -141,6 +141,7 @@ def test_a_failing_run_is_recorded_and_a_rerun_resumes(tmp_path):
         assert m3[h]["attempts"] == 2
 
 
+@pytest.mark.slow  # spawns a pool whose worker dies (about 13 s on CI's 2 cores)
 def test_a_dying_worker_fails_its_run_and_the_pool_goes_on(tmp_path):
     s = tiny(axes=[{"field": "trainer.lr", "values": [0.1, 0.2, 0.05]}])
     counts = run_sweep(s, tmp_path, LocalExecutor(1), runner="sweep_helpers:crash_runner", log=None)
@@ -195,6 +196,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow  # a second sweep driver, killed, then rerun (about 25 s on CI's 2 cores)
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the process tree from Linux's /proc")
 def test_a_killed_driver_takes_its_workers_along_and_the_rerun_matches(small_local, tmp_path):
     """SIGKILL of `aimc sweep` while runs are in flight: its pool workers (and multiprocessing's resource
@@ -224,6 +226,7 @@ def test_a_killed_driver_takes_its_workers_along_and_the_rerun_matches(small_loc
             k: v for k, v in ref[h]["metrics"].items() if k not in timings}, h
 
 
+@pytest.mark.slow  # starts a Dask LocalCluster of 2 workers (about 27 s on CI's 2 cores)
 def test_small_sweep_on_a_dask_local_cluster(small_local, tmp_path):
     pytest.importorskip("distributed")
     from aimc.executors import DaskExecutor
