@@ -175,19 +175,28 @@ class ConductanceArray:
         """Reset the elements of `columns` (default all), each with probability prob (1: all of them):
         w = clip(b + reset_std xi) with b the element's reset value (aihwkit 1.1.0's reset_columns); with
         write noise on the hidden weights, then every apparent weight is redrawn."""
-        fx = self.effects
-        if fx is None:
-            raise ValueError(f"{type(self.device).__name__} has no reset (aihwkit's families have)")
+        self._reset_effects()
         mask = np.zeros(self.shape, np.uint8)
         mask[:, slice(None) if columns is None else np.atleast_1d(columns)] = 1
         if prob < 1.0:
             draw = np.random.default_rng([self.seed, self._next(), RESET]).uniform(size=self.shape)
             mask &= (draw < prob).astype(np.uint8)
+        self.reset_elements(mask)
+
+    def reset_elements(self, mask: np.ndarray) -> None:
+        """Reset the elements where mask (uint8, out x in) is nonzero, as `reset` does."""
+        fx = self._reset_effects()
         lo, hi = self._contiguous_bounds()
         redraw_kernel(self._target, fx.reset_bias, mask, np.broadcast_to(np.float32(fx.reset_std), self.shape),
                       lo, hi, True, self.seed, self._next(), RESET)
         if self.hidden is not None:
             self._redraw_apparent(None)
+
+    def _reset_effects(self):
+        """The device effects, which hold the reset values; ValueError for a device without them."""
+        if self.effects is None:
+            raise ValueError(f"{type(self.device).__name__} has no reset (aihwkit's families have)")
+        return self.effects
 
     # -- pulses -----------------------------------------------------------------------------------------
     def pulse(self, counts: np.ndarray) -> int:

@@ -14,7 +14,6 @@ import numpy as np
 
 from aimc.devices.array import ConductanceArray
 from aimc.devices.drift import DriftParameter
-from aimc.devices.effects import RESET, redraw_kernel
 from aimc.devices.expected_update import expected_update_kernel
 from aimc.devices.one_sided import OneSided
 from aimc.devices.one_sided_update import one_sided_update_kernel
@@ -168,11 +167,7 @@ class OneSidedArray:
             return 0
         mask = pick.view(np.uint8)
         for a in (self.plus, self.minus):
-            fx = a.effects
-            lo_b, hi_b = a.bounds
-            a.counter += 1
-            redraw_kernel(a.w, fx.reset_bias, mask, np.broadcast_to(np.float32(fx.reset_std), self.shape),
-                          lo_b, hi_b, True, a.seed, a.counter, RESET)
+            a.reset_elements(mask)
         self.resets += 2 * count
         diff = np.abs(gp - gm)
         for a, side in ((self.plus, pick & p_larger), (self.minus, pick & ~p_larger)):
