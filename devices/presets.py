@@ -42,6 +42,16 @@ class Preset:
 
 
 _AIHWKIT = "aihwkit 1.1.0 "
+
+
+def _reram_array(**numbers: float) -> SoftBoundsReference:
+    """aihwkit 1.1.0's ReRAM array presets: the fields ReRamArrayOM and ReRamArrayHfO2 share, and `numbers`."""
+    return SoftBoundsReference(enforce_consistency=True, dw_min_dtod_log_normal=True, up_down=0.0, w_max=1.0,
+                               w_min=-1.0, mult_noise=False, up_down_dtod=0.01, corrupt_devices_range=0.01,
+                               corrupt_devices_prob=0.0, subtract_symmetry_point=True, reference_std=0.05,
+                               **numbers)
+
+
 PRESETS: dict[str, Preset] = {
     "ideal": Preset(Ideal(tau=1.0, dw_min=2.0 / 1200), "symmetric constant step, 1200 states", "R1 (ideal device)"),
     # aihwkit presets' responses alone (the names of earlier versions)
@@ -119,20 +129,14 @@ PRESETS: dict[str, Preset] = {
         _AIHWKIT + "GokmenVlasovPresetDevice (Gokmen & Vlasov, Front. Neurosci. 2016)"),
     # aihwkit 1.1.0's ReRAM array presets (SoftBoundsReference, log-normal step spread)
     "aihwkit_reram_array_om": Preset(
-        SoftBoundsReference(enforce_consistency=True, dw_min_dtod_log_normal=True, dw_min=0.0949, up_down=0.0,
-                            w_max=1.0, w_min=-1.0, mult_noise=False, dw_min_dtod=0.7829, up_down_dtod=0.01,
-                            w_max_dtod=0.3499, w_min_dtod=0.5695, dw_min_std=0.4158, write_noise_std=1.4113,
-                            corrupt_devices_range=0.01, corrupt_devices_prob=0.0, subtract_symmetry_point=True,
-                            reference_std=0.05),
+        _reram_array(dw_min=0.0949, dw_min_dtod=0.7829, w_max_dtod=0.3499, w_min_dtod=0.5695, dw_min_std=0.4158,
+                     write_noise_std=1.4113),
         "ReRAM array, optimized material: few states, large log-normal step spread, reference at the "
         "symmetric point",
         _AIHWKIT + "ReRamArrayOMPresetDevice (fit to Gong & Rasch et al., IEDM 2022)"),
     "aihwkit_reram_array_hfo2": Preset(
-        SoftBoundsReference(enforce_consistency=True, dw_min_dtod_log_normal=True, dw_min=0.4622, up_down=0.0,
-                            w_max=1.0, w_min=-1.0, mult_noise=False, dw_min_dtod=0.7125, up_down_dtod=0.01,
-                            w_max_dtod=0.4295, w_min_dtod=0.599, dw_min_std=0.2174, write_noise_std=0.5841,
-                            corrupt_devices_range=0.01, corrupt_devices_prob=0.0, subtract_symmetry_point=True,
-                            reference_std=0.05),
+        _reram_array(dw_min=0.4622, dw_min_dtod=0.7125, w_max_dtod=0.4295, w_min_dtod=0.599, dw_min_std=0.2174,
+                     write_noise_std=0.5841),
         "ReRAM array, HfO2: few states, large log-normal step spread, reference at the symmetric point",
         _AIHWKIT + "ReRamArrayHfO2PresetDevice (fit to Gong & Rasch et al., IEDM 2022)"),
     "pcm_like": Preset(
