@@ -47,8 +47,7 @@ class TransferOptimizer(AnalogOptimizer):
         return [1.0, 0.0]
 
     def init_block(self, li, bi, block, fresh):
-        if self.reset_prob > 0 and (getattr(block.tile.arrays[self.fast], "effects", None) is None
-                                    or not hasattr(block.tile.arrays[self.fast], "reset")):
+        if self.reset_prob > 0 and getattr(block.tile.arrays[self.fast], "effects", None) is None:
             raise ValueError(f"with_reset_prob = {self.reset_prob} needs a device with a reset value (aihwkit's "
                              f"families: reset, reset_dtod, reset_std); {type(block.tile.device).__name__} has none")
         if fresh and getattr(self.cfg, "zero_shift", False):
