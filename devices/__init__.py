@@ -18,6 +18,7 @@ from aimc.devices import (  # noqa: E402
     periphery,
     prefetch,
     pulse_trains,
+    pulsed_set,
     pulsed_update,
     pulses,
     reference_families,
@@ -52,7 +53,7 @@ from aimc.devices.update import UpdateConfig  # noqa: E402
 
 CACHED_MODULES = (rng, prefetch, bits, normals, threads, loops, response_step, pulses, pulse_trains, coincidences,
                   pulsed_update, expected_update, characteristics, effective_weight, effects, periphery, threshold,
-                  one_sided_update, reference_families, chopped_transfer)
+                  one_sided_update, reference_families, chopped_transfer, pulsed_set)
 """Every module with cached Numba kernels: a change to any of them flushes all their caches, because a
 kernel's cache does not notice a change in a kernel it inlines from another module."""
 # before any kernel runs: no stale cached kernels

@@ -10,6 +10,7 @@ from aimc.devices.drift import DriftParameter, DriftState, drift_weights, start_
 from aimc.devices.effects import DIFFUSE, RESET, WRITE, DeviceEffects, ElementEffects, decay_kernel, redraw_kernel
 from aimc.devices.expected_update import expected_update_kernel
 from aimc.devices.periphery import PeripheryConfig, analog_mvm
+from aimc.devices.pulsed_set import NO_SET, new_set, set_of_mask
 from aimc.devices.pulsed_update import pulsed_update_kernel
 from aimc.devices.pulses import alternate_kernel, pulse_kernel
 from aimc.devices.response import DeviceConfig
@@ -50,8 +51,9 @@ class ConductanceArray:
         self.drift: DriftState | None = None  # made by the first `idle` call with drift on
         if self.effects is not None and self.effects.write_noise > 0:
             self.hidden = self.w.copy()
+            self._write_scale = np.broadcast_to(np.float32(self.effects.write_noise), self.shape)
             if self.effects.on_set:
-                self._redraw_apparent(None)
+                self._redraw_apparent()
 
     # -- state ------------------------------------------------------------------------------------------
     @property
@@ -94,7 +96,7 @@ class ConductanceArray:
         np.clip(np.asarray(weights, np.float32), lo, hi, out=target)
         if self.hidden is not None:
             if self.effects.on_set:
-                self._redraw_apparent(None)
+                self._redraw_apparent()
             else:
                 self.w[...] = self.hidden
 
@@ -104,15 +106,15 @@ class ConductanceArray:
         """The weights pulses and effects change: the hidden ones with write noise, else w."""
         return self.w if self.hidden is None else self.hidden
 
-    def _touched(self) -> np.ndarray:
-        """The pulsed-element mask a kernel fills: zeros (out, in) with write noise, else no rows (skipped)."""
-        return np.zeros(self.shape if self.hidden is not None else (0, 0), np.uint8)
+    def _pulsed_set(self) -> tuple:
+        """The set of pulsed elements an update kernel fills (devices.pulsed_set): empty with write noise,
+        else without rows (the kernel skips the marking)."""
+        return new_set(*self.shape, self.hidden is not None)
 
-    def _redraw_apparent(self, touched: np.ndarray | None) -> None:
-        """w = hidden + write noise for the elements touched marks (all for None)."""
-        mask = np.zeros((0, 0), np.uint8) if touched is None else touched
-        redraw_kernel(self.w, self.hidden, mask, np.broadcast_to(np.float32(self.effects.write_noise), self.shape),
-                      self.w, self.w, False, self.seed, self._next(), WRITE)
+    def _redraw_apparent(self, pulsed: tuple = NO_SET) -> None:
+        """w = hidden + write noise for the elements of the set `pulsed` (every element for NO_SET)."""
+        redraw_kernel(self.w, self.hidden, pulsed, self._write_scale, self.w, self.w, False, self.seed, self._next(),
+                      WRITE)
 
     def post_update_step(self) -> bool:
         """What aihwkit 1.1.0 applies once per optimizer step (its post_update_step, alpha 1): diffusion
@@ -125,7 +127,7 @@ class ConductanceArray:
         lo, hi = self._contiguous_bounds()
         w = self._target
         if fx.diffusion_rate is not None:
-            redraw_kernel(w, w, np.zeros((0, 0), np.uint8), fx.diffusion_rate, lo, hi, True, self.seed,
+            redraw_kernel(w, w, NO_SET, fx.diffusion_rate, lo, hi, True, self.seed,
                           self._next(), DIFFUSE)
         if fx.decay_scale is not None:
             b = fx.reset_bias
@@ -133,7 +135,7 @@ class ConductanceArray:
                 self._decay_clip = bool(((b < lo) | (b > hi)).any())
             decay_kernel(w, b, fx.decay_scale, lo, hi, self._decay_clip)
         if self.hidden is not None:
-            self._redraw_apparent(None)
+            self._redraw_apparent()
         return True
 
     def idle(self, delta_t: float, step_s: float = 1.0, drift: DriftParameter | None = None, seed: int = 0) -> None:
@@ -157,12 +159,12 @@ class ConductanceArray:
         n = delta_t / step_s
         if fx is not None and fx.diffusion_rate is not None and n > 0:
             key = self.seed if seed == 0 else int(np.random.default_rng([self.seed, seed]).integers(2 ** 62))
-            redraw_kernel(w, w, np.zeros((0, 0), np.uint8), (np.sqrt(n) * fx.diffusion_rate).astype(np.float32),
+            redraw_kernel(w, w, NO_SET, (np.sqrt(n) * fx.diffusion_rate).astype(np.float32),
                           lo, hi, True, key, self._next(), DIFFUSE)
         if fx is not None and fx.decay_scale is not None and n > 0:
             decay_kernel(w, fx.reset_bias, (fx.decay_scale.astype(float) ** n).astype(np.float32), lo, hi, True)
         if self.hidden is not None:
-            self._redraw_apparent(None)
+            self._redraw_apparent()
 
     def _contiguous_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Contiguous copies of the element bounds (made once): the effects' passes over every element read
@@ -187,10 +189,10 @@ class ConductanceArray:
         """Reset the elements where mask (uint8, out x in) is nonzero, as `reset` does."""
         fx = self._reset_effects()
         lo, hi = self._contiguous_bounds()
-        redraw_kernel(self._target, fx.reset_bias, mask, np.broadcast_to(np.float32(fx.reset_std), self.shape),
-                      lo, hi, True, self.seed, self._next(), RESET)
+        redraw_kernel(self._target, fx.reset_bias, set_of_mask(mask), np.broadcast_to(np.float32(fx.reset_std),
+                      self.shape), lo, hi, True, self.seed, self._next(), RESET)
         if self.hidden is not None:
-            self._redraw_apparent(None)
+            self._redraw_apparent()
 
     def _reset_effects(self):
         """The device effects, which hold the reset values; ValueError for a device without them."""
@@ -206,7 +208,7 @@ class ConductanceArray:
             raise ValueError(f"counts has shape {counts.shape}, array is {self.shape}")
         n = pulse_kernel(self._target, counts, *self.params.response, *self.params.noise, self.seed, self._next())
         if self.hidden is not None:
-            self._redraw_apparent((counts != 0).view(np.uint8) if counts.size else None)
+            self._redraw_apparent(set_of_mask(counts))
         self.pulses += int(n)
         return int(n)
 
@@ -226,21 +228,21 @@ class ConductanceArray:
         return int(n)
 
     def _update_pulsed(self, x, d, lr, cfg) -> int:
-        touched = self._touched()
+        pulsed = self._pulsed_set()
         n = pulsed_update_kernel(self._target, x, d, float(lr), self.params.granularity, cfg.desired_bl,
                                  cfg.update_management, cfg.update_bl_management, *self.params.response,
-                                 *self.params.noise, self.seed, self._next(), touched)
+                                 *self.params.noise, self.seed, self._next(), pulsed)
         if self.hidden is not None:
-            self._redraw_apparent(touched)
+            self._redraw_apparent(pulsed)
         return n
 
     def _update_expected(self, x, d, lr, cfg) -> int:
         dw = mean_update(x, d, lr, self.params.granularity, cfg)
-        touched = self._touched()
+        pulsed = self._pulsed_set()
         n = expected_update_kernel(self._target, np.ascontiguousarray(dw, np.float64), self.params.granularity,
-                                   *self.params.response, *self.params.noise, self.seed, self._next(), touched)
+                                   *self.params.response, *self.params.noise, self.seed, self._next(), pulsed)
         if self.hidden is not None:
-            self._redraw_apparent(touched)
+            self._redraw_apparent(pulsed)
         return n
 
     # -- reads ------------------------------------------------------------------------------------------
@@ -309,7 +311,7 @@ class ConductanceArray:
                   else self.zero_shift_cycles())
         alternate_kernel(self._target, cycles, *self.params.response, *self.params.noise, self.seed, self._next())
         if self.hidden is not None:
-            self._redraw_apparent((cycles > 0).view(np.uint8))
+            self._redraw_apparent(set_of_mask(cycles))
         self.pulses += 2 * int(cycles.sum())
         self.reference[...] = self.w
         if read_noise_std > 0:

@@ -36,6 +36,7 @@ from aimc.devices.effects import WRITE, redraw_kernel
 from aimc.devices.expected_update import expected_update_kernel
 from aimc.devices.periphery import read_one_hot
 from aimc.devices.pulse_trains import clip_to_probability, plan_kernel
+from aimc.devices.pulsed_set import new_set, set_of_mask
 from aimc.devices.pulsed_update import pulsed_update_kernel
 from aimc.devices.pulses import pulse_columns_kernel
 from aimc.devices.tile import AnalogTile
@@ -87,19 +88,19 @@ def running_estimate(v, m0, tau):
 def _update(w, app, wn, resp, noise, seed, counter, x, d, lr, dw_min, pulsed, desired_bl, um, blm):
     """One piece's update of the fast array (the tile's update; write noise redraws the touched apparent
     weights). Returns (pulses, counter)."""
-    touched = np.zeros(w.shape if wn.shape[0] > 0 else (0, 0), np.uint8)
+    marked = new_set(w.shape[0], w.shape[1], wn.shape[0] > 0)
     counter += 1
     if pulsed:
         n = pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, um, blm, resp[0], resp[1], resp[2], resp[3],
-                                 resp[4], resp[5], noise[0], noise[1], seed, counter, touched)
+                                 resp[4], resp[5], noise[0], noise[1], seed, counter, marked)
     else:
         _, x_scale, d_scale = plan_kernel(x, d, abs(lr), dw_min, desired_bl, um, blm)
         dw = np.float32(-lr) * (clip_to_probability(d, d_scale).T @ clip_to_probability(x, x_scale))
         n = expected_update_kernel(w, dw.astype(np.float64), dw_min, resp[0], resp[1], resp[2], resp[3], resp[4],
-                                   resp[5], noise[0], noise[1], seed, counter, touched)
+                                   resp[5], noise[0], noise[1], seed, counter, marked)
     if wn.shape[0] > 0:
         counter += 1
-        redraw_kernel(app, w, touched, wn, app, app, False, seed, counter, WRITE)
+        redraw_kernel(app, w, marked, wn, app, app, False, seed, counter, WRITE)
     return n, counter
 
 
@@ -129,7 +130,7 @@ def _flush(w, app, wn, resp, noise, seed, counter, pending, queued):
                              noise[1], seed, counter)
     if wn.shape[0] > 0:
         counter += 1
-        redraw_kernel(app, w, (pending != 0).view(np.uint8), wn, app, app, False, seed, counter, WRITE)
+        redraw_kernel(app, w, set_of_mask(pending), wn, app, app, False, seed, counter, WRITE)
     for k in cols:
         pending[:, k] = 0
         queued[k] = False

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, model_serializer
 
 from aimc.devices.drift import DriftParameter
 from aimc.devices.normals import BLOCK, fill_normals
+from aimc.devices.pulsed_set import row_columns
 from aimc.devices.response_step import DW_DOWN, DW_UP, W_MAX, W_MIN
 from aimc.devices.rng import stream_seed
 
@@ -26,6 +27,8 @@ EFFECT_STREAMS = uint64(1) << uint64(50)
 """Stream index offset of the effects' noise: row i of effect stream k draws from stream
 EFFECT_STREAMS + k * 2^32 + i, apart from the pulse and train streams of the same call."""
 WRITE, DIFFUSE, RESET = 0, 1, 2
+REDRAW_ROWS = 16
+"""Rows per parallel chunk of redraw_kernel (each chunk allocates its buffers once)."""
 
 
 class DeviceEffects(BaseModel):
@@ -106,34 +109,39 @@ class ElementEffects:
 
 
 @njit(cache=True, parallel=True)
-def redraw_kernel(w, base, touched, scale, lo, hi, clip, seed, counter, stream) -> None:
-    """w[i, j] = base[i, j] + scale[i, j] xi, clipped to [lo, hi] where `clip`, for the elements with
-    touched[i, j] != 0 (every element where touched has no rows). The k-th chosen element of row i takes
-    normal k of the float32 stream (seed, counter, EFFECT_STREAMS + stream 2^32 + i), so a row draws only as
-    many normals as it has chosen elements (rounded up to a block). Arrays (out, in); scale, lo, hi may be
-    broadcast views."""
+def redraw_kernel(w, base, pulsed, scale, lo, hi, clip, seed, counter, stream) -> None:
+    """w[i, j] = base[i, j] + scale[i, j] xi, clipped to [lo, hi] where `clip`, for the elements of the set
+    `pulsed` (devices.pulsed_set; every element for a set without rows). The k-th chosen element of row i, in
+    column order, takes normal k of the float32 stream (seed, counter, EFFECT_STREAMS + stream 2^32 + i), so a
+    row draws only as many normals as it has chosen elements (rounded up to a block). Arrays (out, in);
+    scale, lo, hi may be broadcast views."""
     rows, cols = w.shape
-    every = touched.shape[0] == 0
-    for i in prange(rows):
-        count = cols
-        if not every:
-            count = 0
-            for j in range(cols):
-                count += touched[i, j] != 0
-        if count == 0:
-            continue
-        key = stream_seed(uint64(seed), uint64(counter), EFFECT_STREAMS + (uint64(stream) << uint64(32)) + uint64(i))
-        n = (count + BLOCK - 1) // BLOCK * BLOCK
-        xi = np.empty(n, np.float32)
-        fill_normals(xi, 0, n, key, 0)
-        k = 0
-        for j in range(cols):
-            if every or touched[i, j] != 0:
-                v = np.float32(base[i, j] + scale[i, j] * xi[k])
-                k += 1
-                if clip:
-                    v = min(max(v, lo[i, j]), hi[i, j])
-                w[i, j] = v
+    every = pulsed.shape[0] == 0
+    words = pulsed.view(np.uint64)
+    for c in prange((rows + REDRAW_ROWS - 1) // REDRAW_ROWS):
+        xi = np.empty(cols + BLOCK, np.float32)  # buffers per chunk of rows: an allocation per row cost more
+        js = np.empty(cols, np.int64)  # than a sparse row's work
+        for i in range(c * REDRAW_ROWS, min(rows, (c + 1) * REDRAW_ROWS)):
+            count = cols if every else row_columns(words, i, js)
+            if count == 0:
+                continue
+            key = stream_seed(uint64(seed), uint64(counter),
+                              EFFECT_STREAMS + (uint64(stream) << uint64(32)) + uint64(i))
+            fill_normals(xi, 0, (count + BLOCK - 1) // BLOCK * BLOCK, key, 0)
+            if every:
+                for j in range(cols):
+                    _redraw_element(w, base, scale, lo, hi, clip, i, j, xi[j])
+            else:
+                for k in range(count):
+                    _redraw_element(w, base, scale, lo, hi, clip, i, js[k], xi[k])
+
+
+@njit(cache=True, inline="always")
+def _redraw_element(w, base, scale, lo, hi, clip, i, j, xi) -> None:
+    v = np.float32(base[i, j] + scale[i, j] * xi)
+    if clip:
+        v = min(max(v, lo[i, j]), hi[i, j])
+    w[i, j] = v
 
 
 @njit(cache=True, parallel=True)

@@ -17,10 +17,10 @@ from aimc.devices.rng import normal_step, stream_seed, uniform_step
 
 @njit(cache=True, parallel=True)
 def expected_update_kernel(w, dw, dw_min, ep, code, consts, grid, tab_up, tab_dn, sigma, additive,
-                           seed, counter, touched) -> int:
+                           seed, counter, pulsed) -> int:
     """Analog Update with granularity: |dw|/dw_min stochastically rounded to n whole pulses, applied as
     n mean steps at the current w plus noise of n pulses' variance, then clipped. Returns pulses fired;
-    touched[i, j] = 1 where n > 0 (where touched has rows: write noise)."""
+    adds the elements with n > 0 to the set `pulsed` (devices.pulsed_set; where it has rows: write noise)."""
     rows, cols = w.shape
     fired = np.empty(rows, np.int64)
     for i in prange(rows):
@@ -51,6 +51,6 @@ def expected_update_kernel(w, dw, dw_min, ep, code, consts, grid, tab_up, tab_dn
             v = min(max(v, er[j, W_MIN]), er[j, W_MAX])
             w[i, j] = v
             fired[i] += n
-            if touched.shape[0] > 0:
-                touched[i, j] = 1
+            if pulsed.shape[0] > 0:
+                pulsed[i, j] = 1
     return total(fired)

@@ -73,24 +73,24 @@ def _fill_trains_parallel(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_
 
 
 @njit(cache=True)
-def _mark_touched(touched, x_lists, x_counts, d_masks) -> None:
-    """touched[i, j] = 1 for every element that the coincidences fire at least once (in slot t of sample b:
-    d's train i fires and j is in x's slot list)."""
+def _mark_pulsed(pulsed, x_lists, x_counts, d_masks) -> None:
+    """Add to the set `pulsed` every element that the coincidences fire at least once (in slot t of sample
+    b: d's train i fires and j is in x's slot list)."""
     for b in range(d_masks.shape[0]):  # samples outside: d_masks is read along its rows
-        for i in range(touched.shape[0]):
+        for i in range(pulsed.shape[0]):
             md = d_masks[b, i]
             while md != 0:
                 t = lowest_bit(md)
                 md &= md - uint32(1)
                 js = x_lists[b, t]
-                row = touched[i]
+                row = pulsed[i]
                 for a in range(x_counts[b, t]):
                     row[js[a] & INDEX] = 1
 
 
 @njit(cache=True, parallel=True)
 def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_management,
-                         ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, touched) -> int:
+                         ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, pulsed) -> int:
     """The whole pulsed update W -= lr d^T x in one call: train plan (plan_kernel), the x
     and d pulse trains (pulse_trains_kernel with offsets 0 and B) with their slot lists, coincidences
     (coincidence_update_kernel). Bit-identical to running those stages one by one; one call instead of
@@ -103,8 +103,8 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
     reference counting that inlined array arguments otherwise put on every pulse of the serial branch
     (six atomic operations: 30 against 11 ms for 1e6 pulses on one thread).
 
-    touched: uint8 (out, in) zeros, set to 1 where an element received a pulse (write noise redraws those);
-    an array without rows (shape (0, 0)) skips that walk."""
+    pulsed: a set (devices.pulsed_set) that gets every element that received a pulse (write noise redraws
+    those); a set without rows skips that walk."""
     batch = x.shape[0]
     bl, x_scale, d_scale = plan_kernel(x, d, abs(lr), dw_min, desired_bl, update_management, bl_management)
     max_bl = 1
@@ -132,6 +132,6 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
     else:
         coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
                                ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
-    if touched.shape[0] > 0:
-        _mark_touched(touched, x_lists, x_counts, d_masks)
+    if pulsed.shape[0] > 0:
+        _mark_pulsed(pulsed, x_lists, x_counts, d_masks)
     return total(fired)
