@@ -7,7 +7,16 @@ import numpy as np
 from aimc.devices.characteristics import element_steps_kernel, symmetric_point_kernel
 from aimc.devices.device_base import ElementParams
 from aimc.devices.drift import DriftParameter, DriftState, drift_weights, start_drift
-from aimc.devices.effects import DIFFUSE, RESET, WRITE, DeviceEffects, ElementEffects, decay_kernel, redraw_kernel
+from aimc.devices.effects import (
+    DIFFUSE,
+    NO_WRITE_NOISE,
+    RESET,
+    WRITE,
+    DeviceEffects,
+    ElementEffects,
+    decay_kernel,
+    redraw_kernel,
+)
 from aimc.devices.expected_update import expected_update_kernel
 from aimc.devices.periphery import PeripheryConfig, analog_mvm
 from aimc.devices.pulsed_set import NO_SET, new_set, set_of_mask
@@ -106,12 +115,7 @@ class ConductanceArray:
         """The weights pulses and effects change: the hidden ones with write noise, else w."""
         return self.w if self.hidden is None else self.hidden
 
-    def _pulsed_set(self) -> tuple:
-        """The set of pulsed elements an update kernel fills (devices.pulsed_set): empty with write noise,
-        else without rows (the kernel skips the marking)."""
-        return new_set(*self.shape, self.hidden is not None)
-
-    def _redraw_apparent(self, pulsed: tuple = NO_SET) -> None:
+    def _redraw_apparent(self, pulsed: np.ndarray = NO_SET) -> None:
         """w = hidden + write noise for the elements of the set `pulsed` (every element for NO_SET)."""
         redraw_kernel(self.w, self.hidden, pulsed, self._write_scale, self.w, self.w, False, self.seed, self._next(),
                       WRITE)
@@ -228,17 +232,16 @@ class ConductanceArray:
         return int(n)
 
     def _update_pulsed(self, x, d, lr, cfg) -> int:
-        pulsed = self._pulsed_set()
-        n = pulsed_update_kernel(self._target, x, d, float(lr), self.params.granularity, cfg.desired_bl,
-                                 cfg.update_management, cfg.update_bl_management, *self.params.response,
-                                 *self.params.noise, self.seed, self._next(), pulsed)
-        if self.hidden is not None:
-            self._redraw_apparent(pulsed)
-        return n
+        counter = self._next()
+        scale, redraw_counter = ((self._write_scale, self._next()) if self.hidden is not None
+                                 else (NO_WRITE_NOISE, 0))  # the redraw's counter follows the update's
+        return pulsed_update_kernel(self._target, x, d, float(lr), self.params.granularity, cfg.desired_bl,
+                                    cfg.update_management, cfg.update_bl_management, *self.params.response,
+                                    *self.params.noise, self.seed, counter, self.w, scale, redraw_counter)
 
     def _update_expected(self, x, d, lr, cfg) -> int:
         dw = mean_update(x, d, lr, self.params.granularity, cfg)
-        pulsed = self._pulsed_set()
+        pulsed = new_set(*self.shape, self.hidden is not None)  # the kernel marks it with write noise
         n = expected_update_kernel(self._target, np.ascontiguousarray(dw, np.float64), self.params.granularity,
                                    *self.params.response, *self.params.noise, self.seed, self._next(), pulsed)
         if self.hidden is not None:

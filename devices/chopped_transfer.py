@@ -88,19 +88,21 @@ def running_estimate(v, m0, tau):
 def _update(w, app, wn, resp, noise, seed, counter, x, d, lr, dw_min, pulsed, desired_bl, um, blm):
     """One piece's update of the fast array (the tile's update; write noise redraws the touched apparent
     weights). Returns (pulses, counter)."""
-    marked = new_set(w.shape[0], w.shape[1], wn.shape[0] > 0)
     counter += 1
     if pulsed:
+        wn_counter = counter + 1 if wn.shape[0] > 0 else 0  # the write-noise redraw's counter follows
         n = pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, um, blm, resp[0], resp[1], resp[2], resp[3],
-                                 resp[4], resp[5], noise[0], noise[1], seed, counter, marked)
+                                 resp[4], resp[5], noise[0], noise[1], seed, counter, app, wn, wn_counter)
+        counter = max(counter, wn_counter)
     else:
+        marked = new_set(w.shape[0], w.shape[1], wn.shape[0] > 0)
         _, x_scale, d_scale = plan_kernel(x, d, abs(lr), dw_min, desired_bl, um, blm)
         dw = np.float32(-lr) * (clip_to_probability(d, d_scale).T @ clip_to_probability(x, x_scale))
         n = expected_update_kernel(w, dw.astype(np.float64), dw_min, resp[0], resp[1], resp[2], resp[3], resp[4],
                                    resp[5], noise[0], noise[1], seed, counter, marked)
-    if wn.shape[0] > 0:
-        counter += 1
-        redraw_kernel(app, w, marked, wn, app, app, False, seed, counter, WRITE)
+        if wn.shape[0] > 0:
+            counter += 1
+            redraw_kernel(app, w, marked, wn, app, app, False, seed, counter, WRITE)
     return n, counter
 
 

@@ -13,9 +13,11 @@ import numpy as np
 from numba import get_thread_id, njit, prange, uint32, uint64
 
 from aimc.devices.bits import lowest_bit
+from aimc.devices.effects import NO_WRITE_NOISE, WRITE, redraw_row
 from aimc.devices.normals import BLOCK, fill_normals
 from aimc.devices.prefetch import prefetch
 from aimc.devices.pulse_trains import INDEX
+from aimc.devices.pulsed_set import mark_list, new_set, row_columns
 from aimc.devices.pulses import noisy_pulse
 from aimc.devices.response_step import LINEAR
 from aimc.devices.rng import stream_seed
@@ -139,7 +141,8 @@ def coincidence_update_kernel(w, x_lists, x_counts, d, lr_sign, d_masks,
     """
     fired = np.zeros(w.shape[0], np.int64)
     coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
-                           ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
+                           ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter,
+                           w, NO_WRITE_NOISE, 0)
     return fired.sum()
 
 
@@ -155,12 +158,50 @@ def ring_size(cols: int) -> int:
 
 @njit(cache=True, parallel=True)
 def coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
-                           ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> None:
+                           ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter,
+                           app, wn, wn_counter) -> None:
     """coincide_row for every row, in parallel; fired[i] gets row i's pulses. Each thread takes the noise
     ring of its id: a ring allocated per row (with its reference counting) cost as much as the noise
-    it saved in a small update."""
-    rings = np.empty((kernel_thread_count(), ring_size(w.shape[1])), np.float32)
+    it saved in a small update. With write noise (wn with rows) each row's pulsed elements are redrawn
+    right after its pulses (redraw_pulsed_row), from work arrays of the thread's id too."""
+    threads = kernel_thread_count()
+    rings = np.empty((threads, ring_size(w.shape[1])), np.float32)
+    rows, normals, columns = redraw_work(threads, w.shape[1], wn.shape[0] > 0)
     for i in prange(w.shape[0]):
+        t = get_thread_id()
         fired[i] = coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                                ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter,
-                                rings[get_thread_id()])
+                                ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, rings[t])
+        if wn.shape[0] > 0 and fired[i] > 0:
+            redraw_pulsed_row(i, rows, t, normals[t], columns[t], x_lists, x_counts, d_masks, app, w, wn, seed,
+                              wn_counter)
+
+
+@njit(cache=True)
+def redraw_work(n: int, cols: int, on: bool) -> tuple:
+    """Work arrays of n redraw_pulsed_row callers for rows of `cols` (empty where not `on`): one-row
+    pulsed sets (devices.pulsed_set, each caller's a row of one set), normals (n, cols + BLOCK) float32,
+    columns (n, cols) int64."""
+    width = cols if on else 0
+    return new_set(n, width, True), np.empty((n, width + BLOCK), np.float32), np.empty((n, width), np.int64)
+
+
+@njit(cache=True, inline="always")
+def redraw_pulsed_row(i, rows, r, xi, js, x_lists, x_counts, d_masks, app, w, wn, seed, wn_counter) -> None:
+    """Write noise of row i after its pulses: app[i, j] = w[i, j] + wn[i, j] xi for every column j that the
+    coincidences fired at least once, exactly as devices.effects.redraw_kernel with the pulsed set and
+    counter wn_counter. Row r of the set `rows` is the caller's (empty; left empty), xi and js work arrays.
+    While the row's weights are in cache this costs less than a separate walk and kernel over a set of
+    every row."""
+    for b in range(d_masks.shape[0]):
+        md = d_masks[b, i]
+        while md != 0:
+            t = lowest_bit(md)
+            md &= md - uint32(1)
+            mark_list(rows, r, x_lists[b, t], x_counts[b, t], INDEX)
+    count = row_columns(rows, r, js)
+    if count <= PREFETCH_PULSES:  # the apparent weights' lines load while the normals are drawn
+        for k in range(count):
+            prefetch(app, i, js[k])
+    redraw_row(app, w, wn, app, app, False, i, js, count, xi, seed, wn_counter, WRITE)
+    for k in range(rows.shape[1]):
+        rows[r, k] = 0

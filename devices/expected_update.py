@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit, prange, uint64
 
 from aimc.devices.loops import total
+from aimc.devices.pulsed_set import mark
 from aimc.devices.response_step import DW_UP, W_MAX, W_MIN, element_step
 from aimc.devices.rng import normal_step, stream_seed, uniform_step
 
@@ -52,5 +53,5 @@ def expected_update_kernel(w, dw, dw_min, ep, code, consts, grid, tab_up, tab_dn
             w[i, j] = v
             fired[i] += n
             if pulsed.shape[0] > 0:
-                pulsed[i, j] = 1
+                mark(pulsed, i, j)
     return total(fired)

@@ -7,13 +7,12 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from numba import njit, prange, uint32
+from numba import njit, prange
 from numba.core.errors import NumbaPerformanceWarning
 
-from aimc.devices.bits import lowest_bit
-from aimc.devices.coincidences import coincide_row, coincide_rows_parallel, ring_size
+from aimc.devices.coincidences import coincide_row, coincide_rows_parallel, redraw_pulsed_row, redraw_work, ring_size
 from aimc.devices.loops import total, zeros
-from aimc.devices.pulse_trains import INDEX, fill_train, plan_kernel, slot_counts_of, slot_lists_of
+from aimc.devices.pulse_trains import fill_train, plan_kernel, slot_counts_of, slot_lists_of
 
 # pulsed_update_kernel is built with parallel=True for the parallel pipeline's clean-up of its serial code,
 # not for a parallel loop (its docstring); Numba's warning that it found none is expected there
@@ -72,25 +71,9 @@ def _fill_trains_parallel(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_
                         d_counts)
 
 
-@njit(cache=True)
-def _mark_pulsed(pulsed, x_lists, x_counts, d_masks) -> None:
-    """Add to the set `pulsed` every element that the coincidences fire at least once (in slot t of sample
-    b: d's train i fires and j is in x's slot list)."""
-    for b in range(d_masks.shape[0]):  # samples outside: d_masks is read along its rows
-        for i in range(pulsed.shape[0]):
-            md = d_masks[b, i]
-            while md != 0:
-                t = lowest_bit(md)
-                md &= md - uint32(1)
-                js = x_lists[b, t]
-                row = pulsed[i]
-                for a in range(x_counts[b, t]):
-                    row[js[a] & INDEX] = 1
-
-
 @njit(cache=True, parallel=True)
-def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_management,
-                         ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, pulsed) -> int:
+def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_management, ep, code, consts,
+                         grid, tab_up, tab_dn, sigma, additive, seed, counter, app, wn, wn_counter) -> int:
     """The whole pulsed update W -= lr d^T x in one call: train plan (plan_kernel), the x
     and d pulse trains (pulse_trains_kernel with offsets 0 and B) with their slot lists, coincidences
     (coincidence_update_kernel). Bit-identical to running those stages one by one; one call instead of
@@ -103,8 +86,10 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
     reference counting that inlined array arguments otherwise put on every pulse of the serial branch
     (six atomic operations: 30 against 11 ms for 1e6 pulses on one thread).
 
-    pulsed: a set (devices.pulsed_set) that gets every element that received a pulse (write noise redraws
-    those); a set without rows skips that walk."""
+    Write noise (wn, the std per element, with rows): the apparent weight of every element that received a
+    pulse is redrawn, app = w + wn xi, row by row right after the row's pulses (coincidences.
+    redraw_pulsed_row; bit-identical to devices.effects.redraw_kernel with the pulsed set and counter
+    wn_counter). wn without rows: no write noise (app is not touched)."""
     batch = x.shape[0]
     bl, x_scale, d_scale = plan_kernel(x, d, abs(lr), dw_min, desired_bl, update_management, bl_management)
     max_bl = 1
@@ -124,14 +109,18 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
                               d_counts)
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     fired = np.empty(w.shape[0], np.int64)
+    noisy = wn.shape[0] > 0
     if _coincidences(x_counts, d_counts) <= SERIAL_PULSES:
         ring = np.empty(ring_size(w.shape[1]), np.float32)
+        rows, normals, columns = redraw_work(1, w.shape[1], noisy)
         for i in range(w.shape[0]):
             fired[i] = coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
                                     ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, ring)
+            if noisy and fired[i] > 0:
+                redraw_pulsed_row(i, rows, 0, normals[0], columns[0], x_lists, x_counts, d_masks, app, w, wn, seed,
+                                  wn_counter)
     else:
         coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
-                               ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter)
-    if pulsed.shape[0] > 0:
-        _mark_pulsed(pulsed, x_lists, x_counts, d_masks)
+                               ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter,
+                               app, wn, wn_counter)
     return total(fired)

@@ -64,6 +64,21 @@ def test_write_noise_after_a_pulsed_update_marks_exactly_the_pulsed_elements():
     assert np.all(arr.w[moved] != before_w[moved])
 
 
+@pytest.mark.parametrize("d_std", [5e-4, 0.05])  # the kernel's serial branch (< 1000 pulses) and its parallel one
+def test_write_noise_redraws_the_pulsed_elements_of_every_row_and_no_other(d_std):
+    """One sample: an element is pulsed in one direction only, so it is pulsed exactly where its hidden
+    weight moved (from 0, far from the bounds); every such apparent weight is redrawn, no other."""
+    arr = _array((64, 64), write_noise_std=3.0, dw_min=0.001, **NO_SPREAD)
+    arr.set_weights(np.zeros(arr.shape))
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        before_w, before_h = arr.w.copy(), arr.hidden.copy()
+        n = arr.update(rng.normal(0, 0.5, (1, 64)), rng.normal(0, d_std, (1, 64)), 1.0)
+        moved = arr.hidden != before_h
+        assert (n < 1000) == (d_std < 0.01) and 0.05 < moved.mean() < 1
+        assert np.all(arr.w[moved] != before_w[moved]) and np.array_equal(arr.w[~moved], before_w[~moved])
+
+
 # -- decay, diffusion -------------------------------------------------------------------------------------
 
 

@@ -18,11 +18,11 @@ from aimc.devices import DEVICE_KINDS, ConductanceArray, Exponential, PeripheryC
 from aimc.devices.bits import lowest_bit
 from aimc.devices.characteristics import element_steps_kernel, symmetric_point_kernel
 from aimc.devices.coincidences import coincidence_update_kernel
+from aimc.devices.effects import NO_WRITE_NOISE
 from aimc.devices.expected_update import expected_update_kernel
 from aimc.devices.normals import BLOCK, fill_normals
 from aimc.devices.prefetch import prefetch
 from aimc.devices.pulse_trains import INDEX, NEGATIVE, plan_kernel, pulse_trains_kernel, slot_lists_kernel
-from aimc.devices.pulsed_set import new_set
 from aimc.devices.pulsed_update import SERIAL_PULSES, SERIAL_TRAIN_ELEMENTS, pulsed_update_kernel
 from aimc.devices.pulses import pulse_kernel
 from aimc.devices.response_step import DW_UP, GAMMA_UP, N_ELEMENT_PARAMS
@@ -444,10 +444,9 @@ def test_fused_pulsed_update_equals_the_stages(kind, rows, cols, batch):
         n_staged = coincidence_update_kernel(w_staged, lists, counts, d, float(np.sign(lr)), d_masks,
                                              *p.response, *p.noise, arr.seed, 5)
         w_fused = arr.w.copy()
-        pulsed = new_set(*arr.shape, True)
         n_fused = pulsed_update_kernel(w_fused, x, d, lr, p.granularity, ucfg.desired_bl, ucfg.update_management,
-                                       ucfg.update_bl_management, *p.response, *p.noise, arr.seed, 5, pulsed)
-        assert np.all(pulsed[:, :arr.shape[1]][w_fused != arr.w] == 1)  # every changed element is marked
+                                       ucfg.update_bl_management, *p.response, *p.noise, arr.seed, 5, w_fused,
+                                       NO_WRITE_NOISE, 0)
         assert n_staged > 0 and n_fused == n_staged
         if lr == one_slot_lr:
             assert bl.max() == 1
