@@ -47,7 +47,8 @@ class PulsedDevice(DeviceBase, DeviceEffects):
     up_down: float = Field(0.0, gt=-1, lt=1, description="mean up/down bias: > 0 shrinks down steps, "
                                                          "< 0 shrinks up steps (fraction of dw_min)")
     up_down_dtod: float = Field(0.01, ge=0, description="device-to-device std of the up/down bias")
-    enforce_consistency: bool = Field(True, description="use |dw_up|, |dw_down| so steps keep their sign")
+    enforce_consistency: bool = Field(True, description="use |dw_up|, |dw_down| so steps keep their sign, and "
+                                                        "sign-consistent bounds b_max >= 0 >= b_min")
 
     @model_validator(mode="after")
     def _check_bounds(self):
@@ -76,8 +77,13 @@ class PulsedDevice(DeviceBase, DeviceEffects):
             dw_up, dw_down = np.abs(dw_up), np.abs(dw_down)
         ep[..., DW_UP] = np.maximum(dw_up, 0.0)
         ep[..., DW_DOWN] = np.maximum(dw_down, 0.0)
-        ep[..., W_MAX] = self.w_max * (1.0 + self.w_max_dtod * z())
-        ep[..., W_MIN] = self.w_min * (1.0 + self.w_min_dtod * z())
+        hi = self.w_max * (1.0 + self.w_max_dtod * z())
+        lo = self.w_min * (1.0 + self.w_min_dtod * z())
+        if self.enforce_consistency:  # sign-consistent bounds (aihwkit 1.1.0's binary: b_max >= 0 >= b_min)
+            swap = lo > hi
+            hi, lo = np.abs(np.where(swap, lo, hi)), -np.abs(np.where(swap, hi, lo))
+        ep[..., W_MAX] = hi
+        ep[..., W_MIN] = lo
 
 
 class ConstantStep(PulsedDevice):

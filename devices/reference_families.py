@@ -39,16 +39,6 @@ class _Reference(BaseModel):
         ep = self.nominal().ep[0, 0]
         return (float(ep[W_MIN]), float(ep[W_MAX]))
 
-    def _consistent_bounds(self, ep) -> None:
-        """aihwkit 1.1.0's enforce_consistency on the bounds: swapped where b_min > b_max, then
-        b_max = |b_max|, b_min = -|b_min|."""
-        if not self.enforce_consistency:
-            return
-        hi, lo = ep[..., W_MAX].copy(), ep[..., W_MIN].copy()
-        swap = lo > hi
-        ep[..., W_MAX] = np.abs(np.where(swap, lo, hi))
-        ep[..., W_MIN] = -np.abs(np.where(swap, hi, lo))
-
     def _symmetric_points(self, ep) -> np.ndarray:
         raise NotImplementedError
 
@@ -71,7 +61,6 @@ class _Reference(BaseModel):
 
     def _fill(self, ep, rng) -> None:
         super()._fill(ep, rng)
-        self._consistent_bounds(ep)
         self._shape(ep, rng)
         if rng is None:  # the nominal element (an array's draw refers in _after_fill, after corrupt devices)
             self._refer(ep, None)

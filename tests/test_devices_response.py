@@ -13,6 +13,7 @@ from conftest import (
     ref_q,
     ref_step_scale,
 )
+from scipy import stats
 from scipy.optimize import brentq
 
 from aimc.devices import DEVICE_KINDS, ConductanceArray, parse_device, soft_bounds_pmax
@@ -255,19 +256,29 @@ def test_spreads_are_drawn_per_element():
     assert not np.array_equal(a.params.ep, c.params.ep)
 
 
-def test_dead_elements_never_move():
-    """Elements whose drawn b_min exceeds b_max are stuck (aihwkit's enforce_consistency)."""
-    cfg = dict(kind="SoftBounds", w_max=0.1, w_min=-0.1, w_max_dtod=3.0, w_min_dtod=3.0, dw_min=1e-2)
-    arr = ConductanceArray(32, 32, parse_device(cfg), seed=0)
+def test_bound_spread_follows_enforce_consistency():
+    """aihwkit 1.1.0's binary (checked on 250,000 elements of its SoftBoundsDevice): with enforce_consistency
+    the drawn bounds are b_max = |w_max (1 + d xi)| and b_min = -|w_min (1 + d xi')| (swapped first where
+    they cross); without it crossed bounds stick the element at their midpoint, a fraction
+    P(xi + xi' < -2/d) = Phi(-sqrt(2)/d) of them for symmetric bounds."""
+    d, tau, n = 3.0, 0.1, 64
+    cfg = dict(kind="SoftBounds", w_max=tau, w_min=-tau, w_max_dtod=d, w_min_dtod=d, dw_min=1e-2)
+    lo, hi = ConductanceArray(n, n, parse_device(cfg), seed=0).bounds
+    assert (hi >= 0).all() and (lo <= 0).all()
+    mean_abs = tau * (d * np.sqrt(2 / np.pi) * np.exp(-1 / (2 * d * d)) + 1 - 2 * stats.norm.cdf(-1 / d))
+    assert abs(hi.mean() - mean_abs) < 5 * hi.std() / n and abs(-lo.mean() - mean_abs) < 5 * lo.std() / n
+
+    arr = ConductanceArray(n, n, parse_device(dict(cfg, enforce_consistency=False)), seed=0)
     lo, hi = arr.bounds
-    dead = lo >= hi
-    assert 0 < dead.sum() < dead.size
+    stuck = lo == hi
+    p = stats.norm.cdf(-np.sqrt(2) / d)
+    assert abs(stuck.mean() - p) < 5 * np.sqrt(p * (1 - p) / n**2)
     before = arr.w.copy()
     rng = np.random.default_rng(1)
     for _ in range(5):
         arr.pulse(rng.integers(-20, 21, size=arr.shape))
-    assert np.array_equal(arr.w[dead], before[dead])
-    assert not np.array_equal(arr.w[~dead], before[~dead])
+    assert np.array_equal(arr.w[stuck], before[stuck])
+    assert not np.array_equal(arr.w[~stuck], before[~stuck])
 
 
 def test_aihwkit_up_down_shrinks_one_direction_only():
