@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tomllib
+from pathlib import Path
 
 from aimc.common.errors import ConfigError
 
@@ -35,12 +36,15 @@ def _drift(items: list[str]):
 
 
 def _run(args: argparse.Namespace) -> int:
-    from aimc.retention import DEFAULT_TIMES, retention
+    from aimc.config import RetentionConfig
+    from aimc.retention import finished_config, retention
 
     drift = _drift(args.drift)
+    base = finished_config(Path(args.run)).retention or RetentionConfig()  # the run's own table: the defaults
     say = None if args.quiet else (lambda line: print(line, file=sys.stderr))
-    rows = retention(args.run, args.times or list(DEFAULT_TIMES), seed=args.seed, drift=drift,
-                     step_s=args.step_time, progress=say)
+    rows = retention(args.run, args.times or base.times, seed=base.seed if args.seed is None else args.seed,
+                     drift=drift or base.drift, step_s=base.step_time_s if args.step_time is None else args.step_time,
+                     progress=say)
     width = max(len(r["algorithm"]) for r in rows) if rows else 9
     print(f"{'algorithm':<{width}}  {'time':>6}  {'acc %':>6}  {'comp. %':>7}")
     for r in rows:
@@ -57,12 +61,14 @@ def register(sub) -> None:
     p.add_argument("run", metavar="RUN_FOLDER", help="folder of a finished `aimc train` run or comparison")
     p.add_argument("--times", nargs="+", metavar="T", default=None,
                    help="idle times after training: seconds or with a unit (s, min, h, d, mo = 30 d, "
-                        "y = 365.25 d); default: 1s 1min 1h 1d 1mo 1y 10y")
+                        "y = 365.25 d); default: the run config's [retention] table, else 1s 1min 1h 1d 1mo 1y 10y")
     p.add_argument("--drift", action="append", default=[], metavar="NAME=VALUE",
                    help="drift of every tile instead of its device's own, by DriftParameter field "
                         "(docs/devices.md), e.g. --drift nu=0.05 --drift nu_dtod=0.2 (repeatable)")
-    p.add_argument("--step-time", type=float, default=1.0, metavar="SECONDS",
-                   help="seconds of idle time per decay/diffusion step (one optimizer step's worth)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the idle draws (drift exponents, noise)")
+    p.add_argument("--step-time", type=float, default=None, metavar="SECONDS",
+                   help="seconds of idle time per decay/diffusion step (one optimizer step's worth; default: "
+                        "the run config's, else 1)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the idle draws (drift exponents, noise; "
+                                                          "default: the run config's, else 0)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=_run)

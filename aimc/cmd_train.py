@@ -52,7 +52,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
                                   where="the default job")
         out = Path(args.out) if args.out else Path("runs") / f"{cfg.name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
-    from aimc.train import TrainingDiverged, comparison_table, run_comparison, train_run
+    from aimc.train import TrainingDiverged, comparison_table, run_comparison, run_retention, train_run
 
     args.resume_hint = f"aimc train --resume {out}"  # for the one-line message on Ctrl-C
     print(f"aimc train: {cfg.name} -> {out}", file=sys.stderr)
@@ -64,7 +64,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
     except TrainingDiverged as err:
         print(f"aimc train: {err}", file=sys.stderr)
         return 1
+    run_retention(cfg, out, progress=not args.quiet)
     print(comparison_table(results))
+    if cfg.retention is not None:
+        print(f"\nretention: {out / 'retention.csv'}")
     print(f"\nrun folder: {out}")
     return 0
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -20,6 +22,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from aimc.common.errors import ConfigError
 from aimc.common.validation import STRICT, format_validation_error
 from aimc.devices import DEVICE_TAGS, load_device
+from aimc.devices.drift import DriftParameter
 from aimc.trainers.config import ALGORITHMS, AnalogSGDConfig, TileConfig, TrainerConfig
 
 Activation = Literal["sigmoid", "relu", "tanh"]
@@ -92,6 +95,44 @@ class LogConfig(BaseModel):
                                                  "<run folder>/tensorboard (the `tensorboard` extra)")
 
 
+TIME_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "mo": 30 * 86400.0, "y": 365.25 * 86400.0}
+"""Time units of `parse_time`: second, minute, hour, day, month (30 days), year (365.25 days)."""
+DEFAULT_TIMES = ("1s", "1min", "1h", "1d", "1mo", "1y", "10y")
+
+
+def parse_time(text: str) -> float:
+    """Seconds of a time such as `3600`, `1h`, `2.5d` or `10y` (units: TIME_UNITS); > 0 and finite."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-z]*)\s*", str(text))
+    value, unit = (float(m.group(1)), m.group(2) or "s") if m else (0.0, "s")
+    if unit not in TIME_UNITS or not math.isfinite(value * TIME_UNITS[unit]) or value <= 0:
+        raise ConfigError(f"time {text!r}: expected a positive number with an optional unit "
+                          f"({', '.join(TIME_UNITS)}), e.g. 3600 or 1h")
+    return value * TIME_UNITS[unit]
+
+
+class RetentionConfig(BaseModel):
+    """Retention after training (aimc.retention): run by `aimc train` once the run is finished, with the
+    same meaning as `aimc retention`'s options. Changes no training result (left out of the config hash)."""
+
+    model_config = STRICT
+    times: list[str] = Field(list(DEFAULT_TIMES), min_length=1, description="idle times after training: "
+                             "seconds or with a unit (s, min, h, d, mo = 30 d, y = 365.25 d)")
+    drift: DriftParameter | None = Field(None, description="drift of every tile instead of its device's own "
+                                                           "(DriftParameter fields; none: the device's)")
+    step_time_s: float = Field(1.0, gt=0, description="seconds of idle time per decay/diffusion step")
+    seed: int = Field(0, ge=0, description="seed of the idle draws (drift exponents, noise)")
+
+    @field_validator("times")
+    @classmethod
+    def _times(cls, times: list[str]) -> list[str]:
+        for t in times:
+            try:
+                parse_time(t)
+            except ConfigError as err:
+                raise ValueError(str(err)) from None
+        return times
+
+
 class LrDecayConfig(BaseModel):
     """Step decay of the gradient rate, as torch's StepLR: in epoch e the trainer's `lr` times
     factor^floor((e - 1) / every). R1's code halves its rate every 15 epochs. Transfer rates stay fixed."""
@@ -127,6 +168,7 @@ class ExperimentConfig(BaseModel):
     lr_decay: LrDecayConfig | None = Field(None, description="step decay of the gradient rate (none: constant)")
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig, description="checkpoint schedule")
     log: LogConfig | None = Field(None, description="metric logging besides metrics.jsonl (TensorBoard)")
+    retention: RetentionConfig | None = Field(None, description="retention after training (none: not run)")
     threads: int = Field(1, ge=1, description="threads of torch and of the Numba kernels (results do not "
                                               "depend on it); 1 suits small batches and parallel sweep workers")
 
@@ -186,6 +228,7 @@ def canonical_json(cfg: BaseModel) -> str:
         if data.get(key, 0) is None:
             del data[key]
     data.pop("log", None)  # where metrics are logged changes no result
+    data.pop("retention", None)  # evaluated after training
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 

@@ -18,7 +18,6 @@ import csv
 import io
 import json
 import math
-import re
 from pathlib import Path
 from typing import Any
 
@@ -28,28 +27,15 @@ import torch
 from aimc.common.errors import ConfigError
 from aimc.common.figures import PALETTE, figure_style, pyplot, save_figure
 from aimc.common.files import atomic_write_text
-from aimc.config import ExperimentConfig, validate_config
+from aimc.config import ExperimentConfig, parse_time, validate_config
 from aimc.datasets import load_dataset
 from aimc.devices.drift import DriftParameter
 from aimc.devices.drift_compensation import compensate, probe_readout
 from aimc.results import RunFolder
 from aimc.train import analog_tiles, build, evaluate
 
-UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "mo": 30 * 86400.0, "y": 365.25 * 86400.0}
-"""Time units of `parse_time`: second, minute, hour, day, month (30 days), year (365.25 days)."""
-DEFAULT_TIMES = ("1s", "1min", "1h", "1d", "1mo", "1y", "10y")
 COLUMNS = ("algorithm", "time", "time_s", "test_accuracy", "test_accuracy_compensated", "compensation_scale")
 """retention.csv's columns: compensation_scale is the mean of the tiles' output scales (1: no drift)."""
-
-
-def parse_time(text: str) -> float:
-    """Seconds of a time such as `3600`, `1h`, `2.5d` or `10y` (units: UNITS); > 0 and finite."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-z]*)\s*", str(text))
-    value, unit = (float(m.group(1)), m.group(2) or "s") if m else (0.0, "s")
-    if unit not in UNITS or not math.isfinite(value * UNITS[unit]) or value <= 0:
-        raise ConfigError(f"time {text!r}: expected a positive number with an optional unit "
-                          f"({', '.join(UNITS)}), e.g. 3600 or 1h")
-    return value * UNITS[unit]
 
 
 def finished_config(root: Path) -> ExperimentConfig:

@@ -287,9 +287,24 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = 
     the single run, or for a `compare` config `{"<label>.<metric>": value}` over all its runs. Raises
     TrainingDiverged for a diverged single run (the folder keeps the last good checkpoint)."""
     if not cfg.compare:
-        return train_run(cfg, out_dir, progress)
-    results = run_comparison(cfg, out_dir, progress)
-    return {f"{label}.{k}": v for label, res in results.items() for k, v in res.items()}
+        final = train_run(cfg, out_dir, progress)
+    else:
+        results = run_comparison(cfg, out_dir, progress)
+        final = {f"{label}.{k}": v for label, res in results.items() for k, v in res.items()}
+    run_retention(cfg, out_dir, progress)
+    return final
+
+
+def run_retention(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = False) -> None:
+    """Retention of the finished run in `out_dir` with the config's `retention` table (nothing without one):
+    retention.csv and its figure (aimc.retention)."""
+    if cfg.retention is None:
+        return
+    from aimc.retention import retention  # it evaluates models with this module's build and evaluate
+
+    r = cfg.retention
+    say = (lambda line: print(line, file=sys.stderr)) if progress else None
+    retention(out_dir, r.times, seed=r.seed, drift=r.drift, step_s=r.step_time_s, progress=say)
 
 
 # -- reports -----------------------------------------------------------------------------------------------

@@ -101,3 +101,20 @@ def test_drift_off_keeps_the_trained_weights(run_dir):
     rows = retention(run_dir, ["10y"], drift=DriftParameter())  # nu = 0 for every tile instead of the device's
     analog = [r for r in rows if r["algorithm"] == "analog_sgd"]
     assert analog[0]["test_accuracy"] == analog[1]["test_accuracy"] and analog[1]["compensation_scale"] == 1.0
+
+
+def test_retention_table_runs_after_training_and_leaves_the_hash(tmp_path, capsys):
+    table = {"times": ["1h"], "drift": {"nu": 0.0}, "seed": 3}
+    cfg = validate_config({**TINY, "retention": table})
+    assert cfg.hash() == validate_config(TINY).hash()  # evaluated after training: no training result changes
+    root = tmp_path / "run"
+    run_experiment(cfg, root)
+    rows = _rows(root)
+    assert [(r["algorithm"], r["time"]) for r in rows] == [(a, t) for a in ("sgd", "analog_sgd") for t in ("0", "1h")]
+    analog = [r for r in rows if r["algorithm"] == "analog_sgd"]
+    assert analog[0]["test_accuracy"] == analog[1]["test_accuracy"]  # nu = 0 instead of the device's 0.1
+    (root / "retention.csv").unlink()
+    assert main(["retention", str(root), "--quiet"]) == 0  # the run's own table gives the defaults
+    assert [r["time"] for r in _rows(root)] == ["0", "1h", "0", "1h"]
+    with pytest.raises(ConfigError, match=r"retention\.times.*'2 weeks'"):
+        validate_config({**TINY, "retention": {"times": ["2 weeks"]}})
