@@ -1,10 +1,11 @@
 """Learning curves of every run of one or more sweep folders in one figure (test accuracy per epoch).
 
     python examples/sweep_curves.py runs/sweeps/A [runs/sweeps/B ...] --out curves.png [--title TEXT] \
-        [--aihwkit "LABEL=run.jsonl" ...]
+        [--aihwkit "LABEL=run.jsonl" ...] [--steps-per-epoch N]
 
 Each line is labelled with its sweep's name and the run's axis labels, read from the sweep manifest.
-`--aihwkit` adds, dashed, the curve of a run of benchmarks/aihwkit/train_r1_fcn_aihwkit.py.
+`--aihwkit` adds, dashed, the curve of a run of benchmarks/aihwkit/train_r1_fcn_aihwkit.py. With
+`--steps-per-epoch N` the x axis counts training steps (mini-batches) instead of epochs.
 """
 
 from __future__ import annotations
@@ -47,15 +48,18 @@ def main() -> None:
     p.add_argument("--title", default="")
     p.add_argument("--aihwkit", action="append", default=[], metavar="LABEL=FILE",
                    help="an aihwkit run's JSON lines (benchmarks/aihwkit/train_r1_fcn_aihwkit.py), drawn dashed")
+    p.add_argument("--steps-per-epoch", type=int, default=None, metavar="N",
+                   help="put training steps (N per epoch) on the x axis instead of epochs")
     a = p.parse_args()
+    scale = a.steps_per_epoch or 1
     fig, ax = plt.subplots(figsize=(7, 4))
     for sweep in a.sweeps:
         for label, acc in curves(sweep):
-            ax.plot(range(len(acc)), acc, label=label)
+            ax.plot([scale * e for e in range(len(acc))], acc, marker=".", label=label)
     for spec in a.aihwkit:
         label, acc = aihwkit_curve(spec)
-        ax.plot(range(len(acc)), acc, "--", label=label)
-    ax.set_xlabel("epoch")
+        ax.plot([scale * e for e in range(len(acc))], acc, "--", label=label)
+    ax.set_xlabel("epoch" if a.steps_per_epoch is None else "training steps (mini-batches)")
     ax.set_ylabel("test accuracy %")
     ax.set_ylim(0, 100)
     ax.grid(alpha=0.3)

@@ -162,3 +162,16 @@ def test_table8_gamma_example_sets_the_gain_of_each_point():
     got = [(r.config.tile.device.kind, r.config.tile.device.gamma, r.config.trainer.gamma) for r in s.runs]
     assert got[2] == ("power", 2.0, 1.0) and got[-1] == ("exponential", 2.0, 4.0) and len(got) == 8
     assert {r.config.trainer.transfer_lr for r in s.runs} == {0.5}
+
+
+def test_r3_table1_example_has_appendix_k_settings():
+    """R3 (arXiv:2510.02516) Appendix K, MNIST: batch 8, lr 0.05, gains 0.5^n, transfer rates 0.1 x 1.2^k, periods
+    2 x 5^k mini-batches; 3 / 4 / 6 tiles beside TT-v1, TT-v2 and mixed precision."""
+    s = load_sweep(ROOT / "examples/sweeps/r3_table1.toml")
+    assert all(r.config.batch_size == 8 and r.config.model.name == "lenet5" for r in s.runs)
+    multi = [r.config.trainer for r in s.runs if r.config.trainer.algorithm == "multi_tile"]
+    assert [t.n_tiles for t in multi] == [3, 4, 6]
+    assert {(t.lr, t.gamma, t.transfer_lr, t.transfer_lr_growth, t.transfer_every, t.period_ratio)
+            for t in multi} == {(0.05, 0.5, 0.1, 1.2, 2, 5)}
+    assert {r.config.trainer.algorithm for r in s.runs} == {"sgd", "tiki_taka", "ttv2", "mixed_precision",
+                                                            "multi_tile"}

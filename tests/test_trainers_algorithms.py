@@ -263,3 +263,22 @@ def test_build_optimizer_refuses_non_finite_rates_by_name(field):
     model = T.convert(nn.Sequential(nn.Linear(4, 2)), _tile(Linear(tau=1.0, dw_min=1e-3)))
     with pytest.raises(ValueError, match=rf"residual\.{field}\s+Input should be a finite number"):
         T.build_optimizer(model, {"algorithm": "residual", field: float("inf")})
+
+
+def test_multi_tile_period_ratio_and_transfer_lr_growth():
+    """R3 Appendix K's vectors: transfer periods transfer_every * 5^k and rates transfer_lr * 1.2^k, k = 0 for
+    the transfer out of the fastest array."""
+    model = T.convert(nn.Sequential(nn.Linear(4, 3, bias=False)), _tile(Ideal(tau=3.0, dw_min=1e-4)))
+    opt = T.build_optimizer(model, T.MultiTileConfig(n_tiles=4, zero_shift=False, transfer_every=2, period_ratio=5,
+                                                     transfer_lr=0.1, transfer_lr_growth=1.2))
+    assert opt.periods() == [50, 10, 2]
+    tile = model[0].tiles[0]
+    for n in range(4):  # moves of 15 to 25 dw_min: below the transfer's 31 pulses, rounded to whole pulses
+        tile.arrays[n].set_weights(np.array([[0.015], [-0.015], [0.015]], np.float32) * np.ones((1, 4), np.float32))
+    tile.invalidate()
+    for src, rate in ((3, 0.1), (2, 0.12), (1, 0.144)):
+        before = tile.arrays[src - 1].weights.copy()
+        opt.transfer(f"col{src}", src, src - 1)
+        moved = tile.arrays[src - 1].weights - before
+        assert np.allclose(moved[:, 0], rate * tile.arrays[src].weights[:, 0], atol=1.01e-4)
+        assert np.all(moved[:, 1:] == 0)

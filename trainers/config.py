@@ -143,6 +143,11 @@ class MultiTileConfig(_Transfer):
     algorithm: Literal["multi_tile"] = "multi_tile"
     n_tiles: int = Field(4, ge=2, le=10, description="number of arrays N + 1")
     gamma: float = Field(0.5, gt=0, lt=1, description="geometric gain between consecutive arrays")
+    period_ratio: float | None = Field(None, ge=1, description="ratio of the transfer periods of consecutive "
+                                       "arrays: T_n = transfer_every * round(period_ratio^(N - n)); None: 1/gamma "
+                                       "(R3 Appendix K's MNIST runs: 5)")
+    transfer_lr_growth: float = Field(1.0, gt=0, description="the transfer out of array N - k has the rate "
+                                      "transfer_lr * transfer_lr_growth^k (k = 0 the fastest; R3 Appendix K: 1.2)")
     zero_shift: bool = Field(True, description="zero-shift the fast arrays before training")
     zero_shift_cycles: int | None = Field(None, ge=1, description="up/down pulse pairs of the zero shift; None: "
                                                                "the device's number of states (slow on big layers)")
