@@ -5,24 +5,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 from tqdm import tqdm
 
 from aimc.calibration.families import Family
-from aimc.calibration.family_fit import FamilyFit, fit_family
+from aimc.calibration.family_fit import FamilyFit, fit_family, fit_tabulated
 from aimc.calibration.pulse_data import PulseData, mean_step
 from aimc.devices import DeviceConfig
 from aimc.devices.response_step import DW_DOWN, DW_UP
 
+CLEAR = 4.0  # second pass of the noise estimate: increments this many noise std clear of both bounds
 
-def _interior(device: DeviceConfig, data: PulseData) -> tuple[np.ndarray, np.ndarray]:
+
+def _interior(device: DeviceConfig, data: PulseData, sd: np.ndarray | float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """(mean step magnitude, mask of the single-pulse increments inside the bounds whose step the bound does not
-    clip)."""
+    clip, with CLEAR times the step noise std sd to spare on both sides)."""
     lo, hi = device.bounds
     s = mean_step(device, data.m, data.up)
     room = 2.0 * np.where(data.up, hi - data.m, data.m - lo)
-    return s, (s < room) & (data.m > lo) & (data.m < hi) & (data.k == 1)
+    back = 2.0 * np.where(data.up, data.m - lo, hi - data.m)
+    return s, (s + CLEAR * sd < room) & (CLEAR * sd < back) & (data.m > lo) & (data.m < hi) & (data.k == 1)
 
 
 def _noise_moments(r: np.ndarray, s: np.ndarray, ref: np.ndarray, follows: np.ndarray) -> dict:
@@ -59,14 +63,19 @@ def estimate_noise(fit: FamilyFit, data: PulseData, g_scale: float) -> dict:
     Without single-pulse increments inside the bounds (reads always k > 1 pulses apart) the noise is not
     estimated: zeros, with a message."""
     s, ok = _interior(fit.device, data)
+    ep = fit.device.nominal().ep[0, 0]
+    ref = np.where(data.up, ep[DW_UP], ep[DW_DOWN])
+    if ok.sum() >= 3:  # leave out the increments the noise would carry to a bound (their variance is censored)
+        first = _noise_moments(fit.residuals[ok], s[ok], ref[ok], data.subset(ok).follows)
+        sd = np.maximum(first["sigma_additive"] * ref, first["sigma_multiplicative"] * s)
+        _, clear = _interior(fit.device, data, sd)
+        ok = clear if clear.sum() >= 3 else ok
     if ok.sum() < 3:
         nan = float("nan")
         return {"read_noise": 0.0, "sigma_additive": 0.0, "sigma_multiplicative": 0.0, "form": "additive",
                 "read_noise_se": nan, "sigma_additive_se": nan, "sigma_multiplicative_se": nan,
                 "read_noise_g": 0.0, "read_noise_g_se": nan, "n_increments": int(ok.sum()),
                 "message": "not estimated: no single-pulse increments inside the bounds"}
-    ep = fit.device.nominal().ep[0, 0]
-    ref = np.where(data.up, ep[DW_UP], ep[DW_DOWN])
     sub = data.subset(ok)
     pooled = _noise_moments(fit.residuals[ok], s[ok], ref[ok], sub.follows)
     per = [_noise_moments(fit.residuals[ok][sub.device == d], s[ok][sub.device == d], ref[ok][sub.device == d],
@@ -80,6 +89,22 @@ def estimate_noise(fit: FamilyFit, data: PulseData, g_scale: float) -> dict:
     out["read_noise_g_se"] = out["read_noise_se"] * g_scale
     out["n_increments"] = int(ok.sum())
     return out
+
+
+def table_noise(table: FamilyFit, data: PulseData, n_bins: int, g_scale: float) -> dict | None:
+    """Cycle and read noise before any family is fitted (`estimate_noise`), from the residuals of each device's
+    own table of binned mean steps (`fit_tabulated`; a device whose table cannot be built keeps the residuals
+    of the pooled `table`): no family assumed, and the device-to-device spread of the steps and bounds is not
+    counted as cycle noise. None where the noise cannot be estimated."""
+    r = table.residuals.copy()
+    for d in range(data.n_devices):
+        sel = data.device == d
+        try:
+            r[sel] = fit_tabulated(data.subset(sel), n_bins).residuals
+        except ValueError:
+            continue
+    noise = estimate_noise(replace(table, residuals=r), data, g_scale)
+    return None if "message" in noise else noise
 
 
 def _numeric_grad(func: Callable[[np.ndarray], float], theta: np.ndarray) -> np.ndarray:
