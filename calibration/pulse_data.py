@@ -191,9 +191,9 @@ def step_sd(device: DeviceConfig, w: np.ndarray, s: np.ndarray, up: np.ndarray) 
     sigma = float(device.dw_min_std)
     if sigma == 0.0:
         return None
-    el = device.nominal()
-    if el.additive:
-        return sigma * np.where(up, el.ep[0, 0, DW_UP], el.ep[0, 0, DW_DOWN])
+    if getattr(device, "noise", "") == "additive" or getattr(device, "mult_noise", True) is False:
+        ep = device.nominal().ep[0, 0]
+        return sigma * np.where(up, ep[DW_UP], ep[DW_DOWN])
     extra = getattr(device, "dw_min_std_add", 0.0) + getattr(device, "dw_min_std_slope", 0.0) * np.abs(w)
     return sigma * (s + extra)
 
