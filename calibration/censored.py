@@ -11,13 +11,11 @@ With alpha = (a - mu) / sd, beta = (b - mu) / sd and D = Y - mu = clip(sd Z, a -
 E[Y] = mu + E[D], Var[Y] = E[D^2] - E[D]^2 (centred on mu: no cancellation for sd << |mu|). sd = 0 gives
 clip(mu, a, b) and variance 0.
 
-Seen from the midpoint m = w0 + Y/2 of the two reads instead of the start w0 (the fit's regressor), the room
-is 2 (w_max - m) ahead and 2 (m - w_min) behind, and a clipped step ends on the bound from w0 = 2 m - w_max:
-m moves by half of w0, so with start weights spread uniformly over a step (the approach to a bound is crossed
-at an even pace) the clipped masses count twice against the unclipped density. `mass` = 2 weights the two
-clipped terms of E[D] and E[D^2] by 2 and divides both by 1 + (mass - 1)(Phi(alpha) + Phi(-beta)); mass = 1 is
-the start frame above. Checked against sampling of (w0 uniform, X) selected by their midpoint
-(tests/test_calibration_censored.py).
+The fit reads an increment against the midpoint m = w0 + Y/2 of its two reads, where the room is 2 (w_max - m)
+ahead and 2 (m - w_min) behind (`pulse_data.predict`). A clipped step ends on the bound from w0 = 2 m - w_max,
+so m moves by half of w0: with start weights spread evenly over the last step the clipped masses would count
+twice; measured traces pile their start weights up toward the bound, and the plain censored mean fitted the
+true devices better there (docs/calibration.md).
 """
 
 from __future__ import annotations
@@ -45,41 +43,36 @@ def _near(mu: np.ndarray, sd: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.nd
     return (sd > 0) & ((b - mu < TAIL * sd) | (mu - a < TAIL * sd))
 
 
-def _deviation_moments(mu, sd, a, b, mass: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """(E[D], E[D^2]) of D = clip(X, a, b) - mu with the clipped masses weighted `mass` (module docstring), sd > 0."""
+def _deviation_moments(mu, sd, a, b) -> tuple[np.ndarray, np.ndarray]:
+    """(E[D], E[D^2]) of D = clip(X, a, b) - mu (module docstring), sd > 0."""
     lo, hi = a - mu, b - mu
     alpha, beta = lo / sd, hi / sd
     c_lo, c_hi = ndtr(alpha), ndtr(-beta)
     p_lo, p_hi = _phi(alpha), _phi(beta)
-    d1 = mass * (lo * c_lo + hi * c_hi) + sd * (p_lo - p_hi)
-    d2 = mass * (lo * lo * c_lo + hi * hi * c_hi) + sd * sd * (1.0 - c_hi - c_lo + alpha * p_lo - beta * p_hi)
-    if mass != 1.0:
-        z = 1.0 + (mass - 1.0) * (c_lo + c_hi)
-        d1, d2 = d1 / z, d2 / z
+    d1 = lo * c_lo + hi * c_hi + sd * (p_lo - p_hi)
+    d2 = lo * lo * c_lo + hi * hi * c_hi + sd * sd * (1.0 - c_hi - c_lo + alpha * p_lo - beta * p_hi)
     return d1, d2
 
 
-def clipped_normal_mean(mu, sd, a, b, mass: float = 1.0) -> np.ndarray:
-    """E[clip(X, a, b)], X ~ N(mu, sd^2), elementwise (a <= b, sd >= 0), the clipped masses weighted `mass`
-    (module docstring: 2 seen from the midpoint); the increment model's hot path."""
+def clipped_normal_mean(mu, sd, a, b) -> np.ndarray:
+    """E[clip(X, a, b)], X ~ N(mu, sd^2), elementwise (a <= b, sd >= 0); the increment model's hot path."""
     shape = np.broadcast_shapes(*(np.shape(v) for v in (mu, sd, a, b)))
     mu, sd, a, b = _flat(mu, sd, a, b)
     out = np.clip(mu, a, b)
     near = _near(mu, sd, a, b)
     if near.any():
-        out[near] = mu[near] + _deviation_moments(mu[near], sd[near], a[near], b[near], mass)[0]
+        out[near] = mu[near] + _deviation_moments(mu[near], sd[near], a[near], b[near])[0]
     return out.reshape(shape)
 
 
-def clipped_normal_moments(mu, sd, a, b, mass: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """(mean, variance) of clip(X, a, b), X ~ N(mu, sd^2), elementwise (weight units; a <= b, sd >= 0), the
-    clipped masses weighted `mass` (module docstring)."""
+def clipped_normal_moments(mu, sd, a, b) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, variance) of clip(X, a, b), X ~ N(mu, sd^2), elementwise (weight units; a <= b, sd >= 0)."""
     shape = np.broadcast_shapes(*(np.shape(v) for v in (mu, sd, a, b)))
     mu, sd, a, b = _flat(mu, sd, a, b)
-    mean = clipped_normal_mean(mu, sd, a, b, mass).reshape(shape)
+    mean = clipped_normal_mean(mu, sd, a, b).reshape(shape)
     var = np.where((sd > 0) & (a < mu) & (mu < b), sd * sd, 0.0)
     near = _near(mu, sd, a, b)
     if near.any():
-        d1, d2 = _deviation_moments(mu[near], sd[near], a[near], b[near], mass)
+        d1, d2 = _deviation_moments(mu[near], sd[near], a[near], b[near])
         var[near] = np.maximum(d2 - d1 * d1, 0.0)
     return mean, var.reshape(shape)

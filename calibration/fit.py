@@ -133,7 +133,7 @@ def _export_device(best: FamilyFit, noise: dict, spread: dict) -> DeviceConfig:
 def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic", g_mid: float | None = None,
         g_scale: float | None = None, n_bins: int = 20, n_nodes: int = 6, spread: bool = True,
         source: str = "", method: str = "pooled", progress: bool = False, intervals: str = "analytic",
-        n_boot: int | None = None, seed: int = 0, cycle_noise: bool = True) -> FitResult:
+        n_boot: int | None = None, seed: int = 0, cycle_noise: bool = False) -> FitResult:
     """Fit every family in `kinds` (default: all of the device layer) to the increments of `traces`, rank
     them by `criterion` ("bic" or "aic"), estimate noise and device-to-device spread for the best one and
     build the exported device. g_mid, g_scale: the weight map (default: `weight_map_for`); n_bins: bins of
@@ -144,8 +144,8 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
     per-device: t over devices) or "bootstrap" (`bootstrap`: per-device, every family's per-device estimates
     resampled, n_boot times (default 2000); pooled: the best family refitted to n_boot (default 200) resamples
     of devices and cycles), seeded by seed; cycle_noise: every family's increment model is the mean of the
-    clipped noisy step, the noise measured first on the tabulated fit's residuals (False: the clipped mean
-    step, the noise measured after the fit only)."""
+    clipped noisy step, the noise measured first on each device's own table (`variation.table_noise`); off
+    (default): the clipped mean step, the noise measured after the fit only (docs/calibration.md compares)."""
     if criterion not in ("aic", "bic"):
         raise ValueError(f"criterion must be 'aic' or 'bic', got {criterion!r}")
     if method not in ("per-device", "pooled"):

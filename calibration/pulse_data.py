@@ -199,14 +199,13 @@ def step_sd(device: DeviceConfig, w: np.ndarray, s: np.ndarray, up: np.ndarray) 
 
 
 def _noisy_mean(device: DeviceConfig, w: np.ndarray, s: np.ndarray, up: np.ndarray, behind: np.ndarray,
-                ahead: np.ndarray, mass: float) -> np.ndarray:
-    """Mean step magnitude of a pulse from w with mean s whose noisy step is clipped to [-behind, ahead], the
-    clipped masses weighted `mass` (`censored`: 1 from the start weight, 2 from the midpoint); min(s, ahead)
-    without noise, as before the noise was modelled."""
+                ahead: np.ndarray) -> np.ndarray:
+    """Mean step magnitude of a pulse from w with mean s whose noisy step is clipped to [-behind, ahead]
+    (`censored`); min(s, ahead) without noise, as before the noise was modelled."""
     sd = step_sd(device, w, s, up)
     if sd is None:
         return np.minimum(s, ahead)
-    return clipped_normal_mean(s, sd, -behind, ahead, mass)
+    return clipped_normal_mean(s, sd, -behind, ahead)
 
 
 def compose(device: DeviceConfig, w: np.ndarray, up: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -221,7 +220,7 @@ def compose(device: DeviceConfig, w: np.ndarray, up: np.ndarray, k: np.ndarray) 
         step = mean_step(device, e, u)
         if device.dw_min_std > 0:
             ahead, behind = np.where(u, hi - e, e - lo), np.where(u, e - lo, hi - e)
-            step = _noisy_mean(device, e, step, u, np.maximum(behind, 0.0), np.maximum(ahead, 0.0), 1.0)
+            step = _noisy_mean(device, e, step, u, np.maximum(behind, 0.0), np.maximum(ahead, 0.0))
         end[act] = np.clip(e + np.where(u, step, -step), lo, hi)
     return end - w
 
@@ -230,8 +229,8 @@ def predict(device: DeviceConfig, m: np.ndarray, up: np.ndarray, k: np.ndarray |
     """Mean increment of a pulse seen from midpoint weight m: the clipped mean step (module docstring),
     evaluated where the pulse started, m -+ s/2 (one fixed-point step; the error is of order dw_min^3); with
     cycle noise (dw_min_std > 0) the mean of the noisy step clipped to [-2 (m - w_min)^+, 2 (w_max - m)^+]
-    (up; mirrored down), a censored normal seen from the midpoint (`censored`, clipped masses counted twice:
-    exact for start weights spread evenly over the last step before a bound). k: pulses per increment (default
+    (up; mirrored down), a censored normal (`censored`; the room is seen from the midpoint, an approximation
+    whose limits docs/calibration.md gives). k: pulses per increment (default
     1); an increment of k > 1 pulses composes k mean steps from its start m - D/2, with D from two fixed-point
     steps (D_0 from m, D_1 from m - D_0/2; relative error of order (k dw_min q' / 2)^3; with noise see
     `compose`)."""
@@ -240,7 +239,7 @@ def predict(device: DeviceConfig, m: np.ndarray, up: np.ndarray, k: np.ndarray |
     s = mean_step(device, start, up)
     room = np.maximum(np.where(up, hi - m, m - lo), 0.0) * 2.0
     back = np.maximum(np.where(up, m - lo, hi - m), 0.0) * 2.0
-    mag = _noisy_mean(device, start, s, up, back, room, 2.0)
+    mag = _noisy_mean(device, start, s, up, back, room)
     out = np.where(up, mag, -mag)
     if k is not None and np.any(k > 1):
         sel = k > 1

@@ -10,23 +10,33 @@ from dataclasses import replace
 import numpy as np
 from tqdm import tqdm
 
+from aimc.calibration.censored import clipped_normal_moments
 from aimc.calibration.families import Family
 from aimc.calibration.family_fit import FamilyFit, fit_family, fit_tabulated
 from aimc.calibration.pulse_data import PulseData, mean_step
 from aimc.devices import DeviceConfig
 from aimc.devices.response_step import DW_DOWN, DW_UP
 
-CLEAR = 4.0  # second pass of the noise estimate: increments this many noise std clear of both bounds
+KEPT_VARIANCE = 0.99  # second pass of the noise estimate: increments whose bounds leave this share of the variance
 
 
-def _interior(device: DeviceConfig, data: PulseData, sd: np.ndarray | float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def _interior(device: DeviceConfig, data: PulseData) -> tuple[np.ndarray, np.ndarray]:
     """(mean step magnitude, mask of the single-pulse increments inside the bounds whose step the bound does not
-    clip, with CLEAR times the step noise std sd to spare on both sides)."""
+    clip)."""
     lo, hi = device.bounds
     s = mean_step(device, data.m, data.up)
     room = 2.0 * np.where(data.up, hi - data.m, data.m - lo)
-    back = 2.0 * np.where(data.up, data.m - lo, hi - data.m)
-    return s, (s + CLEAR * sd < room) & (CLEAR * sd < back) & (data.m > lo) & (data.m < hi) & (data.k == 1)
+    return s, (s < room) & (data.m > lo) & (data.m < hi) & (data.k == 1)
+
+
+def _uncensored(device: DeviceConfig, data: PulseData, s: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """Mask of the increments whose step noise (std sd) the bounds leave at least KEPT_VARIANCE of its variance
+    (`censored.clipped_normal_moments`, the room seen from the midpoint)."""
+    lo, hi = device.bounds
+    room = np.maximum(2.0 * np.where(data.up, hi - data.m, data.m - lo), 0.0)
+    back = np.maximum(2.0 * np.where(data.up, data.m - lo, hi - data.m), 0.0)
+    var = clipped_normal_moments(s, sd, -back, room)[1]
+    return var >= KEPT_VARIANCE * sd * sd
 
 
 def _noise_moments(r: np.ndarray, s: np.ndarray, ref: np.ndarray, follows: np.ndarray) -> dict:
@@ -68,7 +78,7 @@ def estimate_noise(fit: FamilyFit, data: PulseData, g_scale: float) -> dict:
     if ok.sum() >= 3:  # leave out the increments the noise would carry to a bound (their variance is censored)
         first = _noise_moments(fit.residuals[ok], s[ok], ref[ok], data.subset(ok).follows)
         sd = np.maximum(first["sigma_additive"] * ref, first["sigma_multiplicative"] * s)
-        _, clear = _interior(fit.device, data, sd)
+        clear = ok & _uncensored(fit.device, data, s, sd)
         ok = clear if clear.sum() >= 3 else ok
     if ok.sum() < 3:
         nan = float("nan")
