@@ -202,5 +202,6 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
         spread_info = estimate_spread(specs[best.kind], best, data, progress=progress,
                                       per_device=per.get(best.kind) or None)
     device = _export_device(best, noise, spread_info)
-    overlay = [model_trace(device, traces, wmap, d) for d in range(min(2, traces.n_devices))]
+    mean_dev = device if cycle_noise else device.model_copy(update={"dw_min_std": 0.0})  # the increment model's
+    overlay = [model_trace(mean_dev, traces, wmap, d) for d in range(min(2, traces.n_devices))]
     return FitResult(wmap, fits, criterion, noise, spread_info, device, data, source, method, overlay)
