@@ -5,6 +5,7 @@ numpy samples of aihwkit 1.1.0's rule (draw the noisy step, then clip the weight
 import numpy as np
 import pytest
 
+from aimc.calibration import fit, measure_cycles
 from aimc.calibration.censored import clipped_normal_moments
 from aimc.calibration.pulse_data import compose, predict
 from aimc.devices import ConstantStep, SoftBounds
@@ -68,3 +69,14 @@ def test_noise_lowers_the_predicted_increment_only_near_the_bound():
     for got, mk in zip(a[1:], m[1:]):
         y = np.minimum(x, 2 * (0.5 - mk))
         assert got == pytest.approx(y.mean(), abs=5 * y.std() / np.sqrt(N))
+
+
+def test_fit_with_cycle_noise_holds_the_measured_noise():
+    truth = ConstantStep(dw_min=0.01, up_down=0.0, w_max=0.5, w_min=-0.5, dw_min_std=0.8, **NO_SPREAD)
+    tr = measure_cycles(truth, n_cycles=2, n_devices=8, read_noise=0.0025, seed=2)
+    res = fit(tr, kinds=["ConstantStep"], spread=False, cycle_noise=True)
+    f = res.fits["ConstantStep"]
+    assert f.device.dw_min_std == pytest.approx(0.8, rel=0.15)  # measured on the tables, held in the fit
+    assert abs(f.params["dw_min"] - 0.01) < 4 * f.stderr["dw_min"] + 5e-4
+    for p, true in (("w_max", 0.5), ("w_min", -0.5)):
+        assert abs(f.params[p] - true) < 4 * f.stderr[p] + 2 * 0.0025, p
