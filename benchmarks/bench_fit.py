@@ -5,8 +5,11 @@ direction with read noise a quarter of a step, every family fitted. Prints one l
 one JSON line with every number (wall time of the fit alone, the trace file and report not included).
 --ab alternates, per preset, a fit that compares the starting points on all increments (search sample off,
 as before `family_fit.SEARCH_SAMPLE`) with one that compares them on a subsample (on), in the same run.
+--noise-ab alternates, per preset, the increment model of the clipped mean step (fit(cycle_noise=False)) with
+that of the clipped noisy step (cycle_noise=True), in the same run; it prints the best family and the BIC gap
+between the preset's own family and the best.
 
-    python benchmarks/bench_fit.py --presets ecram,reram_sb,pcm_like --devices 16 --cycles 3 [--ab]
+    python benchmarks/bench_fit.py --presets ecram,reram_sb,pcm_like --devices 16 --cycles 3 [--ab | --noise-ab]
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ def main() -> None:
     ap.add_argument("--cycles", type=int, default=3)
     ap.add_argument("--method", default=None, help="fit method (per-device or pooled; default: the fit's)")
     ap.add_argument("--ab", action="store_true", help="alternate search sample off / on (module docstring)")
+    ap.add_argument("--noise-ab", action="store_true", help="alternate cycle_noise off / on (module docstring)")
+    ap.add_argument("--repeats", type=int, default=1, help="A/B pairs per preset (--ab, --noise-ab)")
     args = ap.parse_args()
     sample = family_fit.SEARCH_SAMPLE
     rows = []
@@ -41,15 +46,23 @@ def main() -> None:
         tr = measure_cycles(dev, n_cycles=args.cycles, n_devices=args.devices, read_noise=0.25 * dev.dw_min,
                             seed=0)
         kw = {"method": args.method} if args.method and "method" in inspect.signature(fit).parameters else {}
-        for search in (None, sample) if args.ab else (sample,):
+        if args.noise_ab:
+            runs = [(sample, {"cycle_noise": cn}) for _ in range(args.repeats) for cn in (False, True)]
+        elif args.ab:
+            runs = [(search, {}) for _ in range(args.repeats) for search in (None, sample)]
+        else:
+            runs = [(sample, {})]
+        for search, extra in runs:
             family_fit.SEARCH_SAMPLE = search or 2 ** 62
             t0 = time.perf_counter()
-            res = fit(tr, **kw)
+            res = fit(tr, **kw, **extra)
             wall = time.perf_counter() - t0
+            own = res.fits[dev.kind].bic - res.best.bic if dev.kind in res.fits else None
             rows.append({"preset": name, "kind": dev.kind, "reads": len(tr.conductance), "increments": res.data.n,
-                         "best": res.best.kind, "wall_s": round(wall, 2), "search_sample": search, **kw})
+                         "best": res.best.kind, "own_delta_bic": own, "wall_s": round(wall, 2),
+                         "search_sample": search, **kw, **extra})
             print(f"{name:<10} {dev.kind:<12} reads {len(tr.conductance):>7}  best {res.best.kind:<13} {wall:6.1f} s"
-                  f"  search sample {search or 'off'}", flush=True)
+                  f"  search sample {search or 'off'}  {extra or ''} own family dBIC {own}", flush=True)
     print(json.dumps({"devices": args.devices, "cycles": args.cycles, "python": platform.python_version(),
                       "results": rows}))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -184,6 +184,22 @@ def families(n_nodes: int = 6, dw0: float = 1e-3) -> dict[str, Family]:
     pw = _piecewise(n_nodes, dw0)
     out[pw.kind] = pw
     return out
+
+
+def with_noise(fam: Family, noise: dict) -> Family:
+    """`fam` with the cycle noise of `noise` (`variation.estimate_noise`) held fixed in its configs, so that its
+    increment model is the mean of the clipped noisy step (`pulse_data.predict`): the estimated form where the
+    family has a choice (`noise` or `mult_noise` field), else multiplicative (aihwkit 1.1.0's other families)."""
+    form = noise["form"]
+    extra: dict = {}
+    if "noise" in fam.cls.model_fields:
+        extra["noise"] = form
+    elif "mult_noise" in fam.cls.model_fields:
+        extra["mult_noise"] = form == "multiplicative"
+    else:
+        form = "multiplicative"
+    extra["dw_min_std"] = float(noise[f"sigma_{form}"])
+    return replace(fam, fixed={**fam.fixed, **extra})
 
 
 def expstep_canonical(fields: dict) -> dict:

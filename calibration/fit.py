@@ -14,12 +14,12 @@ import numpy as np
 from tqdm import tqdm
 
 from aimc.calibration.bootstrap import N_BOOT_POOLED, N_BOOT_POPULATION, bootstrap_pooled, bootstrap_population
-from aimc.calibration.families import FAMILY_KINDS, families
+from aimc.calibration.families import FAMILY_KINDS, families, with_noise
 from aimc.calibration.family_fit import FamilyFit, fit_family, fit_tabulated
 from aimc.calibration.population import MIN_DEVICES, fit_population, fitted_devices, identification
 from aimc.calibration.pulse_data import PulseData, WeightMap, model_trace, predict, pulse_data, weight_map_for
 from aimc.calibration.traces import TraceSet
-from aimc.calibration.variation import estimate_noise, estimate_spread, spread_tabulated
+from aimc.calibration.variation import estimate_noise, estimate_spread, spread_tabulated, table_noise
 from aimc.common.files import atomic_write_text, json_safe
 from aimc.common.version import VERSION
 from aimc.devices import DeviceConfig, parse_device
@@ -133,7 +133,7 @@ def _export_device(best: FamilyFit, noise: dict, spread: dict) -> DeviceConfig:
 def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic", g_mid: float | None = None,
         g_scale: float | None = None, n_bins: int = 20, n_nodes: int = 6, spread: bool = True,
         source: str = "", method: str = "pooled", progress: bool = False, intervals: str = "analytic",
-        n_boot: int | None = None, seed: int = 0) -> FitResult:
+        n_boot: int | None = None, seed: int = 0, cycle_noise: bool = False) -> FitResult:
     """Fit every family in `kinds` (default: all of the device layer) to the increments of `traces`, rank
     them by `criterion` ("bic" or "aic"), estimate noise and device-to-device spread for the best one and
     build the exported device. g_mid, g_scale: the weight map (default: `weight_map_for`); n_bins: bins of
@@ -143,7 +143,9 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
     progress: show a progress bar (tqdm, on stderr); intervals: "analytic" (pooled: Jacobian sandwich;
     per-device: t over devices) or "bootstrap" (`bootstrap`: per-device, every family's per-device estimates
     resampled, n_boot times (default 2000); pooled: the best family refitted to n_boot (default 200) resamples
-    of devices and cycles), seeded by seed."""
+    of devices and cycles), seeded by seed; cycle_noise: every family's increment model is the mean of the
+    clipped noisy step, the noise measured first on each device's own table (`variation.table_noise`); off
+    (default): the clipped mean step, the noise measured after the fit only (docs/calibration.md compares)."""
     if criterion not in ("aic", "bic"):
         raise ValueError(f"criterion must be 'aic' or 'bic', got {criterion!r}")
     if method not in ("per-device", "pooled"):
@@ -159,6 +161,15 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
     wmap = weight_map_for(traces, g_mid, g_scale)
     data = pulse_data(traces, wmap)
     specs = families(n_nodes, data.dw0)
+    try:
+        table = fit_tabulated(data, n_bins) if cycle_noise or "tabulated" in kinds else None
+    except ValueError:
+        if "tabulated" in kinds:
+            raise
+        table = None
+    noise0 = table_noise(table, data, n_bins, wmap.g_scale) if cycle_noise and table else None
+    if noise0 is not None:
+        specs = {k: with_noise(f, noise0) for k, f in specs.items()}
     fits, per = {}, {}
     two_stage = method == "per-device" and len(fitted_devices(data)) >= MIN_DEVICES
     start_data = data
@@ -168,7 +179,7 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
         start_data = data.subset(keep)
     for k in tqdm(kinds, desc="fitting families", unit="family", disable=not progress):
         fam = specs.get(k)
-        pooled = fit_tabulated(data, n_bins) if k == "tabulated" else fit_family(fam, start_data)
+        pooled = table if k == "tabulated" else fit_family(fam, start_data)
         if two_stage:
             fits[k], per[k] = fit_population(fam, pooled, data, n_bins, progress)
             if intervals == "bootstrap" and fam is not None and per[k]:
@@ -191,5 +202,6 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
         spread_info = estimate_spread(specs[best.kind], best, data, progress=progress,
                                       per_device=per.get(best.kind) or None)
     device = _export_device(best, noise, spread_info)
-    overlay = [model_trace(device, traces, wmap, d) for d in range(min(2, traces.n_devices))]
+    mean_dev = device if cycle_noise else device.model_copy(update={"dw_min_std": 0.0})  # the increment model's
+    overlay = [model_trace(mean_dev, traces, wmap, d) for d in range(min(2, traces.n_devices))]
     return FitResult(wmap, fits, criterion, noise, spread_info, device, data, source, method, overlay)

@@ -16,6 +16,7 @@ it), or when it is a bound beyond the measured range of the reads by more than E
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from scipy import stats
@@ -74,9 +75,10 @@ def fit_population(fam: Family | None, pooled: FamilyFit, data: PulseData, n_bin
     kind = fam.kind if fam else "tabulated"
     for d in tqdm(used, desc=f"{kind} per device", unit="device", disable=not progress, leave=False):
         sub = data.subset(data.device == d)
+        own = replace(sub, lo=float(data.dev_lo[d]), hi=float(data.dev_hi[d]))  # the device's own plateaus
         try:
             per[d] = (fit_tabulated(sub, n_bins) if fam is None
-                      else fit_family(fam, sub, starts=[theta0, fam.starts(sub)[0]]))
+                      else fit_family(fam, own, starts=[theta0, fam.starts(own)[0]]))
         except ValueError:  # a device whose table cannot be built: charged with the pooled table
             continue
     r = data.dw - data.predict(pooled.device)  # the pooled fit may be of a subsample

@@ -25,9 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aimc.calibration.censored import clipped_normal_mean
 from aimc.calibration.quality import outliers, sparse_devices
 from aimc.calibration.traces import TraceSet
 from aimc.devices import DeviceConfig
+from aimc.devices.response_step import DW_DOWN, DW_UP
 
 
 @dataclass(frozen=True)
@@ -181,27 +183,63 @@ def mean_step(device: DeviceConfig, m: np.ndarray, up: np.ndarray) -> np.ndarray
     return s * device.dw_min
 
 
+def step_sd(device: DeviceConfig, w: np.ndarray, s: np.ndarray, up: np.ndarray) -> np.ndarray | None:
+    """Std of one pulse's cycle-to-cycle noise at start weight w with mean step magnitude s (weight units), as
+    the kernels draw it (devices.pulses.noisy_pulse): sigma s (multiplicative; ExpStep adds sigma (dw_min_std_add
+    + dw_min_std_slope |w|)) or sigma times the element's step at its reference point (additive). None
+    without noise (dw_min_std 0)."""
+    sigma = float(device.dw_min_std)
+    if sigma == 0.0:
+        return None
+    if getattr(device, "noise", "") == "additive" or getattr(device, "mult_noise", True) is False:
+        ep = device.nominal().ep[0, 0]
+        return sigma * np.where(up, ep[DW_UP], ep[DW_DOWN])
+    extra = getattr(device, "dw_min_std_add", 0.0) + getattr(device, "dw_min_std_slope", 0.0) * np.abs(w)
+    return sigma * (s + extra)
+
+
+def _noisy_mean(device: DeviceConfig, w: np.ndarray, s: np.ndarray, up: np.ndarray, behind: np.ndarray,
+                ahead: np.ndarray) -> np.ndarray:
+    """Mean step magnitude of a pulse from w with mean s whose noisy step is clipped to [-behind, ahead]
+    (`censored`); min(s, ahead) without noise, as before the noise was modelled."""
+    sd = step_sd(device, w, s, up)
+    if sd is None:
+        return np.minimum(s, ahead)
+    return clipped_normal_mean(s, sd, -behind, ahead)
+
+
 def compose(device: DeviceConfig, w: np.ndarray, up: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Weight after k mean steps from w (each clipped to the bounds), minus w (arrays of one length)."""
+    """Weight after k mean steps from w (each clipped to the bounds; with cycle noise each the mean of the
+    clipped noisy step taken at the mean weight, an approximation that leaves out the spread of the weight
+    over the steps), minus w (arrays of one length)."""
     lo, hi = device.bounds
     end = np.array(w, float)
     for j in range(int(k.max(initial=0))):
         act = k > j
-        step = mean_step(device, end[act], up[act])
-        end[act] = np.clip(end[act] + np.where(up[act], step, -step), lo, hi)
+        e, u = end[act], up[act]
+        step = mean_step(device, e, u)
+        if device.dw_min_std > 0:
+            ahead, behind = np.where(u, hi - e, e - lo), np.where(u, e - lo, hi - e)
+            step = _noisy_mean(device, e, step, u, np.maximum(behind, 0.0), np.maximum(ahead, 0.0))
+        end[act] = np.clip(e + np.where(u, step, -step), lo, hi)
     return end - w
 
 
 def predict(device: DeviceConfig, m: np.ndarray, up: np.ndarray, k: np.ndarray | None = None) -> np.ndarray:
     """Mean increment of a pulse seen from midpoint weight m: the clipped mean step (module docstring),
-    evaluated where the pulse started, m -+ s/2 (one fixed-point step; the error is of order dw_min^3).
-    k: pulses per increment (default 1); an increment of k > 1 pulses composes k mean steps from its start
-    m - D/2, with D from two fixed-point steps (D_0 from m, D_1 from m - D_0/2; relative error of order
-    (k dw_min q' / 2)^3)."""
+    evaluated where the pulse started, m -+ s/2 (one fixed-point step; the error is of order dw_min^3); with
+    cycle noise (dw_min_std > 0) the mean of the noisy step clipped to [-2 (m - w_min)^+, 2 (w_max - m)^+]
+    (up; mirrored down), a censored normal (`censored`; the room is seen from the midpoint, an approximation
+    whose limits docs/calibration.md gives). k: pulses per increment (default
+    1); an increment of k > 1 pulses composes k mean steps from its start m - D/2, with D from two fixed-point
+    steps (D_0 from m, D_1 from m - D_0/2; relative error of order (k dw_min q' / 2)^3; with noise see
+    `compose`)."""
     lo, hi = device.bounds
-    s = mean_step(device, m - np.where(up, 0.5, -0.5) * mean_step(device, m, up), up)
+    start = m - np.where(up, 0.5, -0.5) * mean_step(device, m, up)
+    s = mean_step(device, start, up)
     room = np.maximum(np.where(up, hi - m, m - lo), 0.0) * 2.0
-    mag = np.minimum(s, room)
+    back = np.maximum(np.where(up, m - lo, hi - m), 0.0) * 2.0
+    mag = _noisy_mean(device, start, s, up, back, room)
     out = np.where(up, mag, -mag)
     if k is not None and np.any(k > 1):
         sel = k > 1

@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 from tqdm import tqdm
 
+from aimc.calibration.censored import clipped_normal_moments
 from aimc.calibration.families import Family
-from aimc.calibration.family_fit import FamilyFit, fit_family
+from aimc.calibration.family_fit import FamilyFit, fit_family, fit_tabulated
 from aimc.calibration.pulse_data import PulseData, mean_step
 from aimc.devices import DeviceConfig
 from aimc.devices.response_step import DW_DOWN, DW_UP
+
+KEPT_VARIANCE = 0.99  # second pass of the noise estimate: increments whose bounds leave this share of the variance
 
 
 def _interior(device: DeviceConfig, data: PulseData) -> tuple[np.ndarray, np.ndarray]:
@@ -23,6 +27,16 @@ def _interior(device: DeviceConfig, data: PulseData) -> tuple[np.ndarray, np.nda
     s = mean_step(device, data.m, data.up)
     room = 2.0 * np.where(data.up, hi - data.m, data.m - lo)
     return s, (s < room) & (data.m > lo) & (data.m < hi) & (data.k == 1)
+
+
+def _uncensored(device: DeviceConfig, data: PulseData, s: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """Mask of the increments whose step noise (std sd) the bounds leave at least KEPT_VARIANCE of its variance
+    (`censored.clipped_normal_moments`, the room seen from the midpoint)."""
+    lo, hi = device.bounds
+    room = np.maximum(2.0 * np.where(data.up, hi - data.m, data.m - lo), 0.0)
+    back = np.maximum(2.0 * np.where(data.up, data.m - lo, hi - data.m), 0.0)
+    var = clipped_normal_moments(s, sd, -back, room)[1]
+    return var >= KEPT_VARIANCE * sd * sd
 
 
 def _noise_moments(r: np.ndarray, s: np.ndarray, ref: np.ndarray, follows: np.ndarray) -> dict:
@@ -59,14 +73,19 @@ def estimate_noise(fit: FamilyFit, data: PulseData, g_scale: float) -> dict:
     Without single-pulse increments inside the bounds (reads always k > 1 pulses apart) the noise is not
     estimated: zeros, with a message."""
     s, ok = _interior(fit.device, data)
+    ep = fit.device.nominal().ep[0, 0]
+    ref = np.where(data.up, ep[DW_UP], ep[DW_DOWN])
+    if ok.sum() >= 3:  # leave out the increments the noise would carry to a bound (their variance is censored)
+        first = _noise_moments(fit.residuals[ok], s[ok], ref[ok], data.subset(ok).follows)
+        sd = np.maximum(first["sigma_additive"] * ref, first["sigma_multiplicative"] * s)
+        clear = ok & _uncensored(fit.device, data, s, sd)
+        ok = clear if clear.sum() >= 3 else ok
     if ok.sum() < 3:
         nan = float("nan")
         return {"read_noise": 0.0, "sigma_additive": 0.0, "sigma_multiplicative": 0.0, "form": "additive",
                 "read_noise_se": nan, "sigma_additive_se": nan, "sigma_multiplicative_se": nan,
                 "read_noise_g": 0.0, "read_noise_g_se": nan, "n_increments": int(ok.sum()),
                 "message": "not estimated: no single-pulse increments inside the bounds"}
-    ep = fit.device.nominal().ep[0, 0]
-    ref = np.where(data.up, ep[DW_UP], ep[DW_DOWN])
     sub = data.subset(ok)
     pooled = _noise_moments(fit.residuals[ok], s[ok], ref[ok], sub.follows)
     per = [_noise_moments(fit.residuals[ok][sub.device == d], s[ok][sub.device == d], ref[ok][sub.device == d],
@@ -80,6 +99,22 @@ def estimate_noise(fit: FamilyFit, data: PulseData, g_scale: float) -> dict:
     out["read_noise_g_se"] = out["read_noise_se"] * g_scale
     out["n_increments"] = int(ok.sum())
     return out
+
+
+def table_noise(table: FamilyFit, data: PulseData, n_bins: int, g_scale: float) -> dict | None:
+    """Cycle and read noise before any family is fitted (`estimate_noise`), from the residuals of each device's
+    own table of binned mean steps (`fit_tabulated`; a device whose table cannot be built keeps the residuals
+    of the pooled `table`): no family assumed, and the device-to-device spread of the steps and bounds is not
+    counted as cycle noise. None where the noise cannot be estimated."""
+    r = table.residuals.copy()
+    for d in range(data.n_devices):
+        sel = data.device == d
+        try:
+            r[sel] = fit_tabulated(data.subset(sel), n_bins).residuals
+        except ValueError:
+            continue
+    noise = estimate_noise(replace(table, residuals=r), data, g_scale)
+    return None if "message" in noise else noise
 
 
 def _numeric_grad(func: Callable[[np.ndarray], float], theta: np.ndarray) -> np.ndarray:

@@ -94,12 +94,11 @@ def test_expstep_canonical_keeps_the_response():
 
 # measured 2026-12-04 (docs/calibration.md, round trips against aihwkit): what does not hold yet
 KNOWN_MISSES = {
-    ("EcRAM", "per-device"): "PowStep chosen (LinearStep dBIC +3393); LinearStep intervals hold the truth 6/6",
-    ("ReRamES", "per-device"): "PowStep chosen (ExpStep dBIC +564); ExpStep intervals hold the truth 2/8 under "
+    ("ReRamES", "per-device"): "PowStep chosen (ExpStep dBIC +292); ExpStep intervals hold the truth 2/8 under "
                                "the preset's cycle noise of 5 steps",
-    ("PowStep", "per-device"): "family right; truth inside 5/6 intervals (pow_gamma 2.17 [2.03, 2.34], true 2)",
-    ("EcRAM", "pooled"): "PowStep fits the spread population better than LinearStep (BIC -1337986 vs -1327214, "
-                         "LinearStep and PowStep alone)",
+    ("PowStep", "per-device"): "family right; truth inside 5/6 intervals (w_max [0.389, 0.590], true 0.6)",
+    ("EcRAM", "pooled"): "tabulated chosen (PowStep dBIC +644, LinearStep +5490): the pooled response of devices "
+                         "with spread bounds is smooth; LinearStep's intervals hold the truth 0/6",
     ("ReRamES", "pooled"): "not measured to the end; the per-device misfit (cycle noise of 5 steps) applies",
     ("PowStep", "pooled"): "pooled fit of the bound spread (w_max_dtod 0.3): pow_gamma 1.78, w_max 0.56",
 }
