@@ -94,6 +94,8 @@ def test_expstep_canonical_keeps_the_response():
 
 # measured 2026-12-04 (docs/calibration.md, round trips against aihwkit): what does not hold yet
 KNOWN_MISSES = {
+    ("EcRAM", "per-device"): "passes in 7 of 8 runs (LinearStep, truth in 6/6): aihwkit's traces are not seeded "
+                             "and the BIC gaps between families move by a few hundred from run to run",
     ("ReRamES", "per-device"): "PowStep chosen (ExpStep dBIC +292); ExpStep intervals hold the truth 2/8 under "
                                "the preset's cycle noise of 5 steps",
     ("PowStep", "per-device"): "family right; truth inside 5/6 intervals (w_max [0.389, 0.590], true 0.6)",
