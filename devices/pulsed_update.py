@@ -87,8 +87,8 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
     (six atomic operations: 30 against 11 ms for 1e6 pulses on one thread).
 
     Write noise (wn, the std per element, with rows): the apparent weight of every element that received a
-    pulse is redrawn, app = w + wn xi, row by row right after the row's pulses (coincidences.
-    redraw_pulsed_row; bit-identical to devices.effects.redraw_kernel with the pulsed set and counter
+    pulse is redrawn, app = w + wn xi, row by row after the pulses (coincidences.redraw_pulsed_row;
+    bit-identical to devices.effects.redraw_kernel with the pulsed set and counter
     wn_counter). wn without rows: no write noise (app is not touched)."""
     batch = x.shape[0]
     bl, x_scale, d_scale = plan_kernel(x, d, abs(lr), dw_min, desired_bl, update_management, bl_management)
@@ -109,16 +109,17 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
                               d_counts)
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     fired = np.empty(w.shape[0], np.int64)
-    noisy = wn.shape[0] > 0
     if _coincidences(x_counts, d_counts) <= SERIAL_PULSES:
         ring = np.empty(ring_size(w.shape[1]), np.float32)
-        rows, normals, columns = redraw_work(1, w.shape[1], noisy)
         for i in range(w.shape[0]):
             fired[i] = coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
                                     ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, ring)
-            if noisy and fired[i] > 0:
-                redraw_pulsed_row(i, rows, 0, normals[0], columns[0], x_lists, x_counts, d_masks, app, w, wn, seed,
-                                  wn_counter)
+        if wn.shape[0] > 0:  # a loop of its own, as in coincide_rows_parallel
+            rows, normals, columns = redraw_work(1, w.shape[1], True)
+            for i in range(w.shape[0]):
+                if fired[i] > 0:
+                    redraw_pulsed_row(i, rows, 0, normals[0], columns[0], x_lists, x_counts, d_masks, app, w, wn,
+                                      seed, wn_counter)
     else:
         coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
                                ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter,
