@@ -37,7 +37,8 @@ class ConductanceArray:
 
     Devices with aihwkit's effects (devices.effects) carry `effects`; with write noise the pulses move the
     hidden weight `hidden` and `w` is the apparent weight that reads see, redrawn as hidden + noise for
-    every element a call pulses (None without write noise: `w` is the weight).
+    every element a call pulses (None without write noise: `w` is the weight); `write_std` holds the
+    noise std as a read-only (1, 1) array, the form the pulsed update kernel takes (effects.NO_WRITE_NOISE).
     """
 
     def __init__(self, out_size: int, in_size: int, device: DeviceConfig, seed: int = 0):
@@ -55,12 +56,14 @@ class ConductanceArray:
         self.effects: ElementEffects | None = (device.draw_effects(self.shape, setup)
                                                if isinstance(device, DeviceEffects) else None)
         self.hidden: np.ndarray | None = None
+        self.write_std: np.ndarray | None = None
         self._bounds_c: tuple[np.ndarray, np.ndarray] | None = None  # see _contiguous_bounds
         self._decay_clip: bool | None = None  # whether a reset value lies outside its element's bounds
         self.drift: DriftState | None = None  # made by the first `idle` call with drift on
         if self.effects is not None and self.effects.write_noise > 0:
             self.hidden = self.w.copy()
-            self._write_scale = np.broadcast_to(np.float32(self.effects.write_noise), self.shape)
+            self.write_std = np.full((1, 1), np.float32(self.effects.write_noise))
+            self.write_std.setflags(write=False)
             if self.effects.on_set:
                 self._redraw_apparent()
 
@@ -117,8 +120,8 @@ class ConductanceArray:
 
     def _redraw_apparent(self, pulsed: np.ndarray = NO_SET) -> None:
         """w = hidden + write noise for the elements of the set `pulsed` (every element for NO_SET)."""
-        redraw_kernel(self.w, self.hidden, pulsed, self._write_scale, self.w, self.w, False, self.seed, self._next(),
-                      WRITE)
+        redraw_kernel(self.w, self.hidden, pulsed, np.broadcast_to(self.write_std, self.shape), self.w, self.w, False,
+                      self.seed, self._next(), WRITE)
 
     def post_update_step(self) -> bool:
         """What aihwkit 1.1.0 applies once per optimizer step (its post_update_step, alpha 1): diffusion
@@ -233,7 +236,7 @@ class ConductanceArray:
 
     def _update_pulsed(self, x, d, lr, cfg) -> int:
         counter = self._next()
-        scale, redraw_counter = ((self._write_scale, self._next()) if self.hidden is not None
+        scale, redraw_counter = ((self.write_std, self._next()) if self.hidden is not None
                                  else (NO_WRITE_NOISE, 0))  # the redraw's counter follows the update's
         return pulsed_update_kernel(self._target, x, d, float(lr), self.params.granularity, cfg.desired_bl,
                                     cfg.update_management, cfg.update_bl_management, *self.params.response,

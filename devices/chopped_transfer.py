@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from aimc.devices.effects import WRITE, redraw_kernel
+from aimc.devices.effects import NO_WRITE_NOISE, WRITE, redraw_kernel
 from aimc.devices.expected_update import expected_update_kernel
 from aimc.devices.periphery import read_one_hot
 from aimc.devices.pulse_trains import clip_to_probability, plan_kernel
@@ -102,7 +102,7 @@ def _update(w, app, wn, resp, noise, seed, counter, x, d, lr, dw_min, pulsed, de
                                    resp[5], noise[0], noise[1], seed, counter, marked)
         if wn.shape[0] > 0:
             counter += 1
-            redraw_kernel(app, w, marked, wn, app, app, False, seed, counter, WRITE)
+            redraw_kernel(app, w, marked, np.broadcast_to(wn, app.shape), app, app, False, seed, counter, WRITE)
     return n, counter
 
 
@@ -132,7 +132,8 @@ def _flush(w, app, wn, resp, noise, seed, counter, pending, queued):
                              noise[1], seed, counter)
     if wn.shape[0] > 0:
         counter += 1
-        redraw_kernel(app, w, set_of_mask(pending), wn, app, app, False, seed, counter, WRITE)
+        redraw_kernel(app, w, set_of_mask(pending), np.broadcast_to(wn, app.shape), app, app, False, seed, counter,
+                      WRITE)
     for k in cols:
         pending[:, k] = 0
         queued[k] = False
@@ -253,11 +254,11 @@ def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_
 
 
 def _array_args(a) -> tuple:
-    """(updated weights, apparent weights, write-noise std or (0, 0)) of a ConductanceArray; the std is a
-    broadcast view as ConductanceArray passes it, so that redraw_kernel is compiled once for both."""
+    """(updated weights, apparent weights, write-noise std or NO_WRITE_NOISE) of a ConductanceArray, of the
+    types ConductanceArray passes, so that the kernels are compiled once for both."""
     if a.hidden is None:
-        return a.w, a.w, np.broadcast_to(np.float32(0.0), (0, 0))
-    return a.hidden, a.w, np.broadcast_to(np.float32(a.effects.write_noise), a.shape)
+        return a.w, a.w, NO_WRITE_NOISE
+    return a.hidden, a.w, a.write_std
 
 
 def chopped_transfer(tile: AnalogTile, fast: int, slow: int, x: np.ndarray, d: np.ndarray, eta: np.ndarray | None,

@@ -13,7 +13,7 @@ import numpy as np
 from numba import get_thread_id, njit, prange, uint32, uint64
 
 from aimc.devices.bits import lowest_bit
-from aimc.devices.effects import NO_WRITE_NOISE, WRITE, redraw_row
+from aimc.devices.effects import NO_WRITE_NOISE, WRITE, row_key
 from aimc.devices.normals import BLOCK, fill_normals
 from aimc.devices.prefetch import prefetch
 from aimc.devices.pulse_trains import INDEX
@@ -191,7 +191,7 @@ def redraw_work(n: int, cols: int, on: bool) -> tuple:
 
 @njit(cache=True, inline="always")
 def redraw_pulsed_row(i, rows, r, xi, js, x_lists, x_counts, d_masks, app, w, wn, seed, wn_counter) -> None:
-    """Write noise of row i after its pulses: app[i, j] = w[i, j] + wn[i, j] xi for every column j that the
+    """Write noise of row i after its pulses: app[i, j] = w[i, j] + wn[0, 0] xi for every column j that the
     coincidences fired at least once, exactly as devices.effects.redraw_kernel with the pulsed set and
     counter wn_counter. Row r of the set `rows` is the caller's (empty; left empty), xi and js work arrays.
     One walk per row, its set 8 words: cheaper than marking a set of every row and redrawing it in a kernel
@@ -206,6 +206,9 @@ def redraw_pulsed_row(i, rows, r, xi, js, x_lists, x_counts, d_masks, app, w, wn
     if count <= PREFETCH_PULSES:  # the apparent weights' lines load while the normals are drawn
         for k in range(count):
             prefetch(app, i, js[k])
-    redraw_row(app, w, wn, app, app, False, i, js, count, xi, seed, wn_counter, WRITE)
+    fill_normals(xi, 0, (count + BLOCK - 1) // BLOCK * BLOCK, row_key(seed, wn_counter, WRITE, i), 0)
+    std = wn[0, 0]
+    for k in range(count):
+        app[i, js[k]] = np.float32(w[i, js[k]] + std * xi[k])
     for k in range(rows.shape[1]):
         rows[r, k] = 0

@@ -28,8 +28,9 @@ EFFECT_STREAMS = uint64(1) << uint64(50)
 EFFECT_STREAMS + k * 2^32 + i, apart from the pulse and train streams of the same call."""
 WRITE, DIFFUSE, RESET = 0, 1, 2
 NO_WRITE_NOISE = np.broadcast_to(np.float32(0.0), (0, 0))
-"""The write-noise std of an array without write noise (no rows), of the type of a real one's (a broadcast
-view), for the kernels that take one."""
+"""The write-noise std of an array without write noise, for the kernels that take the std as a (1, 1)
+array (ConductanceArray.write_std): both are read-only C-contiguous arrays to Numba (numpy flags every
+empty array contiguous), so the pulsed update kernel compiles once for both (40 s), not twice."""
 REDRAW_ROWS = 16
 """Rows per parallel chunk of redraw_kernel (each chunk allocates its buffers once)."""
 
@@ -125,29 +126,30 @@ def redraw_kernel(w, base, pulsed, scale, lo, hi, clip, seed, counter, stream) -
             xi = np.empty(cols + BLOCK, np.float32)  # buffers per chunk of rows: an allocation per row cost
             js = np.empty(cols, np.int64)  # more than a sparse row's work
             for i in range(c * REDRAW_ROWS, min(rows, (c + 1) * REDRAW_ROWS)):
-                redraw_row(w, base, scale, lo, hi, clip, i, js, row_columns(pulsed, i, js), xi, seed, counter, stream)
+                _redraw_row(w, base, scale, lo, hi, clip, i, js, row_columns(pulsed, i, js), xi, seed, counter, stream)
         return
     for c in prange(chunks):
         xi = np.empty(cols + BLOCK, np.float32)
         for i in range(c * REDRAW_ROWS, min(rows, (c + 1) * REDRAW_ROWS)):
-            fill_normals(xi, 0, (cols + BLOCK - 1) // BLOCK * BLOCK, _row_key(seed, counter, stream, i), 0)
+            fill_normals(xi, 0, (cols + BLOCK - 1) // BLOCK * BLOCK, row_key(seed, counter, stream, i), 0)
             for j in range(cols):
                 _redraw_element(w, base, scale, lo, hi, clip, i, j, xi[j])
 
 
 @njit(cache=True, inline="always")
-def redraw_row(w, base, scale, lo, hi, clip, i, js, count, xi, seed, counter, stream) -> None:
+def _redraw_row(w, base, scale, lo, hi, clip, i, js, count, xi, seed, counter, stream) -> None:
     """The chosen elements js[:count] (increasing columns) of row i in redraw_kernel; xi a work array of at
     least count + BLOCK float32."""
     if count == 0:
         return
-    fill_normals(xi, 0, (count + BLOCK - 1) // BLOCK * BLOCK, _row_key(seed, counter, stream, i), 0)
+    fill_normals(xi, 0, (count + BLOCK - 1) // BLOCK * BLOCK, row_key(seed, counter, stream, i), 0)
     for k in range(count):
         _redraw_element(w, base, scale, lo, hi, clip, i, js[k], xi[k])
 
 
 @njit(cache=True, inline="always")
-def _row_key(seed, counter, stream, i) -> uint64:
+def row_key(seed, counter, stream, i) -> uint64:
+    """The key of row i's normals in redraw_kernel (effect `stream`, call `counter`)."""
     return stream_seed(uint64(seed), uint64(counter), EFFECT_STREAMS + (uint64(stream) << uint64(32)) + uint64(i))
 
 

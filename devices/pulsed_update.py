@@ -86,10 +86,10 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
     reference counting that inlined array arguments otherwise put on every pulse of the serial branch
     (six atomic operations: 30 against 11 ms for 1e6 pulses on one thread).
 
-    Write noise (wn, the std per element, with rows): the apparent weight of every element that received a
-    pulse is redrawn, app = w + wn xi, row by row after the pulses (coincidences.redraw_pulsed_row;
-    bit-identical to devices.effects.redraw_kernel with the pulsed set and counter
-    wn_counter). wn without rows: no write noise (app is not touched)."""
+    Write noise (wn: the std as a (1, 1) array): the apparent weight of every element that received a
+    pulse is redrawn, app = w + std xi, row by row after the pulses (coincidences.redraw_pulsed_row;
+    bit-identical to devices.effects.redraw_kernel with the pulsed set and counter wn_counter). wn without
+    rows (effects.NO_WRITE_NOISE): no write noise, app is not touched."""
     batch = x.shape[0]
     bl, x_scale, d_scale = plan_kernel(x, d, abs(lr), dw_min, desired_bl, update_management, bl_management)
     max_bl = 1
