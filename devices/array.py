@@ -38,7 +38,7 @@ class ConductanceArray:
     Devices with aihwkit's effects (devices.effects) carry `effects`; with write noise the pulses move the
     hidden weight `hidden` and `w` is the apparent weight that reads see, redrawn as hidden + noise for
     every element a call pulses (None without write noise: `w` is the weight); `write_std` holds the
-    noise std as a read-only (1, 1) array, the form the pulsed update kernel takes (effects.NO_WRITE_NOISE).
+    noise std as a (1, 1) array, the form the pulsed update kernel takes (effects.NO_WRITE_NOISE).
     """
 
     def __init__(self, out_size: int, in_size: int, device: DeviceConfig, seed: int = 0):
@@ -63,7 +63,6 @@ class ConductanceArray:
         if self.effects is not None and self.effects.write_noise > 0:
             self.hidden = self.w.copy()
             self.write_std = np.full((1, 1), np.float32(self.effects.write_noise))
-            self.write_std.setflags(write=False)
             if self.effects.on_set:
                 self._redraw_apparent()
 

@@ -27,10 +27,11 @@ EFFECT_STREAMS = uint64(1) << uint64(50)
 """Stream index offset of the effects' noise: row i of effect stream k draws from stream
 EFFECT_STREAMS + k * 2^32 + i, apart from the pulse and train streams of the same call."""
 WRITE, DIFFUSE, RESET = 0, 1, 2
-NO_WRITE_NOISE = np.broadcast_to(np.float32(0.0), (0, 0))
+NO_WRITE_NOISE = np.zeros((0, 0), np.float32)
 """The write-noise std of an array without write noise, for the kernels that take the std as a (1, 1)
-array (ConductanceArray.write_std): both are read-only C-contiguous arrays to Numba (numpy flags every
-empty array contiguous), so the pulsed update kernel compiles once for both (40 s), not twice."""
+array (ConductanceArray.write_std): both are writable C-contiguous float32 arrays to Numba, so the pulsed
+update kernel compiles once for both (40 s each time), not twice. (A broadcast view would be another type,
+and a read-only array turns writable in a deep copy.)"""
 REDRAW_ROWS = 16
 """Rows per parallel chunk of redraw_kernel (each chunk allocates its buffers once)."""
 
