@@ -14,6 +14,27 @@ import numpy as np
 # Spread- and noise-free aihwkit fields (its defaults draw device-to-device variation and cycle noise).
 NO_SPREAD = dict(dw_min_dtod=0.0, w_max_dtod=0.0, w_min_dtod=0.0, up_down_dtod=0.0, dw_min_std=0.0)
 
+# 800 pulses of mixed direction: up to the upper bound, random, down to the lower bound (the traces compared
+# with aihwkit's)
+TRACE_SIGNS = np.concatenate([np.ones(300), np.random.default_rng(1).choice([-1, 1], 200),
+                              -np.ones(300)]).astype(int)
+
+
+def one_element_traces(dev) -> tuple[np.ndarray, np.ndarray]:
+    """The weight of a 1x1 array of `dev` after each pulse of TRACE_SIGNS, fired through `pulse` and through
+    a one-pulse `update` (BL 1, managements off, lr 4 granularities: the probability clips at 1)."""
+    from aimc.devices import ConductanceArray, UpdateConfig
+
+    one = UpdateConfig(desired_bl=1, update_management=False, update_bl_management=False)
+    by_pulse, by_update = ConductanceArray(1, 1, dev), ConductanceArray(1, 1, dev)
+    w_pulse, w_update = [], []
+    for s in TRACE_SIGNS:
+        by_pulse.pulse(np.array([[s]]))
+        by_update.update(np.ones((1, 1)), np.full((1, 1), -s), 4 * dev.granularity, one)
+        w_pulse.append(float(by_pulse.w[0, 0]))
+        w_update.append(float(by_update.w[0, 0]))
+    return np.array(w_pulse), np.array(w_update)
+
 # One asymmetric, non-trivial configuration per family, without device-to-device spread.
 FAMILY_CONFIGS: dict[str, dict] = {
     "ideal": dict(kind="ideal", tau=0.6, c=0.2, dw_min=1e-3),

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import NO_SPREAD
+from conftest import NO_SPREAD, TRACE_SIGNS, one_element_traces
 
-from aimc.devices import PRESETS, ConductanceArray, UpdateConfig, parse_device, soft_bounds_pmax
+from aimc.devices import PRESETS, ConductanceArray, parse_device, soft_bounds_pmax
 
 PYTHON = Path(os.path.expanduser(os.environ.get("AIMC_AIHWKIT_PYTHON", "~/aihwkit-venv/bin/python")))
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "aihwkit" / "device_update_aihwkit.py"
@@ -44,10 +44,6 @@ TRACE_CASES = {
     "PowStep": dict(pow_gamma=2.0, pow_gamma_dtod=0.0, pow_up_down=0.2),
     "PiecewiseStep": dict(piecewise_up=[1.2, 0.8, 0.5, 0.3, 0.2], piecewise_down=[0.2, 0.3, 0.6, 0.9, 1.1]),
 }
-# 800 pulses of mixed direction: up to the upper bound, random, down to the lower bound
-_r = np.random.default_rng(1)
-SIGNS = np.concatenate([np.ones(300), _r.choice([-1, 1], 200), -np.ones(300)]).astype(int)
-ONE_PULSE = UpdateConfig(desired_bl=1, update_management=False, update_bl_management=False)
 
 
 def _trace_device(kind: str) -> dict:
@@ -56,9 +52,9 @@ def _trace_device(kind: str) -> dict:
 
 @pytest.fixture(scope="module")
 def aihwkit_traces() -> dict[str, np.ndarray]:
-    specs = [dict(mode="trace", kind=kind, device=_trace_device(kind), w0=0.0, signs=SIGNS.tolist(),
+    specs = [dict(mode="trace", kind=kind, device=_trace_device(kind), w0=0.0, signs=TRACE_SIGNS.tolist(),
                   lr=4 * parse_device(dict(kind=kind, **_trace_device(kind))).granularity) for kind in TRACE_CASES]
-    specs.append(dict(mode="trace", kind="SoftBoundsPmax", device=dict(NO_SPREAD), w0=-1.0, signs=SIGNS.tolist(),
+    specs.append(dict(mode="trace", kind="SoftBoundsPmax", device=dict(NO_SPREAD), w0=-1.0, signs=TRACE_SIGNS.tolist(),
                       lr=4 * soft_bounds_pmax().granularity))
     return {kind: np.array(a["w"]) for kind, a in zip([*TRACE_CASES, "SoftBoundsPmax"], run_aihwkit(specs))}
 
@@ -67,18 +63,11 @@ def aihwkit_traces() -> dict[str, np.ndarray]:
 def test_noiseless_trace_equals_aihwkit(kind, aihwkit_traces):
     """Through `pulse` and through a one-pulse `update` (BL 1, managements off, lr 4 granularities: the
     probability clips at 1), the weight after each of 800 pulses equals aihwkit's to 1e-6."""
-    dev = parse_device(dict(kind=kind, **_trace_device(kind)))
-    by_pulse, by_update = ConductanceArray(1, 1, dev), ConductanceArray(1, 1, dev)
-    w_pulse, w_update = [], []
-    for s in SIGNS:
-        by_pulse.pulse(np.array([[s]]))
-        by_update.update(np.ones((1, 1)), np.full((1, 1), -s), 4 * dev.granularity, ONE_PULSE)
-        w_pulse.append(float(by_pulse.w[0, 0]))
-        w_update.append(float(by_update.w[0, 0]))
+    w_pulse, w_update = one_element_traces(parse_device(dict(kind=kind, **_trace_device(kind))))
     want = aihwkit_traces[kind]
     assert np.ptp(want) > 0.3  # the trace covers much of the range
-    assert np.abs(np.array(w_pulse) - want).max() < 1e-6
-    assert np.abs(np.array(w_update) - want).max() < 1e-6
+    assert np.abs(w_pulse - want).max() < 1e-6
+    assert np.abs(w_update - want).max() < 1e-6
 
 
 def test_soft_bounds_pmax_trace_equals_aihwkit(aihwkit_traces):
@@ -86,7 +75,7 @@ def test_soft_bounds_pmax_trace_equals_aihwkit(aihwkit_traces):
     arr = ConductanceArray(1, 1, soft_bounds_pmax(**NO_SPREAD))
     arr.set_weights(np.full((1, 1), -1.0))
     w = []
-    for s in SIGNS:
+    for s in TRACE_SIGNS:
         arr.pulse(np.array([[s]]))
         w.append(float(arr.w[0, 0]))
     assert np.abs(np.array(w) - aihwkit_traces["SoftBoundsPmax"]).max() < 1e-6

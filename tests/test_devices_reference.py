@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import NO_SPREAD
+from conftest import NO_SPREAD, TRACE_SIGNS, one_element_traces
 from scipy.optimize import brentq
 
 from aimc.common.errors import ConfigError
-from aimc.devices import PRESETS, ConductanceArray, UpdateConfig, parse_device
+from aimc.devices import PRESETS, ConductanceArray, parse_device
 from aimc.devices.response_step import DW_DOWN, DW_UP, W_MAX, W_MIN
 
 SB = dict(kind="SoftBoundsReference", dw_min=0.01, up_down=0.2, w_max=0.8, w_min=-0.5, **NO_SPREAD)
@@ -168,8 +168,6 @@ PYTHON = Path(os.path.expanduser(os.environ.get("AIMC_AIHWKIT_PYTHON", "~/aihwki
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "aihwkit" / "device_update_aihwkit.py"
 needs_aihwkit = pytest.mark.skipif(not PYTHON.exists(), reason=f"no aihwkit interpreter at {PYTHON}")
 
-_r = np.random.default_rng(1)
-SIGNS = np.concatenate([np.ones(300), _r.choice([-1, 1], 200), -np.ones(300)]).astype(int)
 TRACES = {
     "SoftBoundsReference": dict(SB, reference_mean=0.1, subtract_symmetry_point=True),
     "SoftBoundsReference-mult": dict(SB, reference_mean=-0.05, mult_noise=True),
@@ -187,7 +185,7 @@ def aihwkit_answers() -> list[dict]:
     specs = []
     for cfg in TRACES.values():
         dev = {k: v for k, v in cfg.items() if k != "kind"}
-        specs.append(dict(mode="trace", kind=cfg["kind"], device=dev, w0=0.0, signs=SIGNS.tolist(),
+        specs.append(dict(mode="trace", kind=cfg["kind"], device=dev, w0=0.0, signs=TRACE_SIGNS.tolist(),
                           lr=4 * parse_device(cfg).granularity))
     specs += [dict(mode="fields", preset=cls) for cls in NEW_PRESETS.values()]
     out = subprocess.run([str(PYTHON), str(SCRIPT)], input=json.dumps(specs), capture_output=True, text=True,
@@ -202,18 +200,10 @@ def test_noiseless_reference_trace_equals_aihwkit(case, aihwkit_answers):
     """Through `pulse` and a one-pulse `update` (BL 1, managements off), the stored weight after each of 800
     mixed pulses equals aihwkit's apparent weight to 1e-6."""
     want = np.array(aihwkit_answers[list(TRACES).index(case)]["w"])
-    dev = parse_device(TRACES[case])
-    one = UpdateConfig(desired_bl=1, update_management=False, update_bl_management=False)
-    by_pulse, by_update = ConductanceArray(1, 1, dev), ConductanceArray(1, 1, dev)
-    w_pulse, w_update = [], []
-    for s in SIGNS:
-        by_pulse.pulse(np.array([[s]]))
-        by_update.update(np.ones((1, 1)), np.full((1, 1), -s), 4 * dev.granularity, one)
-        w_pulse.append(float(by_pulse.w[0, 0]))
-        w_update.append(float(by_update.w[0, 0]))
+    w_pulse, w_update = one_element_traces(parse_device(TRACES[case]))
     assert np.ptp(want) > 0.3
-    assert np.abs(np.array(w_pulse) - want).max() < 1e-6
-    assert np.abs(np.array(w_update) - want).max() < 1e-6
+    assert np.abs(w_pulse - want).max() < 1e-6
+    assert np.abs(w_update - want).max() < 1e-6
 
 
 @needs_aihwkit
