@@ -172,7 +172,7 @@ def coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
                                 rings[get_thread_id()])
     if wn.shape[0] == 0:
         return
-    rows, normals, columns = redraw_work(threads, w.shape[1], True)
+    rows, normals, columns = redraw_work(threads, w.shape[1])
     for i in prange(w.shape[0]):  # a loop of its own: in the loop above it slowed the pulses by 5-10%
         if fired[i] > 0:
             t = get_thread_id()
@@ -181,12 +181,10 @@ def coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
 
 
 @njit(cache=True)
-def redraw_work(n: int, cols: int, on: bool) -> tuple:
-    """Work arrays of n redraw_pulsed_row callers for rows of `cols` (empty where not `on`): one-row
-    pulsed sets (devices.pulsed_set, each caller's a row of one set), normals (n, cols + BLOCK) float32,
-    columns (n, cols) int64."""
-    width = cols if on else 0
-    return new_set(n, width, True), np.empty((n, width + BLOCK), np.float32), np.empty((n, width), np.int64)
+def redraw_work(n: int, cols: int) -> tuple:
+    """Work arrays of n redraw_pulsed_row callers for rows of `cols`: one-row pulsed sets (devices.pulsed_set,
+    each caller's a row of one set), normals (n, cols + BLOCK) float32, columns (n, cols) int64."""
+    return new_set(n, cols, True), np.empty((n, cols + BLOCK), np.float32), np.empty((n, cols), np.int64)
 
 
 @njit(cache=True, inline="always")
