@@ -127,7 +127,6 @@ def _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
     return fired
 
 
-@njit(cache=True)
 def coincidence_update_kernel(w, x_lists, x_counts, d, lr_sign, d_masks,
                               ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
     """Apply the coincidences of x and d pulse trains to w (float32, in place), sample after sample and
@@ -138,12 +137,15 @@ def coincidence_update_kernel(w, x_lists, x_counts, d, lr_sign, d_masks,
     lr_sign * d[b, i] * x[b, j] > 0 (the SGD sign: W -= lr d x^T; the sign of x[b, j] is the entry's
     NEGATIVE bit). Row i draws its noise from stream i. The cost follows the number of
     pulses. Returns pulses fired.
+
+    A Python function: it calls coincide_rows_parallel with the argument types the pulsed update kernel
+    gives it (a writable NO_WRITE_NOISE, an int64 counter), so both share one compilation (about 30 s cold).
     """
     fired = np.zeros(w.shape[0], np.int64)
-    coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
-                           ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter,
-                           w, NO_WRITE_NOISE, 0)
-    return fired.sum()
+    coincide_rows_parallel(fired, w, x_lists, x_counts, d, float(lr_sign), d_masks,
+                           ep, int(code), consts, grid, tab_up, tab_dn, float(sigma), bool(additive), int(seed),
+                           int(counter), w, NO_WRITE_NOISE, 0)
+    return int(fired.sum())
 
 
 @njit(cache=True)

@@ -25,8 +25,8 @@ class ElementParams:
     """Per-element parameters of an array, in the layout the kernels read.
 
     ep: (out, in, 6), float32 for an array's drawn elements (as aihwkit's float32 tiles: half the memory a
-    pulse reads; 512 x 512 pulsed updates 6% to 11% faster, same-process A/B, 2026-12-03), float64 for
-    `nominal()`; columns DW_UP, DW_DOWN (step magnitudes at the reference, weight units), W_MAX, W_MIN
+    pulse reads; 512 x 512 pulsed updates 6% to 11% faster, same-process A/B, 2026-12-03) in the read-only
+    strided layout of `kernel_params`, float64 for `nominal()`; columns DW_UP, DW_DOWN (step magnitudes at the reference, weight units), W_MAX, W_MIN
     (element bounds), GAMMA_UP, GAMMA_DOWN (family shape parameters); code: family code; consts:
     family-wide constants; grid, tab_up, tab_dn: response table (TABLE family); sigma: cycle-to-cycle noise
     std; additive: noise `sigma * dw * xi` (True) or `step * (1 + sigma * xi)` (False); granularity: the
@@ -55,15 +55,24 @@ class ElementParams:
         return (self.sigma, self.additive)
 
 
-def _shared_if_uniform(ep: np.ndarray) -> np.ndarray:
-    """ep itself, or, where every element has the same parameters (no device-to-device spread), a view
-    of one element's row with zero strides: the pulse kernels then read one cache line instead of 48
-    bytes per element of a multi-MB array (a 256 x 512 tile's update 15% faster, cold caches, R1's FCN).
-    Kernels only read ep; the view is read-only."""
+def kernel_params(ep: np.ndarray) -> np.ndarray:
+    """A drawn array's parameters ep (out, in, N_ELEMENT_PARAMS) as the kernels read them: float32, read-only
+    and strided, which Numba types as Array(float32, 3, 'A', readonly) for every array, so each kernel
+    compiles once (30-60 s per kernel and argument type on a cold cache) instead of once per layout.
+
+    Where every element has the same parameters (no device-to-device spread), a view of one element's row
+    with zero strides: the pulse kernels then read one cache line instead of a multi-MB array (a 256 x 512
+    tile's update 15% faster, cold caches, R1's FCN). Otherwise a view, with the parameter axis reversed,
+    of a buffer of the same size: the same bytes per element, but never a contiguous array to Numba.
+    """
+    ep = np.asarray(ep, np.float32)
     first = ep[:1, :1]
-    if ep.size == 0 or not (ep == first).all():
-        return ep
-    return np.broadcast_to(first.copy(), ep.shape)  # read-only
+    if ep.shape[0] * ep.shape[1] > 1 and (ep == first).all():
+        return np.broadcast_to(first.copy(), ep.shape)  # read-only
+    view = np.empty(ep.shape, np.float32)[..., ::-1]
+    view[...] = ep
+    view.flags.writeable = False
+    return view
 
 
 _EMPTY = np.zeros(2)
@@ -137,7 +146,7 @@ class DeviceBase(Float32Config):
             ep[..., DW_UP] = np.where(bad, 0.0, ep[..., DW_UP])
             ep[..., DW_DOWN] = np.where(bad, 0.0, ep[..., DW_DOWN])
         grid, tab_up, tab_dn = self._table()
-        ep = _shared_if_uniform(ep.astype(np.float32))
+        ep = kernel_params(ep)
         return ElementParams(ep, self._code(), self._consts_of(ep), grid,
                              tab_up, tab_dn, float(self.dw_min_std), self._additive(), self.granularity)
 

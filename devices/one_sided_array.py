@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from aimc.devices.array import ConductanceArray
+from aimc.devices.device_base import kernel_params
 from aimc.devices.drift import DriftParameter
 from aimc.devices.expected_update import expected_update_kernel
 from aimc.devices.one_sided import OneSided
@@ -38,7 +39,7 @@ class OneSidedArray:
             ep = self.plus.params.ep.copy()
             ep[..., DW_UP], ep[..., DW_DOWN] = self.plus.params.ep[..., DW_DOWN], self.plus.params.ep[..., DW_UP]
             ep[..., W_MAX], ep[..., W_MIN] = -self.plus.params.ep[..., W_MIN], -self.plus.params.ep[..., W_MAX]
-            self.plus.params.ep = ep
+            self.plus.params.ep = kernel_params(ep)
             self.plus.w[...] = np.clip(self.plus.w, ep[..., W_MIN], ep[..., W_MAX])
         self.w = np.zeros(self.shape, np.float32)
         self.reference = np.zeros(self.shape, np.float32)

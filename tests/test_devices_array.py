@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 
@@ -131,7 +132,8 @@ def test_a_device_without_spread_shares_one_parameter_row_and_updates_alike():
     ep = shared.params.ep
     assert ep.shape == (16, 24, N_ELEMENT_PARAMS) and ep.strides[:2] == (0, 0) and not ep.flags.writeable
     full = ConductanceArray(16, 24, dev, seed=3)
-    full.params.ep = np.ascontiguousarray(ep)
+    full.params.ep = np.empty(ep.shape, np.float32)[..., ::-1]  # per-element, laid out as a spread array's
+    full.params.ep[...] = ep
     rng = np.random.default_rng(4)
     x = rng.uniform(0, 1, (8, 24)).astype(np.float32)
     d = rng.normal(0, 0.05, (8, 16)).astype(np.float32)
@@ -145,4 +147,13 @@ def test_a_device_without_spread_shares_one_parameter_row_and_updates_alike():
     np.testing.assert_array_equal(shared.w, full.w)
     np.testing.assert_array_equal(shared.symmetric_points(), full.symmetric_points())
     spread = ConductanceArray(16, 24, parse_device(dict(kind="power", gamma=1.0, tau_dtod=0.1)), seed=3)
-    assert spread.params.ep.flags.c_contiguous
+    assert min(spread.params.ep.strides[:2]) > 0
+
+
+def test_every_array_gives_the_kernels_one_parameter_type():
+    """Shared or per-element parameters, any shape: one Numba type (float32, 3-d, 'A', read-only), so each
+    kernel compiles once per cold cache, not once per layout."""
+    types = {numba.typeof(ConductanceArray(*shape, parse_device(dict(kind="SoftBounds", dw_min_dtod=spread)),
+                                           seed=1).params.ep)
+             for shape in [(1, 1), (1, 7), (5, 1), (6, 9)] for spread in (0.0, 0.3)}
+    assert types == {numba.types.Array(numba.float32, 3, "A", readonly=True)}

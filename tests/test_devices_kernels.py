@@ -48,6 +48,12 @@ def _params(cfg, shape):
     return dataclasses.replace(p, ep=np.broadcast_to(p.ep, (*shape, N_ELEMENT_PARAMS)))
 
 
+def _drawn_params(cfg, shape):
+    """The float32 parameters an array of `shape` draws for a device without spread (a read-only shared row):
+    the argument types the arrays give the kernels, so a test compiles no kernel of its own (30-60 s each)."""
+    return parse_device(cfg).draw(shape, np.random.default_rng(0))
+
+
 def _random_start(cfg, shape, seed):
     """The bounds, a generator, `_params` and float32 weights drawn uniformly between the bounds by it."""
     lo, hi = ref_bounds(cfg)
@@ -203,7 +209,7 @@ def test_symmetric_point_kernel_matches_brentq(kind):
         lo, hi = ref_bounds(cfg)
         h = lambda w: ref_q(cfg, w, True) - ref_q(cfg, w, False)  # noqa: E731
         want = brentq(h, lo, hi, xtol=1e-14) if h(lo) * h(hi) < 0 else (hi if h(lo) > 0 else lo)
-        p = _params(cfg, (2, 2))
+        p = parse_device(cfg).nominal()  # float64, as Device.symmetric_point gives the kernel
         np.testing.assert_allclose(symmetric_point_kernel(*p.response), want, atol=1e-9, err_msg=str(cfg))
 
 
@@ -297,7 +303,7 @@ def test_coincidence_update_matches_numpy_popcount():
     x_masks[:, ::5] = 0
     x = (rng.uniform(0.1, 1, (batch, cols)) * rng.choice([-1, 1], (batch, cols))).astype(np.float32)
     d = (rng.uniform(0.1, 1, (batch, rows)) * rng.choice([-1, 1], (batch, rows))).astype(np.float32)
-    p = _params(dict(kind="ideal", tau=1000.0, dw_min=dw), (rows, cols))
+    p = _drawn_params(dict(kind="ideal", tau=1000.0, dw_min=dw), (rows, cols))
     lists, counts = slot_lists_kernel(x_masks, x, L)
     for lr_sign in (1.0, -1.0):
         w = np.zeros((rows, cols), np.float32)
@@ -358,7 +364,7 @@ def test_linear_coincidence_update_matches_a_python_loop(noise, sigma, c):
     x = (rng.uniform(0.1, 1, (batch, cols)) * rng.choice([-1, 1], (batch, cols))).astype(np.float32)
     d = (rng.uniform(0.1, 1, (batch, rows)) * rng.choice([-1, 1], (batch, rows))).astype(np.float32)
     w0 = rng.uniform(-0.5, 0.5, (rows, cols)).astype(np.float32)
-    p = _params(cfg, (rows, cols))
+    p = _drawn_params(cfg, (rows, cols))
     lists, counts = slot_lists_kernel(x_masks, x, L)
     w = w0.copy()
     fired = coincidence_update_kernel(w, lists, counts, d, 1.0, d_masks, *p.response, *p.noise, 9, 2)
@@ -431,7 +437,7 @@ def test_fused_pulsed_update_equals_the_stages(kind, rows, cols, batch):
     arr = ConductanceArray(rows, cols, parse_device(cfg), seed=3)
     p = arr.params
     # the last case: one-slot trains (largest firing probability sqrt(lr max|x| max|d| / dw_min) = 0.3)
-    one_slot_lr = 0.09 * p.granularity / (np.abs(x).max(1) * np.abs(d).max(1)).max()
+    one_slot_lr = float(0.09 * p.granularity / (np.abs(x).max(1) * np.abs(d).max(1)).max())
     cases = [(0.5, UpdateConfig()), (-0.2, UpdateConfig(update_bl_management=False, desired_bl=9)),
              (one_slot_lr, UpdateConfig())]
     for lr, ucfg in cases:
