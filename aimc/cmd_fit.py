@@ -35,7 +35,7 @@ def _run(args: argparse.Namespace) -> int:
     result = fit(traces, kinds=kinds, criterion=args.criterion, g_mid=args.g_mid, g_scale=args.g_scale,
                  n_bins=args.bins, n_nodes=args.nodes, spread=not args.no_spread, source=", ".join(args.traces),
                  method=args.method, progress=not args.quiet, intervals=args.intervals, n_boot=args.bootstrap,
-                 seed=args.seed)
+                 seed=args.seed, cycle_noise=args.cycle_noise)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     try:
@@ -61,7 +61,8 @@ def register(sub) -> None:
                         "potentiation or depression run each; matrix: pulse,polarity,LABEL... (one column per "
                         "device or cycle)")
     p.add_argument("--out", required=True, help="output folder: device.json, fit.json, report.html, PNGs")
-    p.add_argument("--families", default=None, help="comma-separated families to fit (default: all)")
+    p.add_argument("--families", default=None, help="comma-separated families to fit (default: all, the up/down "
+                                                     "families power_ud and exponential_ud included)")
     p.add_argument("--criterion", choices=("bic", "aic"), default="bic", help="model selection criterion")
     p.add_argument("--method", choices=("pooled", "per-device"), default="pooled",
                    help="one fit of all devices pooled (default), or each device alone, then the population")
@@ -70,6 +71,9 @@ def register(sub) -> None:
                         "bootstrap over devices and cycles (percentile; pooled: the best family refitted per resample)")
     p.add_argument("--bootstrap", type=int, default=None, metavar="N",
                    help="resamples of --intervals bootstrap (default: 200 refits pooled, 2000 per-device)")
+    p.add_argument("--cycle-noise", action="store_true",
+                   help="fit the mean of the clipped noisy step, the cycle noise measured first on each device's "
+                        "table (default: the clipped mean step, the noise measured after the fit)")
     p.add_argument("--g-mid", type=float, default=None, help="conductance at w = 0 (default: file or data)")
     p.add_argument("--g-scale", type=float, default=None, help="conductance per unit weight (default: file or data)")
     p.add_argument("--bins", type=int, default=20, help="bins of the tabulated (non-parametric) fit")

@@ -66,7 +66,9 @@ _AIHW_SPREAD = {"dw_min_dtod": (_gain, "abs"), "up_down_dtod": (_split, "abs"), 
 class Family:
     """How one response family is fitted.
 
-    params: the fitted parameters; fixed: the other fields of the config during the fit; box: (lower, upper)
+    kind: the family's name (that of its device family, unless `fixed` names the device family under "kind",
+    as the up/down families power_ud and exponential_ud do); params: the fitted parameters; fixed: the other
+    fields of the config during the fit; box: (lower, upper)
     limits from the data; starts: starting points (the best of them wins); spread: field of a
     device-to-device spread -> (per-device quantity, scaling) (see _PAPER_SPREAD); fields: parameter vector
     -> config fields (default: by name).
@@ -95,18 +97,37 @@ def _span(d: PulseData) -> float:
     return d.hi - d.lo
 
 
-def _paper_box(d: PulseData, gamma: tuple[float, float] | None = None):
+def _paper_box(d: PulseData, *gammas: tuple[float, float]):
+    """Box of (dw_min, c, tau) and of each exponent in `gammas` ((lower, upper) each)."""
     s = _span(d)
-    lo = [d.dw0 / 20, -0.99, 0.05 * s]
-    hi = [d.dw0 * 20, 0.99, 5.0 * s]
-    if gamma:
-        lo.append(gamma[0])
-        hi.append(gamma[1])
-    return lo, hi
+    return ([d.dw0 / 20, -0.99, 0.05 * s, *(g[0] for g in gammas)],
+            [d.dw0 * 20, 0.99, 5.0 * s, *(g[1] for g in gammas)])
 
 
 def _paper_start(d: PulseData) -> list[float]:
     return [d.dw0, 0.0, max(abs(d.lo), abs(d.hi))]
+
+
+_GAMMA_BOX = (0.05, 10.0)
+_GAMMA_STARTS = (0.5, 1.0, 2.0, 4.0)
+# (gamma, gamma_down) starts of an up/down family: the shared ones, and one exponent four times the other
+_UP_DOWN_STARTS = tuple((g, g) for g in _GAMMA_STARTS) + ((1.0, 4.0), (4.0, 1.0))
+
+
+def _paper_gamma(kind: str, cls: type, up_down: bool) -> Family:
+    """R1's power or exponential family: one exponent gamma for both directions (named `kind`), or
+    (up_down) gamma for q_plus and gamma_down for q_minus (named `kind`_ud, the device `kind` with
+    gamma_down set): one parameter more, which the criterion charges."""
+    fixed = {**_PAPER_FIXED, "gamma_dtod": 0.0}
+    spread = {**_PAPER_SPREAD, "gamma_dtod": (_by("gamma"), "rel")}
+    if not up_down:
+        return Family(kind, cls, ("dw_min", "c", "tau", "gamma"), lambda d: _paper_box(d, _GAMMA_BOX),
+                      lambda d: [_paper_start(d) + [g] for g in _GAMMA_STARTS], fixed, spread)
+    return Family(f"{kind}_ud", cls, ("dw_min", "c", "tau", "gamma", "gamma_down"),
+                  lambda d: _paper_box(d, _GAMMA_BOX, _GAMMA_BOX),
+                  lambda d: [_paper_start(d) + list(g) for g in _UP_DOWN_STARTS],
+                  {**fixed, "kind": kind, "gamma_down_dtod": 0.0},
+                  {**spread, "gamma_down_dtod": (_by("gamma_down"), "rel")})
 
 
 def _aihw_box(d: PulseData, extra_lo=(), extra_hi=()):
@@ -147,18 +168,15 @@ def _piecewise(n_nodes: int, dw0: float) -> Family:
 def families(n_nodes: int = 6, dw0: float = 1e-3) -> dict[str, Family]:
     """Fit specifications of every parametric family of the device layer; PiecewiseStep with n_nodes nodes
     and its dw_min fixed to dw0 (the nodes carry the step size)."""
-    gp = (0.05, 10.0)
     fams = [
         Family("ideal", Ideal, ("dw_min", "c", "tau"), _paper_box, lambda d: [_paper_start(d)], _PAPER_FIXED,
                _PAPER_SPREAD),
         Family("linear", Linear, ("dw_min", "c", "tau"), _paper_box, lambda d: [_paper_start(d)], _PAPER_FIXED,
                _PAPER_SPREAD),
-        Family("power", Power, ("dw_min", "c", "tau", "gamma"), lambda d: _paper_box(d, gp),
-               lambda d: [_paper_start(d) + [g] for g in (0.5, 1.0, 2.0, 4.0)], {**_PAPER_FIXED, "gamma_dtod": 0.0},
-               {**_PAPER_SPREAD, "gamma_dtod": (_by("gamma"), "rel")}),
-        Family("exponential", Exponential, ("dw_min", "c", "tau", "gamma"), lambda d: _paper_box(d, gp),
-               lambda d: [_paper_start(d) + [g] for g in (0.5, 1.0, 2.0, 4.0)], {**_PAPER_FIXED, "gamma_dtod": 0.0},
-               {**_PAPER_SPREAD, "gamma_dtod": (_by("gamma"), "rel")}),
+        _paper_gamma("power", Power, False),
+        _paper_gamma("exponential", Exponential, False),
+        _paper_gamma("power", Power, True),
+        _paper_gamma("exponential", Exponential, True),
         Family("ConstantStep", ConstantStep, ("dw_min", "up_down", "w_max", "w_min"), _aihw_box,
                lambda d: [_aihw_start(d)], _AIHW_FIXED, _AIHW_SPREAD),
         Family("LinearStep", LinearStep, ("dw_min", "up_down", "w_max", "w_min", "gamma_up", "gamma_down"),
@@ -216,6 +234,8 @@ def expstep_canonical(fields: dict) -> dict:
             "gamma_down": 2 * a * f["gamma_down"], "a": 0.5, "b": 0.0}
 
 
-FAMILY_KINDS = tuple(k for k in DEVICE_KINDS if k not in ("SoftBoundsReference", "PowStepReference"))
-"""Every family of the device layer, the tabulated (non-parametric) one included; a reference device is fitted
-as its element's family (SoftBounds, PowStep): a reference only shifts the weight that is read."""
+FAMILY_KINDS = tuple(k for d in DEVICE_KINDS if d not in ("SoftBoundsReference", "PowStepReference")
+                     for k in ((d, f"{d}_ud") if d in ("power", "exponential") else (d,)))
+"""Every family of the device layer, the tabulated (non-parametric) one included, and R1's power and exponential
+families with a depression exponent of their own (power_ud, exponential_ud); a reference device is fitted as its
+element's family (SoftBounds, PowStep): a reference only shifts the weight that is read."""

@@ -2,7 +2,8 @@
 
 `ideal`, `linear`, `power` and `exponential`, written with the up/down asymmetry `c` (q_plus scaled by
 1 + c, q_minus by 1 - c) and R1's additive cycle noise `dw_min * sigma_c * xi` (xi a fresh standard normal
-per pulse).
+per pulse). `power` and `exponential` take an optional exponent of their own for depression, `gamma_down`
+(q_minus with gamma_down, q_plus with gamma): measured devices are often far more non-linear one way.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_serializer, model_validator
 
 from aimc.devices.device_base import DeviceBase
 from aimc.devices.response_step import (
@@ -62,6 +63,42 @@ class _PaperDevice(DeviceBase):
         ep[..., GAMMA_DOWN] = g
 
 
+class _UpDownGamma(_PaperDevice):
+    """A paper family with an exponent `gamma` (q_plus) and an optional one of its own for q_minus,
+    `gamma_down`, with spreads `gamma_dtod` and `gamma_down_dtod`: fields of each family (declared there, after
+    `kind`, so that a dump keeps the field order it had before gamma_down)."""
+
+    @model_validator(mode="after")
+    def _down_spread_needs_down_gamma(self):
+        if self.gamma_down is None and self.gamma_down_dtod is not None:
+            raise ValueError("gamma_down_dtod needs gamma_down (without it q_minus shares gamma and its spread)")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_unset_down(self, handler):
+        """The dump leaves gamma_down and gamma_down_dtod out while they are None: configs written before
+        they existed keep their JSON, so their hash (aimc.config.canonical_json) and their run folders."""
+        out = handler(self)
+        for key in ("gamma_down", "gamma_down_dtod"):
+            if out.get(key, 0) is None:
+                del out[key]
+        return out
+
+    def _fill(self, ep, rng) -> None:
+        self._draw_common(ep, rng)
+        self._draw_gamma(ep, rng, self.gamma, self.gamma_dtod)
+        if self.gamma_down is not None:  # an independent draw for the down exponent
+            shape = ep.shape[:-1]
+            spread = rng.standard_normal(shape) if rng is not None else np.zeros(shape)
+            d = self.gamma_dtod if self.gamma_down_dtod is None else self.gamma_down_dtod
+            ep[..., GAMMA_DOWN] = np.maximum(self.gamma_down * (1.0 + d * spread), 0.0)
+
+    @property
+    def gamma_minus(self) -> float:
+        """The exponent of q_minus: gamma_down, or gamma where it is None."""
+        return self.gamma if self.gamma_down is None else self.gamma_down
+
+
 class Ideal(_PaperDevice):
     """Constant step: q_plus = 1 + c, q_minus = 1 - c (c = 0: the ideal symmetric device)."""
 
@@ -94,12 +131,16 @@ class Linear(_PaperDevice):
         return self.c * self.tau
 
 
-class Power(_PaperDevice):
-    """Power response: q_plus = (1 + c)(1 - w/tau)^gamma, q_minus = (1 - c)(1 + w/tau)^gamma (R1 Table 1)."""
+class Power(_UpDownGamma):
+    """Power response: q_plus = (1 + c)(1 - w/tau)^gamma, q_minus = (1 - c)(1 + w/tau)^gamma_down
+    (R1 Table 1 with gamma_down = gamma)."""
 
     kind: Literal["power"] = "power"
     gamma: float = Field(1.0, gt=0, description="exponent of the response (R1 uses 0.5 to 4)")
     gamma_dtod: float = Field(0.0, ge=0, description="device-to-device relative std of gamma")
+    gamma_down: float | None = Field(None, gt=0, description="exponent of q_minus (depression); None: gamma")
+    gamma_down_dtod: float | None = Field(None, ge=0, description="device-to-device relative std of gamma_down, "
+                                                                  "drawn apart from gamma's; None: gamma_dtod")
 
     def _code(self) -> int:
         return POWER
@@ -109,24 +150,27 @@ class Power(_PaperDevice):
         out[0] = 2.0  # distances to the bound measured in units of tau = span / 2
         return out
 
-    def _fill(self, ep, rng) -> None:
-        self._draw_common(ep, rng)
-        self._draw_gamma(ep, rng, self.gamma, self.gamma_dtod)
-
     def symmetric_point(self) -> float:
+        if self.gamma_minus != self.gamma:  # no closed form: bisection of q_plus - q_minus
+            return super().symmetric_point()
         # (1 + c)(1 - u)^g = (1 - c)(1 + u)^g  =>  u = (r - 1) / (r + 1),  r = ((1 + c) / (1 - c))^(1/g)
         r = ((1.0 + self.c) / (1.0 - self.c)) ** (1.0 / self.gamma)
         return self.tau * (r - 1.0) / (r + 1.0)
 
 
-class Exponential(_PaperDevice):
-    """Exponential response: q_plus = (1 + c)(exp(g(1 - w/tau)) - 1)/(exp(g) - 1), q_minus likewise with
-    1 + w/tau and (1 - c) (R1 Table 1). Symmetric point 0 for c = 0, else found by bisection."""
+class Exponential(_UpDownGamma):
+    """Exponential response: q_plus = (1 + c)(exp(g(1 - w/tau)) - 1)/(exp(g) - 1) with g = gamma, q_minus
+    likewise with 1 + w/tau, (1 - c) and g = gamma_down (R1 Table 1 with gamma_down = gamma). Symmetric point
+    0 for c = 0 and gamma_down = gamma, else found by bisection."""
 
     kind: Literal["exponential"] = "exponential"
     gamma: float = Field(1.0, gt=0, le=700, description="curvature g of the response (R1 uses 0.5 to 4; at most "
                                                         "700: expm1(g) overflows float64 above 709.8)")
     gamma_dtod: float = Field(0.0, ge=0, description="device-to-device relative std of gamma")
+    gamma_down: float | None = Field(None, gt=0, le=700, description="curvature of q_minus (depression), at most "
+                                                                     "700 as gamma; None: gamma")
+    gamma_down_dtod: float | None = Field(None, ge=0, description="device-to-device relative std of gamma_down, "
+                                                                  "drawn apart from gamma's; None: gamma_dtod")
 
     def _code(self) -> int:
         return EXP_R1
@@ -146,7 +190,3 @@ class Exponential(_PaperDevice):
             shared = g.size > 0 and bool((g == g.flat[0]).all())
             out[1 + k] = expm1(float(g.flat[0])) if shared else np.nan
         return out
-
-    def _fill(self, ep, rng) -> None:
-        self._draw_common(ep, rng)
-        self._draw_gamma(ep, rng, self.gamma, self.gamma_dtod)

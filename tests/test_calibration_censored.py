@@ -2,12 +2,15 @@
 the bounds (closed form against numpy sampling), and the mean step of a noisy pulse near a hard bound against
 numpy samples of aihwkit 1.1.0's rule (draw the noisy step, then clip the weight to [w_min, w_max])."""
 
+import json
+
 import numpy as np
 import pytest
 
-from aimc.calibration import fit, measure_cycles
+from aimc.calibration import fit, measure_cycles, write_csv
 from aimc.calibration.censored import clipped_normal_moments
 from aimc.calibration.pulse_data import compose, predict
+from aimc.cli import main
 from aimc.devices import ConstantStep, SoftBounds
 
 NO_SPREAD = dict(dw_min_dtod=0.0, up_down_dtod=0.0, w_max_dtod=0.0, w_min_dtod=0.0)
@@ -80,3 +83,15 @@ def test_fit_with_cycle_noise_holds_the_measured_noise():
     assert abs(f.params["dw_min"] - 0.01) < 4 * f.stderr["dw_min"] + 5e-4
     for p, true in (("w_max", 0.5), ("w_min", -0.5)):
         assert abs(f.params[p] - true) < 4 * f.stderr[p] + 2 * 0.0025, p
+
+
+def test_cli_cycle_noise_flag_holds_the_measured_noise(tmp_path):
+    """`aimc fit --cycle-noise`: the fitted family's config carries the measured cycle noise (truth 0.8 of a
+    step; without the flag the fitted family's increment model is noise-free, dw_min_std 0)."""
+    truth = ConstantStep(dw_min=0.01, up_down=0.0, w_max=0.5, w_min=-0.5, dw_min_std=0.8, **NO_SPREAD)
+    csv = write_csv(measure_cycles(truth, n_cycles=2, n_devices=8, read_noise=0.0025, seed=2), tmp_path / "t.csv")
+    out = tmp_path / "fit"
+    assert main(["fit", str(csv), "--out", str(out), "--families", "ConstantStep", "--no-spread", "--elements", "2",
+                 "--quiet", "--cycle-noise"]) == 0
+    fitted = json.loads((out / "fit.json").read_text())["families"]["ConstantStep"]["device"]
+    assert fitted["dw_min_std"] == pytest.approx(0.8, rel=0.15)
