@@ -26,12 +26,12 @@ class ElementParams:
 
     ep: (out, in, 6), float32 for an array's drawn elements (as aihwkit's float32 tiles: half the memory a
     pulse reads; 512 x 512 pulsed updates 6% to 11% faster, same-process A/B, 2026-12-03) in the read-only
-    strided layout of `kernel_params`, float64 for `nominal()`; columns DW_UP, DW_DOWN (step magnitudes at the reference, weight units), W_MAX, W_MIN
-    (element bounds), GAMMA_UP, GAMMA_DOWN (family shape parameters); code: family code; consts:
-    family-wide constants; grid, tab_up, tab_dn: response table (TABLE family); sigma: cycle-to-cycle noise
-    std; additive: noise `sigma * dw * xi` (True) or `step * (1 + sigma * xi)` (False); granularity: the
-    weight change one pulse counts for when a desired change is converted into pulses
-    (`DeviceBase.granularity`).
+    strided layout of `kernel_params`, float64 for `nominal()`; columns DW_UP, DW_DOWN (step magnitudes at
+    the reference, weight units), W_MAX, W_MIN (element bounds), GAMMA_UP, GAMMA_DOWN (family shape
+    parameters); code: family code; consts: family-wide constants; grid, tab_up, tab_dn: response table
+    (TABLE family); sigma: cycle-to-cycle noise std; additive: noise `sigma * dw * xi` (True) or
+    `step * (1 + sigma * xi)` (False); granularity: the weight change one pulse counts for when a desired
+    change is converted into pulses (`DeviceBase.granularity`).
     """
 
     ep: np.ndarray
@@ -43,6 +43,12 @@ class ElementParams:
     sigma: float
     additive: bool
     granularity: float
+
+    def __setstate__(self, state: dict) -> None:
+        """A deep copy or an unpickled copy keeps the kernels' layout (copying a strided view gives a
+        contiguous array, which would make Numba compile every kernel once more)."""
+        ep = state["ep"]
+        self.__dict__.update(state, ep=kernel_params(ep) if ep.dtype == np.float32 else ep)
 
     @property
     def response(self) -> tuple:

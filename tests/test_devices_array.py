@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numba
 import numpy as np
 import pytest
@@ -134,6 +136,7 @@ def test_a_device_without_spread_shares_one_parameter_row_and_updates_alike():
     full = ConductanceArray(16, 24, dev, seed=3)
     full.params.ep = np.empty(ep.shape, np.float32)[..., ::-1]  # per-element, laid out as a spread array's
     full.params.ep[...] = ep
+    full.params.ep.flags.writeable = False
     rng = np.random.default_rng(4)
     x = rng.uniform(0, 1, (8, 24)).astype(np.float32)
     d = rng.normal(0, 0.05, (8, 16)).astype(np.float32)
@@ -156,4 +159,9 @@ def test_every_array_gives_the_kernels_one_parameter_type():
     types = {numba.typeof(ConductanceArray(*shape, parse_device(dict(kind="SoftBounds", dw_min_dtod=spread)),
                                            seed=1).params.ep)
              for shape in [(1, 1), (1, 7), (5, 1), (6, 9)] for spread in (0.0, 0.3)}
+    arrays = [ConductanceArray(3, 4, parse_device(dict(kind="SoftBounds", dw_min_dtod=spread)), seed=1)
+              for spread in (0.0, 0.3)]
+    types |= {numba.typeof(copy.deepcopy(a).params.ep) for a in arrays}  # a deep copy keeps the layout
     assert types == {numba.types.Array(numba.float32, 3, "A", readonly=True)}
+    for a in arrays:
+        np.testing.assert_array_equal(copy.deepcopy(a).params.ep, a.params.ep)
