@@ -19,6 +19,7 @@ from aimc.devices.expected_update import expected_update_kernel
 from aimc.devices.one_sided import OneSided
 from aimc.devices.one_sided_update import one_sided_update_kernel
 from aimc.devices.periphery import analog_mvm
+from aimc.devices.pulsed_set import NO_SET
 from aimc.devices.response_step import DW_DOWN, DW_UP, W_MAX, W_MIN
 from aimc.devices.rng import Stream
 from aimc.devices.update import UpdateConfig, mean_update
@@ -143,11 +144,10 @@ class OneSidedArray:
             p.pulses += int(n)  # the routed pulses are counted on G+ (the total is what counts)
             return
         dw = np.ascontiguousarray(mean_update(x, d, lr, p.params.granularity, cfg), np.float64)
-        empty = np.zeros((0, 0), np.uint8)
         for a, part in ((p, np.maximum(dw, 0.0)), (m, np.maximum(-dw, 0.0))):
             a.counter += 1
             a.pulses += int(expected_update_kernel(a.w, part, a.params.granularity, *a.params.response,
-                                                   *a.params.noise, a.seed, a.counter, empty))
+                                                   *a.params.noise, a.seed, a.counter, NO_SET))
 
     # -- the refresh --------------------------------------------------------------------------------------
     def refresh(self) -> int:

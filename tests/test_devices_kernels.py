@@ -23,6 +23,7 @@ from aimc.devices.expected_update import expected_update_kernel
 from aimc.devices.normals import BLOCK, fill_normals
 from aimc.devices.prefetch import prefetch
 from aimc.devices.pulse_trains import INDEX, NEGATIVE, plan_kernel, pulse_trains_kernel, slot_lists_kernel
+from aimc.devices.pulsed_set import NO_SET
 from aimc.devices.pulsed_update import SERIAL_PULSES, SERIAL_TRAIN_ELEMENTS, pulsed_update_kernel
 from aimc.devices.pulses import pulse_kernel
 from aimc.devices.response_step import DW_UP, GAMMA_UP, N_ELEMENT_PARAMS
@@ -469,11 +470,11 @@ def test_expected_update_kernel_whole_pulses_without_noise(kind):
     """|dw| an exact multiple n of dw_min: w + n * dw_min * q(w), clipped (the step is evaluated at the start)."""
     cfg = dict(FAMILY_CONFIGS[kind], dw_min=2.0**-10)
     shape = (10, 12)
-    lo, hi, rng, p, w0 = _random_start(cfg, shape, seed=3)
+    lo, hi, rng, _, w0 = _random_start(cfg, shape, seed=3)
+    p = _drawn_params(cfg, shape)
     n = rng.integers(-8, 9, shape)
     w = w0.copy()
-    fired = expected_update_kernel(w, n * cfg["dw_min"], cfg["dw_min"], *p.response, 0.0, False, 1, 1,
-                                   np.zeros((0, 0), np.uint8))
+    fired = expected_update_kernel(w, n * cfg["dw_min"], cfg["dw_min"], *p.response, 0.0, False, 1, 1, NO_SET)
     assert fired == np.abs(n).sum()
     w64 = w0.astype(float)
     step = cfg["dw_min"] * np.where(n > 0, ref_q(cfg, w64, True), ref_q(cfg, w64, False))
@@ -486,11 +487,11 @@ def test_expected_update_kernel_noise_variance():
     for mult in (True, False):
         cfg = dict(FAMILY_CONFIGS["SoftBounds"], dw_min=2.0**-10, mult_noise=mult)
         shape = (200, 200)
-        p = _params(cfg, shape)
+        p = _drawn_params(cfg, shape)
         w = np.full(shape, 0.1, np.float32)
         n = 4
         expected_update_kernel(w, np.full(shape, n * cfg["dw_min"]), cfg["dw_min"], *p.response, 0.3,
-                               not mult, 2, 1, np.zeros((0, 0), np.uint8))
+                               not mult, 2, 1, NO_SET)
         s = cfg["dw_min"] * ref_q(cfg, 0.1, True)
         scale = s if mult else cfg["dw_min"]
         dws = w.astype(float) - float(np.float32(0.1))
