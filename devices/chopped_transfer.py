@@ -12,14 +12,19 @@ reads; for each piece (x_b, d_b), b in [start, end):
         n = clamp(trunc(H), +-transfer_bl) where |H| >= 1;  H <- momentum H (forget) or H - (1 - momentum) n
             (clipped to +-buffer_cap transfer_bl where buffer_cap > 0)
         n pulses into C[:, k] (where sweeps > write_after), fired together at the end of the batch or
-            before a column gets pulses twice
+            before a column gets pulses twice; with step != 1 instead at once a pulsed update of C by
+            lr = step dw_C with input e_k and output -n (pulse trains of transfer_bl slots, no update or
+            BL management: aihwkit 1.1.0's write `step * dw_C`, which for step = 1 and transfer_bl = 1
+            fires exactly one pulse per nonzero n)
         c_in[k] flips (in the last sweep of every `period` sweeps where period > 0; with probability
             chop_prob where chop_random); after column in - 1: each c_out flips with probability
             out_chop_prob and sweeps += 1
 
 AGAD (dynamic): Pref[:, k] <- M[:, k] at the first read after c_in[k] flipped, and after the read
-M[:, k] <- (1 - beta) M[:, k] + beta v. The chopper draws are the given uniforms, in order (one per read
-where chop_random, then out_size after column in - 1 where out_chop_prob > 0). Bit-identical to running
+M[:, k] <- (1 - beta) M[:, k] + beta v; with correct_accumulation s is divided by min(sweeps % period + 1,
+1 / dw_A), the reads of the current chopper phase so far (aihwkit 1.1.0's experimental_correct_accumulation).
+The chopper draws are the given uniforms, in order (one per read where chop_random, then out_size after
+column in - 1 where out_chop_prob > 0). Bit-identical to running
 the pieces through AnalogTile.update, AnalogTile.read_columns and AnalogTile.pulse one by one: the arrays'
 and the periphery's call counters advance the same way (an expected update of several vectors sums them
 in the BLAS order of Numba's matmul, which may differ from numpy's in the last bit).
@@ -58,6 +63,8 @@ class TransferRule(NamedTuple):
     dynamic: bool  # AGAD's reference
     beta: float  # AGAD's running-mean weight
     write_after: int  # pulses go into C only where sweeps > write_after
+    step: float = 1.0  # write lr into C in units of dw_C; 1: exact pulses
+    correct_accumulation: bool = False  # AGAD: s / min(reads in the chopper phase, 1 / dw_A)
 
 
 class TransferResult(NamedTuple):
@@ -143,14 +150,14 @@ def _flush(w, app, wn, resp, noise, seed, counter, pending, queued):
 @njit(cache=True)
 def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_counter, dw_min, pulsed,
                             desired_bl, um, blm, c_w, c_app, c_wn, c_resp, c_noise, c_seed, c_counter,
-                            read, r_seed, r_counter, x, d, eta, lr, first, every, rule, uniforms,
+                            c_dw_min, read, r_seed, r_counter, x, d, eta, lr, first, every, rule, uniforms,
                             h_buf, c_in, c_out, m_run, p_ref, switched, col, sweeps, pending, queued):
     """The module docstring's recursion for x (n, in), d (n, out) float32; eta (n,) float64 the step of each
     vector (folded into d, update lr 1) or empty (update lr `lr`). a_*: the fast array's updated weights
     (hidden ones under write noise), apparent weights, reference, write-noise std ((0, 0): none), response
-    and noise tuples, seed, counter; c_* the same for the slow array; read: the periphery tuple of
-    read_one_hot. State arrays change in place. Returns (col, sweeps, a_counter, c_counter, r_counter,
-    update pulses, transfer pulses, reads)."""
+    and noise tuples, seed, counter; c_* the same for the slow array (c_dw_min its granularity); read: the
+    periphery tuple of read_one_hot. State arrays change in place. Returns (col, sweeps, a_counter, c_counter,
+    r_counter, update pulses, transfer pulses, reads)."""
     n, n_in = x.shape
     n_out = d.shape[1]
     s = np.float32(rule.scale)
@@ -162,6 +169,9 @@ def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_
     v = np.empty(n_out, np.float32)
     colv = np.empty(n_out, np.float32)
     pulses = np.empty(n_out, np.int64)
+    x_write = np.zeros((1, n_in), np.float32)  # e_k and -n of a write with step != 1
+    d_write = np.empty((1, n_out), np.float32)
+    off = pulsed and not pulsed  # False, typed as the um / blm of _update (no second compilation of it)
     xs_all = np.empty((n, n_in), np.float32)  # the chopped vectors; a piece is a contiguous slice
     ds_all = np.empty((n, n_out), np.float32)
     up_pulses = tr_pulses = reads = 0
@@ -196,6 +206,8 @@ def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_
         r_counter = read_one_hot(colv, read[0], read[1], read[2], read[3], read[4], read[5], read[6], read[7],
                                  r_seed, r_counter, v)
         reads += 1
+        if rule.correct_accumulation:
+            s = np.float32(rule.scale / min(sweeps % rule.period + 1, 1.0 / dw_min))
         if rule.dynamic and switched[k]:
             for i in range(n_out):
                 p_ref[i, k] = m_run[i, k]
@@ -221,7 +233,15 @@ def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_
             h_buf[i, k] = h
             pulses[i] = q
             any_n = any_n or q != 0
-        if sweeps > rule.write_after and any_n:
+        if sweeps > rule.write_after and any_n and rule.step != 1.0:
+            x_write[0, k] = 1.0
+            for i in range(n_out):
+                d_write[0, i] = -pulses[i]
+            p, c_counter = _update(c_w, c_app, c_wn, c_resp, c_noise, c_seed, c_counter, x_write[0:1], d_write[0:1],
+                                   rule.step * c_dw_min, c_dw_min, pulsed, rule.transfer_bl, off, off)
+            x_write[0, k] = 0.0
+            tr_pulses += p
+        elif sweeps > rule.write_after and any_n:
             if queued[k]:
                 p, c_counter = _flush(c_w, c_app, c_wn, c_resp, c_noise, c_seed, c_counter, pending, queued)
                 tr_pulses += p
@@ -281,7 +301,8 @@ def chopped_transfer(tile: AnalogTile, fast: int, slow: int, x: np.ndarray, d: n
     out = chopped_transfer_kernel(
         a_w, a_app, a.reference, a_wn, a.params.response, a.params.noise, a.seed, a.counter, a.params.granularity,
         ucfg.mode == "pulsed", ucfg.desired_bl, ucfg.update_management, ucfg.update_bl_management,
-        c_w, c_app, c_wn, c.params.response, c.params.noise, c.seed, c.counter, read, tile.stream.seed,
+        c_w, c_app, c_wn, c.params.response, c.params.noise, c.seed, c.counter, float(c.params.granularity), read,
+        tile.stream.seed,
         tile.stream.counter, np.ascontiguousarray(x, np.float32), np.ascontiguousarray(d, np.float32),
         np.zeros(0) if eta is None else np.ascontiguousarray(eta, np.float64), float(lr), int(first), int(every),
         rule, np.ascontiguousarray(uniforms, np.float64), h_buf, c_in, c_out, m_run, p_ref, switched, int(col),

@@ -12,11 +12,12 @@ from aimc import trainers as T
 F32 = np.float32
 
 
-def _reference(batches, n_in, n_out, eta, s, n_s, beta):
+def _reference(batches, n_in, n_out, eta, s, n_s, beta, correct=False):
     """AGAD for one tile, in float32 where the buffer and the running mean are: per rank-1 update
     A -= eta d (c_in x)^T; per update, read column k: latch Pref = M if its chopper switched since the last
     read, H += c_in[k] s (v - Pref), M = (1 - beta) M + beta v, pulses where |H| >= 1 (H reset) written into C
-    only after N_s sweeps; the chopper switches in the last sweep of every N_s."""
+    only after N_s sweeps; the chopper switches in the last sweep of every N_s. `correct`: aihwkit 1.1.0's
+    experimental_correct_accumulation, s / min(sweeps mod N_s + 1, 1 / dw)."""
     a = np.zeros((n_out, n_in))
     c = np.zeros((n_out, n_in))
     h, m, pref = (np.zeros((n_out, n_in), F32) for _ in range(3))
@@ -29,7 +30,8 @@ def _reference(batches, n_in, n_out, eta, s, n_s, beta):
             v = a[:, k].astype(F32)
             if switched[k]:
                 pref[:, k], switched[k] = m[:, k], False
-            hk = h[:, k] + F32(s) * (F32(c_in[k]) * (v - pref[:, k]))
+            s_k = s / min(sweeps % n_s + 1, 1 / DW) if correct else s
+            hk = h[:, k] + F32(s_k) * (F32(c_in[k]) * (v - pref[:, k]))
             m[:, k] = (F32(1) - F32(beta)) * m[:, k] + F32(beta) * v
             hit = np.abs(hk) >= 1
             n = np.where(hit, np.clip(np.trunc(hk), -1, 1), 0)
@@ -46,16 +48,19 @@ def _reference(batches, n_in, n_out, eta, s, n_s, beta):
     return a, c, h, m, pref
 
 
-@pytest.mark.parametrize("tail", [2.0, 1.0])
-def test_recursion_matches_a_numpy_reimplementation(tail):
+@pytest.mark.parametrize("tail, in_chop_prob, n_s, correct", [(2.0, 0.5, 2, False), (1.0, 0.5, 2, False),
+                                                               (1.0, 0.25, 4, True)])
+def test_recursion_matches_a_numpy_reimplementation(tail, in_chop_prob, n_s, correct):
     n_in, n_out = 4, 3
-    batches = dyadic_batches(16, 4, n_in, n_out)
+    batches = dyadic_batches(24, 4, n_in, n_out)
     model = exact_model(n_in, n_out)
     lr, fast_lr, transfer_lr = 2.0 ** -4, 2.0 ** -4, 2.0
     opt = T.build_optimizer(model, T.AGADConfig(lr=lr, fast_lr=fast_lr, auto_scale=False, transfer_lr=transfer_lr,
-                                                in_chop_prob=0.5, tail_weightening=tail))
+                                                in_chop_prob=in_chop_prob, tail_weightening=tail,
+                                                experimental_correct_accumulation=correct))
     drive(model, opt, batches)
-    a, c, h, m, pref = _reference(batches, n_in, n_out, fast_lr, transfer_lr * lr / DW, n_s=2, beta=tail / 2)
+    a, c, h, m, pref = _reference(batches, n_in, n_out, fast_lr, transfer_lr * lr / DW, n_s=n_s, beta=tail / n_s,
+                                  correct=correct)
     tile, st = model[0].tiles[0], opt.tile_state[0][0]
     assert np.abs(c).max() > 0 and np.abs(pref).max() > 0
     np.testing.assert_array_equal(tile.arrays[1].w, a.astype(F32))
@@ -90,7 +95,10 @@ def test_checkpoint_resume_is_bit_exact_and_costs_add_up():
 
 @pytest.mark.parametrize("bad, field", [({"in_chop_prob": 0.0}, "agad.in_chop_prob"),
                                         ({"tail_weightening": -1.0}, "agad.tail_weightening"),
-                                        ({"buffer_cap": float("inf")}, "agad.buffer_cap")])
+                                        ({"buffer_cap": float("inf")}, "agad.buffer_cap"),
+                                        ({"experimental_correct_accumulation": "often"},
+                                         "agad.experimental_correct_accumulation"),
+                                        ({"step": -1.0}, "agad.step")])
 def test_bad_settings_are_refused_by_name(bad, field):
     with pytest.raises(ValueError, match=field.replace(".", r"\.")):
         T.build_optimizer(exact_model(), {"algorithm": "agad", **bad})

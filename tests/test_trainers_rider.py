@@ -12,6 +12,7 @@ from state_helpers import same_state
 
 from aimc import trainers as T
 from aimc.devices import Ideal, Linear
+from aimc.devices.response_step import DW_DOWN, DW_UP
 
 
 def test_one_transfer_follows_the_equations():
@@ -41,6 +42,36 @@ def test_one_transfer_follows_the_equations():
             assert opt.costs()["reference_writes"] == 2
         else:
             assert opt.costs()["reference_writes"] == 2
+
+
+def test_rider_reference_converges_to_the_symmetric_point_of_the_device():
+    """arXiv:2602.21321 Lemma 3.5 / Theorem 3.7 on a toy: a zero-mean gradient (random signs, independent of the
+    weights) drives P by the Analog Update P <- P - lr g F(P) - lr |g| G(P), whose mean drift -lr G(P) leads to
+    the symmetric point, and the EMA Q follows it. Linear device: q+ = dw_up (1 - w / tau) / dw_min,
+    q- = dw_down (1 + w / tau) / dw_min, so G = 0 at w_sp = tau (dw_up - dw_down) / (dw_up + dw_down), per
+    element from its drawn steps (c_dtod spreads them about 0.3 tau). Q starts at 0 (no zero shift); its mean
+    over the last 750 of 1500 steps sits at w_sp: P's time average scatters by about 1 / sqrt(750 steps) = 0.04
+    (in units of tau, whatever lr) per element, so the test takes 64 independent rows and bounds the mean
+    error (0.004 expected) and the mean absolute error (0.03 expected), against the 0.3 of a reference at 0."""
+    tau = 1.0
+    model = exact_model(2, 64, Linear(tau=tau, dw_min=1e-3, c=0.3, c_dtod=0.1))
+    opt = T.build_optimizer(model, T.RiderConfig(lr=0.01, gamma=0.5, transfer_lr=0.01, n_columns=2,
+                                                 tracking_rate=0.05))
+    ep = model[0].tiles[0].arrays[1].params.ep.astype(float)
+    up, down = ep[..., DW_UP], ep[..., DW_DOWN]
+    w_sp = tau * (up - down) / (up + down)
+    signs = np.random.default_rng(4).choice([-1.0, 1.0], (1500, 1, 64))
+    x = torch.ones(1, 2)
+    q_tail = []
+    for k, g in enumerate(signs):
+        opt.zero_grad()
+        (model(x) * torch.tensor(g, dtype=torch.float32)).sum().backward()
+        opt.step()
+        if k >= 750:
+            q_tail.append(opt.tile_state[0][0]["Q"].astype(float))
+    err = np.mean(q_tail, axis=0) - w_sp
+    assert np.abs(w_sp).mean() > 0.25
+    assert abs(err.mean()) < 0.015 and np.abs(err).mean() < 0.05, (err.mean(), np.abs(err).mean())
 
 
 @pytest.mark.slow  # 2 x 4000 steps: 15 s on an idle core

@@ -11,7 +11,8 @@ and beta = min(tail_weightening / N_s, 1),
 so the buffer sees how A moved since the end of the previous chopper phase, whatever A's offset. The
 choppers switch regularly, in the last sweep of every N_s sweeps (and, with in_chop_random, also at random
 with probability in_chop_prob per read). No pulses go into C during the first N_s + 1 sweeps (the buffer is
-filled and thresholded as usual).
+filled and thresholded as usual). With experimental_correct_accumulation, s is divided by min(c, 1 / dw_A),
+c = sweeps mod N_s + 1 the reads of the column in the current chopper phase (exact for regular switching).
 """
 
 from __future__ import annotations
@@ -43,4 +44,5 @@ class AGAD(CTTv2):
         cfg = self.cfg
         return super().rule(st, block)._replace(
             buffer_cap=cfg.buffer_cap, chop_random=cfg.in_chop_random, period=self.n_s, dynamic=True,
-            beta=min(cfg.tail_weightening / self.n_s, 1.0), write_after=self.n_s)
+            beta=min(cfg.tail_weightening / self.n_s, 1.0), write_after=self.n_s,
+            correct_accumulation=bool(cfg.experimental_correct_accumulation))
