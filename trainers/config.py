@@ -174,10 +174,11 @@ class CTTv2Config(_Trainer):
     transfer_every: float = Field(1.0, description="rank-1 updates between two column reads (or mini-batches "
                                   "with units_in_mbatch), rounded to an integer >= 1; if < 0, the read period is "
                                   "round(n_states / n_in * |transfer_every|) rank-1 updates, n_states = (w_max - "
-                                  "w_min) / dw_min of the fast device: |transfer_every| n_states updates per sweep")
+                                  "w_min) / dw_A of the fast device (aihwkit's calcNumStates): |transfer_every| "
+                                  "n_states updates per sweep")
     step: float = Field(1.0, gt=0, description="write into C: lr = step * dw_C per unit of the thresholded buffer "
-                        "(1: exactly n pulses; otherwise a pulsed update of C with transfer_bl slots, so with "
-                        "step < 1 each pulse fires with probability step)")
+                        "(1: exactly n pulses; otherwise a pulsed update of C with transfer_bl slots and no update "
+                        "management: with transfer_bl 1 each pulse fires with probability min(step, 1))")
     units_in_mbatch: bool = Field(False, description="transfer_every counts mini-batches instead of rank-1 updates")
     in_chop_prob: float = Field(0.1, ge=0, le=1, description="chopper switching of a column: probability per read "
                                 "(in_chop_random) or the reciprocal of the period in sweeps (regular)")
