@@ -243,6 +243,14 @@ class AGADConfig(CTTv2Config):
     experimental_correct_accumulation: bool = Field(False, description="divide the buffer increment by the reads "
                                                     "of the column in the current chopper phase so far, at most "
                                                     "1 / dw_A (exact with regular switching)")
+    experimental_fast_lr_feedback: bool = Field(False, description="rescale the fast step once per "
+                                                "experimental_feedback_mod chopper periods (n_in |transfer_every| "
+                                                "N_s updates) by target / (largest change of the reference at its "
+                                                "latches since): aihwkit 1.1.0's C++-only option")
+    experimental_feedback_target: float = Field(0.1, gt=0, description="feedback target as a fraction of the fast "
+                                                "device's w_max - dw_A, w_max = n_states dw_A / 2 (clipped to "
+                                                "[dw_A, w_max])")
+    experimental_feedback_mod: int = Field(1, ge=1, description="chopper periods between two feedback steps")
 
 
 class RiderConfig(_Transfer):

@@ -123,12 +123,16 @@ class CTTv2(TransferOptimizer):
                                float(eta) if np.isscalar(eta) else 1.0, first, every, rule, uniforms, st["H"],
                                st["c_in"], st["c_out"], st.get("M", none), st.get("Pref", none),
                                st.get("switched", np.zeros(0, np.bool_)), st["col"], st["sweeps"], st["_pending"],
-                               st["_queued"])
+                               st["_queued"], self.feedback(st, block, done))
         st["col"], st["sweeps"] = res.col, res.sweeps
         self.counts["update_pulses"] += res.update_pulses
         self.counts["transfer_pulses"] += res.transfer_pulses
         for key in ("transfers", "transferred_columns", "transfer_reads"):
             self.counts[key] += res.reads
+
+    def feedback(self, st: dict, block: TileBlock, done: int) -> np.ndarray | None:
+        """The fast-step feedback state of the kernel (AGAD only), for a batch after `done` rank-1 updates."""
+        return None
 
     def chopper_draws(self, st: dict, block: TileBlock, rule: TransferRule, reads: int) -> np.ndarray:
         """The uniforms the chopper switches of `reads` column reads take, in order: one per read where they
