@@ -74,7 +74,8 @@ def _ours(algorithm, batches, lr, compound, perfect_reads=True):
     ("c-ttv2", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False, "step": 0.5}, True),
     ("c-ttv2", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False, "transfer_every": 2}, True),
     ("agad", "batch", {"in_chop_prob": 0.5, "in_chop_random": False, "experimental_correct_accumulation": True},
-     True)])
+     True),
+    ("agad", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False, "step": 0.5}, True)])
 def test_transfer_sequence_matches_aihwkit(algorithm, kind, compound, perfect_reads, tmp_path):
     batches = _batches(kind)
     lr = 0.5
