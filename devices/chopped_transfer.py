@@ -12,14 +12,24 @@ reads; for each piece (x_b, d_b), b in [start, end):
         n = clamp(trunc(H), +-transfer_bl) where |H| >= 1;  H <- momentum H (forget) or H - (1 - momentum) n
             (clipped to +-buffer_cap transfer_bl where buffer_cap > 0)
         n pulses into C[:, k] (where sweeps > write_after), fired together at the end of the batch or
-            before a column gets pulses twice
+            before a column gets pulses twice; with step != 1 instead at once a pulsed update of C by
+            lr = step dw_C with input e_k and output -n (pulse trains of transfer_bl slots, no update or
+            BL management: aihwkit 1.1.0's write `step * dw_C`, which for step = 1 and transfer_bl = 1
+            fires exactly one pulse per nonzero n)
         c_in[k] flips (in the last sweep of every `period` sweeps where period > 0; with probability
             chop_prob where chop_random); after column in - 1: each c_out flips with probability
             out_chop_prob and sweeps += 1
 
 AGAD (dynamic): Pref[:, k] <- M[:, k] at the first read after c_in[k] flipped, and after the read
-M[:, k] <- (1 - beta) M[:, k] + beta v. The chopper draws are the given uniforms, in order (one per read
-where chop_random, then out_size after column in - 1 where out_chop_prob > 0). Bit-identical to running
+M[:, k] <- (1 - beta) M[:, k] + beta v; with correct_accumulation s is divided by min(sweeps % period + 1,
+1 / dw_A), the reads of the current chopper phase so far (aihwkit 1.1.0's experimental_correct_accumulation).
+With fast_lr_feedback (aihwkit 1.1.0's C++-only experimental_fast_lr_feedback), fb = [scale, estimate,
+previous t, target, period, t of the first vector]: a latch raises the estimate to the largest |change of
+Pref|; before the update of the vector with t updates done (previous taken as 0 while t <= n), once
+t - previous >= period, scale *= target / estimate where the estimate is nonzero, the estimate restarts at 0
+and previous = t; every vector's step is eta * scale.
+The chopper draws are the given uniforms, in order (one per read where chop_random, then out_size after
+column in - 1 where out_chop_prob > 0). Bit-identical to running
 the pieces through AnalogTile.update, AnalogTile.read_columns and AnalogTile.pulse one by one: the arrays'
 and the periphery's call counters advance the same way (an expected update of several vectors sums them
 in the BLAS order of Numba's matmul, which may differ from numpy's in the last bit).
@@ -58,6 +68,9 @@ class TransferRule(NamedTuple):
     dynamic: bool  # AGAD's reference
     beta: float  # AGAD's running-mean weight
     write_after: int  # pulses go into C only where sweeps > write_after
+    step: float = 1.0  # write lr into C in units of dw_C; 1: exact pulses
+    correct_accumulation: bool = False  # AGAD: s / min(reads in the chopper phase, 1 / dw_A)
+    fast_lr_feedback: bool = False  # AGAD: the fast steps (eta given) times the feedback scale fb[0]
 
 
 class TransferResult(NamedTuple):
@@ -143,14 +156,15 @@ def _flush(w, app, wn, resp, noise, seed, counter, pending, queued):
 @njit(cache=True)
 def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_counter, dw_min, pulsed,
                             desired_bl, um, blm, c_w, c_app, c_wn, c_resp, c_noise, c_seed, c_counter,
-                            read, r_seed, r_counter, x, d, eta, lr, first, every, rule, uniforms,
-                            h_buf, c_in, c_out, m_run, p_ref, switched, col, sweeps, pending, queued):
+                            c_dw_min, read, r_seed, r_counter, x, d, eta, lr, first, every, rule, uniforms,
+                            h_buf, c_in, c_out, m_run, p_ref, switched, fb, col, sweeps, pending, queued):
     """The module docstring's recursion for x (n, in), d (n, out) float32; eta (n,) float64 the step of each
     vector (folded into d, update lr 1) or empty (update lr `lr`). a_*: the fast array's updated weights
     (hidden ones under write noise), apparent weights, reference, write-noise std ((0, 0): none), response
-    and noise tuples, seed, counter; c_* the same for the slow array; read: the periphery tuple of
-    read_one_hot. State arrays change in place. Returns (col, sweeps, a_counter, c_counter, r_counter,
-    update pulses, transfer pulses, reads)."""
+    and noise tuples, seed, counter; c_* the same for the slow array (c_dw_min its granularity); read: the
+    periphery tuple of read_one_hot; fb: the state of AGAD's fast-step feedback (module docstring). State
+    arrays change in place. Returns (col, sweeps, a_counter, c_counter, r_counter, update pulses, transfer
+    pulses, reads)."""
     n, n_in = x.shape
     n_out = d.shape[1]
     s = np.float32(rule.scale)
@@ -162,6 +176,9 @@ def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_
     v = np.empty(n_out, np.float32)
     colv = np.empty(n_out, np.float32)
     pulses = np.empty(n_out, np.int64)
+    x_write = np.zeros((1, n_in), np.float32)  # e_k and -n of a write with step != 1
+    d_write = np.empty((1, n_out), np.float32)
+    off = pulsed and not pulsed  # False, typed as the um / blm of _update (no second compilation of it)
     xs_all = np.empty((n, n_in), np.float32)  # the chopped vectors; a piece is a contiguous slice
     ds_all = np.empty((n, n_out), np.float32)
     up_pulses = tr_pulses = reads = 0
@@ -172,12 +189,23 @@ def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_
         end = min(r + 1, n)
         if end > start:  # the fast update of vectors start .. end - 1 with the current choppers
             for b in range(start, end):
+                step_b = eta[b] if eta.shape[0] > 0 else 0.0
+                if rule.fast_lr_feedback:  # see the module docstring
+                    t = fb[5] + b
+                    if t <= n:
+                        fb[2] = 0.0
+                    if t - fb[2] >= fb[4]:
+                        if fb[1] != 0.0:
+                            fb[0] *= fb[3] / fb[1]
+                        fb[1] = 0.0
+                        fb[2] = t
+                    step_b *= fb[0]
                 for j in range(n_in):
                     xs_all[b, j] = x[b, j] * c_in[j]
                 for i in range(n_out):
                     ds_all[b, i] = d[b, i] * c_out[i]
                     if eta.shape[0] > 0:
-                        ds_all[b, i] *= np.float32(eta[b])
+                        ds_all[b, i] *= np.float32(step_b)
             if _fires(xs_all, ds_all, start, end):
                 p, a_counter = _update(a_w, a_app, a_wn, a_resp, a_noise, a_seed, a_counter, xs_all[start:end],
                                        ds_all[start:end], 1.0 if eta.shape[0] > 0 else lr, dw_min, pulsed,
@@ -196,8 +224,12 @@ def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_
         r_counter = read_one_hot(colv, read[0], read[1], read[2], read[3], read[4], read[5], read[6], read[7],
                                  r_seed, r_counter, v)
         reads += 1
+        if rule.correct_accumulation:
+            s = np.float32(rule.scale / min(sweeps % rule.period + 1, 1.0 / dw_min))
         if rule.dynamic and switched[k]:
             for i in range(n_out):
+                if rule.fast_lr_feedback:
+                    fb[1] = max(fb[1], abs(p_ref[i, k] - m_run[i, k]))
                 p_ref[i, k] = m_run[i, k]
             switched[k] = False
         any_n = False
@@ -221,7 +253,15 @@ def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_
             h_buf[i, k] = h
             pulses[i] = q
             any_n = any_n or q != 0
-        if sweeps > rule.write_after and any_n:
+        if sweeps > rule.write_after and any_n and rule.step != 1.0:
+            x_write[0, k] = 1.0
+            for i in range(n_out):
+                d_write[0, i] = -pulses[i]
+            p, c_counter = _update(c_w, c_app, c_wn, c_resp, c_noise, c_seed, c_counter, x_write[0:1], d_write[0:1],
+                                   rule.step * c_dw_min, c_dw_min, pulsed, rule.transfer_bl, off, off)
+            x_write[0, k] = 0.0
+            tr_pulses += p
+        elif sweeps > rule.write_after and any_n:
             if queued[k]:
                 p, c_counter = _flush(c_w, c_app, c_wn, c_resp, c_noise, c_seed, c_counter, pending, queued)
                 tr_pulses += p
@@ -264,14 +304,16 @@ def _array_args(a) -> tuple:
 def chopped_transfer(tile: AnalogTile, fast: int, slow: int, x: np.ndarray, d: np.ndarray, eta: np.ndarray | None,
                      lr: float, first: int, every: int, rule: TransferRule, uniforms: np.ndarray, h_buf: np.ndarray,
                      c_in: np.ndarray, c_out: np.ndarray, m_run: np.ndarray, p_ref: np.ndarray, switched: np.ndarray,
-                     col: int, sweeps: int, pending: np.ndarray, queued: np.ndarray) -> TransferResult:
+                     col: int, sweeps: int, pending: np.ndarray, queued: np.ndarray,
+                     feedback: np.ndarray | None = None) -> TransferResult:
     """Run chopped_transfer_kernel on arrays `fast` (A) and `slow` (C) of `tile` for a batch x (n, in), d (n, out):
     the fast update with the tile's update settings (step eta (n,) per vector, or lr for all where eta is
     None), reads through the tile's forward periphery after vectors first, first + every, ... The buffer H,
     choppers c_in, c_out (float32 +-1), AGAD's running mean M and reference Pref (float32 (out, in)) and
     switched flags (bool (in,)) change in place; pending (int64 (out, in)) and queued (bool (in,)) are the
-    scratch queue of C's pulses (zero / False on entry and exit). Counters of the tile and its arrays advance
-    as their own methods advance them."""
+    scratch queue of C's pulses (zero / False on entry and exit); feedback (float64 (6,), changed in place) is
+    the state of AGAD's fast-step feedback where rule.fast_lr_feedback (eta then per vector). Counters of the
+    tile and its arrays advance as their own methods advance them."""
     a, c = tile.arrays[fast], tile.arrays[slow]
     ucfg, rcfg = tile.update_cfg, tile.forward_cfg
     read = (rcfg.ideal, rcfg.inp_bound, rcfg.inp_bits or 0, rcfg.out_noise, rcfg.out_bound, rcfg.out_bits or 0,
@@ -281,10 +323,12 @@ def chopped_transfer(tile: AnalogTile, fast: int, slow: int, x: np.ndarray, d: n
     out = chopped_transfer_kernel(
         a_w, a_app, a.reference, a_wn, a.params.response, a.params.noise, a.seed, a.counter, a.params.granularity,
         ucfg.mode == "pulsed", ucfg.desired_bl, ucfg.update_management, ucfg.update_bl_management,
-        c_w, c_app, c_wn, c.params.response, c.params.noise, c.seed, c.counter, read, tile.stream.seed,
+        c_w, c_app, c_wn, c.params.response, c.params.noise, c.seed, c.counter, float(c.params.granularity), read,
+        tile.stream.seed,
         tile.stream.counter, np.ascontiguousarray(x, np.float32), np.ascontiguousarray(d, np.float32),
         np.zeros(0) if eta is None else np.ascontiguousarray(eta, np.float64), float(lr), int(first), int(every),
-        rule, np.ascontiguousarray(uniforms, np.float64), h_buf, c_in, c_out, m_run, p_ref, switched, int(col),
+        rule, np.ascontiguousarray(uniforms, np.float64), h_buf, c_in, c_out, m_run, p_ref, switched,
+        np.zeros(6) if feedback is None else feedback, int(col),
         int(sweeps), pending, queued)
     col, sweeps, a.counter, c.counter, tile.stream.counter, up, tr, reads = out
     a.pulses += int(up)

@@ -13,15 +13,24 @@ from state_helpers import same_state
 from aimc import trainers as T
 
 
-def _reference(batches, n_in, n_out, eta, s, every, period, momentum, forget, transfer_bl=1):
+def _write_pulses(n, step, transfer_bl):
+    """Expected pulses of aihwkit 1.1.0's write of -n into a column with lr = step dw and transfer_bl slots, no
+    update management: per slot the input fires with probability min(1, sqrt(step / BL)), row i with
+    min(1, |n_i| sqrt(step / BL)) (exact where both are 0 or 1)."""
+    p = math.sqrt(step / transfer_bl)
+    return np.sign(n) * transfer_bl * min(1.0, p) * np.minimum(1.0, np.abs(n) * p)
+
+
+def _reference(batches, n_in, n_out, eta, s, every, period, momentum, forget, transfer_bl=1, step=1.0):
     """ALGORITHMS of docs/trainers.md (c-TTv2), written out for one tile: per rank-1 update A -= eta (c_out d)
     (c_in x)^T; every `every` updates read column k, H += c_in[k] s A[:, k], fire trunc(H) pulses of dw into C
-    where |H| >= 1, reset H, regular chopper switch in the last sweep of each period."""
+    where |H| >= 1 (times the write's pulses per unit n for `step`), reset H, regular chopper switch in the
+    last sweep of each period. Returns A, C, H and the nonzero n written."""
     a = np.zeros((n_out, n_in))
     c = np.zeros((n_out, n_in))
     h = np.zeros((n_out, n_in))
     c_in = np.ones(n_in)
-    t = k = sweeps = 0
+    t = k = sweeps = writes = 0
     for xb, db in batches:
         for x, d in zip(xb, db):
             a -= eta * np.outer(d, c_in * x)
@@ -33,33 +42,60 @@ def _reference(batches, n_in, n_out, eta, s, every, period, momentum, forget, tr
             n = np.where(hit, np.clip(np.trunc(hk), -transfer_bl, transfer_bl), 0)
             hk = np.where(hit, momentum * hk if forget else hk - (1 - momentum) * n, hk)
             h[:, k] = hk
-            c[:, k] += n * DW
+            c[:, k] += _write_pulses(n, step, transfer_bl) * DW
+            writes += np.count_nonzero(n)
             if sweeps % period + 1 == period:
                 c_in[k] *= -1
             k += 1
             if k == n_in:
                 k, sweeps = 0, sweeps + 1
-    return a, c, h
+    return a, c, h, writes
 
 
-@pytest.mark.parametrize("every, batch, momentum, forget", [(1, 4, 0.0, True), (3, 5, 0.5, False)])
-def test_recursion_matches_a_numpy_reimplementation(every, batch, momentum, forget):
+# (transfer_every, its period in rank-1 updates, batch, momentum, forget_buffer, step, transfer_bl,
+# auto_granularity, the buffer threshold's factor G); transfer_every < 0: a sweep per |transfer_every| n_states
+# updates, n_states = 2 tau / dw_min = 8192 of the ideal device, so -2^-10 reads every 8192 / 4 / 1024 = 2
+# updates, and G = auto_granularity / (n_in |transfer_every|) = 2^-7 * 256 = 2
+@pytest.mark.parametrize("every, period, batch, momentum, forget, step, bl, auto_g, g", [
+    (1, 1, 4, 0.0, True, 1.0, 1, 0.0, 1.0), (3, 3, 5, 0.5, False, 1.0, 1, 0.0, 1.0),
+    (-2.0 ** -10, 2, 4, 0.5, False, 2.0, 2, 2.0 ** -7, 2.0)])
+def test_recursion_matches_a_numpy_reimplementation(every, period, batch, momentum, forget, step, bl, auto_g, g):
+    """step 2 with two slots: every nonzero n moves C by exactly two pulses (probabilities 1 in both trains)."""
     n_in, n_out = 4, 3
     batches = dyadic_batches(12, batch, n_in, n_out)
     model = exact_model(n_in, n_out)
     lr, fast_lr, transfer_lr = 2.0 ** -4, 2.0 ** -4, 2.0
     cfg = T.CTTv2Config(lr=lr, fast_lr=fast_lr, auto_scale=False, transfer_lr=transfer_lr, transfer_every=every,
-                        in_chop_prob=0.5, in_chop_random=False, momentum=momentum, forget_buffer=forget)
+                        in_chop_prob=0.5, in_chop_random=False, momentum=momentum, forget_buffer=forget, step=step,
+                        transfer_bl=bl, auto_granularity=auto_g)
     opt = T.build_optimizer(model, cfg)
     drive(model, opt, batches)
-    s = transfer_lr * lr / DW  # scale_transfer_lr, buffer granularity 1, no auto granularity
-    a, c, h = _reference(batches, n_in, n_out, fast_lr, s, every, period=2, momentum=momentum, forget=forget)
+    s = transfer_lr * lr / DW / g  # scale_transfer_lr, buffer granularity 1
+    a, c, h, _ = _reference(batches, n_in, n_out, fast_lr, s, period, period=2, momentum=momentum, forget=forget,
+                            transfer_bl=bl, step=step)
     tile = model[0].tiles[0]
     assert np.abs(c).max() > 0 and np.abs(h).max() > 0  # transfers happened and left remainders
     np.testing.assert_array_equal(tile.arrays[1].w, a.astype(np.float32))
     np.testing.assert_array_equal(tile.arrays[0].w, c.astype(np.float32))
     np.testing.assert_array_equal(opt.tile_state[0][0]["H"], h.astype(np.float32))
-    assert opt.costs()["transfer_reads"] == 12 * batch // every
+    assert opt.costs()["transfer_reads"] == 12 * batch // period
+
+
+def test_a_write_step_below_one_fires_each_pulse_with_that_probability():
+    """step 1/4, one slot: each nonzero n of the buffer becomes a pulse with probability 1/4 (aihwkit 1.1.0's
+    write lr step dw_C), the buffer and A unchanged (they do not depend on C)."""
+    n_in, n_out, step = 4, 3, 0.25
+    batches = dyadic_batches(150, 4, n_in, n_out, seed=2)
+    model = exact_model(n_in, n_out)
+    lr = 2.0 ** -4
+    opt = T.build_optimizer(model, T.CTTv2Config(lr=lr, fast_lr=lr, auto_scale=False, transfer_lr=2.0, step=step,
+                                                 in_chop_prob=0.5, in_chop_random=False))
+    drive(model, opt, batches)
+    a, _, h, writes = _reference(batches, n_in, n_out, lr, 2.0 * lr / DW, 1, period=2, momentum=0.0, forget=True)
+    np.testing.assert_array_equal(opt.tile_state[0][0]["H"], h.astype(np.float32))
+    np.testing.assert_array_equal(model[0].tiles[0].arrays[1].w, a.astype(np.float32))
+    pulses = opt.costs()["transfer_pulses"]
+    assert writes > 300 and abs(pulses - step * writes) < 4 * math.sqrt(writes * step * (1 - step)), (pulses, writes)
 
 
 def test_auto_scaled_fast_step_follows_the_running_abs_max():
@@ -147,7 +183,9 @@ def test_costs_add_up(cfg):
                                         ({"fast_lr": float("nan")}, "c_ttv2.fast_lr"),
                                         ({"auto_momentum": 1.0}, "c_ttv2.auto_momentum"),
                                         ({"gamma": 0.2}, "gamma = 0.2 needs in_chop_prob"),
-                                        ({"thres_scale": 0.8}, "c_ttv2.thres_scale")])
+                                        ({"thres_scale": 0.8}, "c_ttv2.thres_scale"),
+                                        ({"transfer_every": 0.0}, "c_ttv2.transfer_every"),
+                                        ({"step": 0.0}, "c_ttv2.step")])
 def test_bad_settings_are_refused_by_name(bad, field):
     model = exact_model()
     with pytest.raises(ValueError, match=field.replace(".", r"\.")):

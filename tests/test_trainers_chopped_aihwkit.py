@@ -4,7 +4,8 @@ aihwkit runs as a subprocess (benchmarks/aihwkit/transfer_sequence_aihwkit.py; `
 its interpreter, default ~/aihwkit-venv/bin/python). A rank-1 sequence (24 single samples) and a mini-batch
 sequence (6 batches of 4) on a 3 x 4 tile of a noiseless constant-step device, aihwkit's build_config
 settings (auto-scaled fast step, fast update BL 5, a column read after every sample), a regular chopper
-and perfect reads, or aihwkit's random chopper and noisy reads: both simulators draw stochastic pulse
+and perfect reads, or aihwkit's random chopper and noisy reads, and the options step, transfer_every 2
+and experimental_correct_accumulation: both simulators draw stochastic pulse
 trains, so the mean and the spread of the fast array A and of the weight C over repetitions must agree
 within their sampling error.
 """
@@ -67,7 +68,14 @@ def _ours(algorithm, batches, lr, compound, perfect_reads=True):
     ("agad", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False}, True),
     ("agad", "batch", {"in_chop_prob": 0.5, "in_chop_random": False}, True),
     # aihwkit's defaults: random chopper, column reads with output noise 0.06 and a 9-bit ADC
-    ("c-ttv2", "rank1", {"in_chop_prob": 0.1, "in_chop_random": True}, False)])
+    ("c-ttv2", "rank1", {"in_chop_prob": 0.1, "in_chop_random": True}, False),
+    # a write lr of step dw_C = dw_C / 2 (each pulse with probability 1/2); a read every second sample (aihwkit's
+    # CPU simulator reads each column twice per read event where transfer_every < 0, see docs/trainers.md)
+    ("c-ttv2", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False, "step": 0.5}, True),
+    ("c-ttv2", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False, "transfer_every": 2}, True),
+    ("agad", "batch", {"in_chop_prob": 0.5, "in_chop_random": False, "experimental_correct_accumulation": True},
+     True),
+    ("agad", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False, "step": 0.5}, True)])
 def test_transfer_sequence_matches_aihwkit(algorithm, kind, compound, perfect_reads, tmp_path):
     batches = _batches(kind)
     lr = 0.5

@@ -171,8 +171,14 @@ class CTTv2Config(_Trainer):
     transfer_lr: float = Field(1.0, gt=0, description="transfer rate lr_T (weight units of C per unit read of A, "
                                "before the buffer granularity): the buffer grows by lr_T * read / granularity")
     scale_transfer_lr: bool = Field(True, description="lr_T = transfer_lr * lr (true) or transfer_lr (false)")
-    transfer_every: float = Field(1.0, gt=0, description="rank-1 updates between two column reads (or mini-batches "
-                                  "with units_in_mbatch); rounded to an integer >= 1")
+    transfer_every: float = Field(1.0, description="rank-1 updates between two column reads (or mini-batches "
+                                  "with units_in_mbatch), rounded to an integer >= 1; if < 0, the read period is "
+                                  "round(n_states / n_in * |transfer_every|) rank-1 updates, n_states = (w_max - "
+                                  "w_min) / dw_A of the fast device (aihwkit's calcNumStates): |transfer_every| "
+                                  "n_states updates per sweep")
+    step: float = Field(1.0, gt=0, description="write into C: lr = step * dw_C per unit of the thresholded buffer "
+                        "(1: exactly n pulses; otherwise a pulsed update of C with transfer_bl slots and no update "
+                        "management: with transfer_bl 1 each pulse fires with probability min(step, 1))")
     units_in_mbatch: bool = Field(False, description="transfer_every counts mini-batches instead of rank-1 updates")
     in_chop_prob: float = Field(0.1, ge=0, le=1, description="chopper switching of a column: probability per read "
                                 "(in_chop_random) or the reciprocal of the period in sweeps (regular)")
@@ -196,6 +202,14 @@ class CTTv2Config(_Trainer):
                          "multiplied by gamma where gamma > 0")
     with_reset_prob: float = Field(0.0, ge=0, le=1, description="resets during transfers: 0 only (aihwkit 1.1.0's "
                                    "ChoppedTransferCompound accepts the field but resets nothing)")
+
+    @field_validator("transfer_every")
+    @classmethod
+    def _some_period(cls, te: float) -> float:
+        if te == 0:
+            raise ValueError("transfer_every = 0: give the rank-1 updates between two reads (> 0), or a multiple of "
+                             "the fast device's number of states per sweep (< 0)")
+        return te
 
     @field_validator("with_reset_prob")
     @classmethod
@@ -226,6 +240,17 @@ class AGADConfig(CTTv2Config):
     tail_weightening: float = Field(5.0, gt=0, description="running mean rate beta = min(tail_weightening / N_s, 1)")
     buffer_cap: float = Field(0.0, ge=0, description="if > 0 (and not forget_buffer), |H| <= buffer_cap * "
                               "transfer_bl")
+    experimental_correct_accumulation: bool = Field(False, description="divide the buffer increment by the reads "
+                                                    "of the column in the current chopper phase so far, at most "
+                                                    "1 / dw_A (exact with regular switching)")
+    experimental_fast_lr_feedback: bool = Field(False, description="rescale the fast step once per "
+                                                "experimental_feedback_mod chopper periods (n_in |transfer_every| "
+                                                "N_s updates) by target / (largest change of the reference at its "
+                                                "latches since): aihwkit 1.1.0's C++-only option")
+    experimental_feedback_target: float = Field(0.1, gt=0, description="feedback target as a fraction of the fast "
+                                                "device's w_max - dw_A, w_max = n_states dw_A / 2 (clipped to "
+                                                "[dw_A, w_max])")
+    experimental_feedback_mod: int = Field(1, ge=1, description="chopper periods between two feedback steps")
 
 
 class RiderConfig(_Transfer):

@@ -11,7 +11,12 @@ and beta = min(tail_weightening / N_s, 1),
 so the buffer sees how A moved since the end of the previous chopper phase, whatever A's offset. The
 choppers switch regularly, in the last sweep of every N_s sweeps (and, with in_chop_random, also at random
 with probability in_chop_prob per read). No pulses go into C during the first N_s + 1 sweeps (the buffer is
-filled and thresholded as usual).
+filled and thresholded as usual). With experimental_correct_accumulation, s is divided by min(c, 1 / dw_A),
+c = sweeps mod N_s + 1 the reads of the column in the current chopper phase (exact for regular switching).
+With experimental_fast_lr_feedback (C++-only in aihwkit 1.1.0), every fast step is multiplied by a scale
+that, once per period of n_in |transfer_every| N_s experimental_feedback_mod updates, is multiplied by
+target / (the largest change of Pref at the latches since), so that the reference moves by about the target
+(a fraction experimental_feedback_target of the fast device's half range) per chopper phase.
 """
 
 from __future__ import annotations
@@ -33,6 +38,34 @@ class AGAD(CTTv2):
         shape = (block.tile.out_size, block.tile.in_size)
         st.update(M=np.zeros(shape, np.float32), Pref=np.zeros(shape, np.float32),
                   switched=np.zeros(block.tile.in_size, np.bool_))
+        if self.cfg.experimental_fast_lr_feedback:
+            st["fb"] = np.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # scale, estimate, previous t; set per call
+
+    def fast_steps(self, st, block, x, d):
+        """c-TTv2's fast steps; with the feedback one per vector (the kernel scales each), and the step kept for
+        correct_gradient_magnitudes times the current scale."""
+        eta = super().fast_steps(st, block, x, d)
+        if "fb" not in st:
+            return eta
+        st["eta"] *= float(st["fb"][0])
+        return np.full(len(x), eta) if np.isscalar(eta) else eta
+
+    def feedback(self, st, block, done):
+        """[scale, estimate, previous t, target, period, done]: target = min(max((w_max - dw_A)
+        experimental_feedback_target, dw_A), w_max), w_max = n_states dw_A / 2 of the fast device; period =
+        n_in |transfer_every| N_s experimental_feedback_mod rank-1 updates (aihwkit 1.1.0)."""
+        fb = st.get("fb")
+        if fb is None:
+            return None
+        fast = block.tile.arrays[self.fast]
+        lo, hi = fast.device.bounds
+        dw = fast.params.granularity
+        w_max = (hi - lo) / dw * dw / 2.0
+        cfg = self.cfg
+        fb[3] = min(max((w_max - dw) * cfg.experimental_feedback_target, dw), w_max)
+        fb[4] = block.tile.in_size * abs(cfg.transfer_every) * self.n_s * cfg.experimental_feedback_mod
+        fb[5] = done
+        return fb
 
     @property
     def n_s(self) -> int:
@@ -43,4 +76,6 @@ class AGAD(CTTv2):
         cfg = self.cfg
         return super().rule(st, block)._replace(
             buffer_cap=cfg.buffer_cap, chop_random=cfg.in_chop_random, period=self.n_s, dynamic=True,
-            beta=min(cfg.tail_weightening / self.n_s, 1.0), write_after=self.n_s)
+            beta=min(cfg.tail_weightening / self.n_s, 1.0), write_after=self.n_s,
+            correct_accumulation=bool(cfg.experimental_correct_accumulation),
+            fast_lr_feedback=bool(cfg.experimental_fast_lr_feedback))

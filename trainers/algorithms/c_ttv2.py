@@ -10,12 +10,15 @@ of a convolution):
     gradient:   A <- A - eta_A (c_out d)(c_in x)^T          (pulsed; the choppers flip the pulse signs)
     every `every` updates, column k (cyclic):
         v = read(A[:, k]);  H[:, k] += c_in[k] c_out * s * v,   s = lr_T / (buffer_granularity dw_A G)
-        n = clamp(trunc(H), +-transfer_bl) where |H| >= 1: n pulses into C[:, k]; H <- momentum H
+        n = clamp(trunc(H), +-transfer_bl) where |H| >= 1: n pulses into C[:, k] (step != 1: a pulsed
+        update of C by step dw_C n, see devices/chopped_transfer.py); H <- momentum H
         (forget_buffer) or H <- H - (1 - momentum) n;  then c_in[k] flips (random: probability
         in_chop_prob; regular: in the last sweep of every period of max(ceil(1/in_chop_prob), 2) sweeps)
 
 with lr_T = transfer_lr (* lr where scale_transfer_lr) (* gamma where gamma > 0) and G =
-auto_granularity / (n_in * transfer_every) (1 where auto_granularity is 0). A mini-batch is split at the
+auto_granularity / (n_in * |transfer_every|) (1 where auto_granularity is 0). `every` is transfer_every, or
+where it is negative round(n_states / n_in * |transfer_every|) with n_states = (w_max - w_min) / dw_A of
+the fast device (a sweep over the columns per |transfer_every| n_states updates). A mini-batch is split at the
 reads, so each read sees A after exactly the updates before it.
 """
 
@@ -57,10 +60,18 @@ class CTTv2(TransferOptimizer):
         """The transfers run inside the gradient update (`update_block`), between its vectors."""
 
     # -- the fast step ------------------------------------------------------------------------------------
-    def every(self, n: int) -> int:
-        """Rank-1 updates between two column reads for a batch of n vectors."""
+    def every(self, n: int, block: TileBlock) -> int:
+        """Rank-1 updates between two column reads for a batch of n vectors: transfer_every (rounded half away
+        from zero, as aihwkit 1.1.0) or ceil(transfer_every n) with units_in_mbatch; where transfer_every < 0,
+        round(n_states / n_in |transfer_every|), n_states = (w_max - w_min) / dw_A of the fast array's device
+        (aihwkit's calcNumStates), whatever units_in_mbatch. At least 1."""
         te = self.cfg.transfer_every
-        return max(1, math.ceil(te * n) if self.cfg.units_in_mbatch else round(te))
+        if te < 0:
+            fast = block.tile.arrays[self.fast]
+            lo, hi = fast.device.bounds
+            n_states = (hi - lo) / fast.params.granularity
+            return max(1, math.floor(n_states / block.tile.in_size * -te + 0.5))
+        return max(1, math.ceil(te * n) if self.cfg.units_in_mbatch else math.floor(te + 0.5))
 
     def fast_steps(self, st: dict, block: TileBlock, x: np.ndarray, d: np.ndarray) -> np.ndarray | float:
         """eta_A of every vector of the batch (auto_scale: one per vector, the EMAs updated per vector
@@ -97,7 +108,7 @@ class CTTv2(TransferOptimizer):
     def update_block(self, li, bi, block, x, d):
         st = self.tile_state[li][bi]
         n = len(x)
-        every = self.every(n)
+        every = self.every(n, block)
         eta = self.fast_steps(st, block, x, d)
         done = int(st["t"])
         first = every - done % every - 1  # the first vector after which a column is read
@@ -112,12 +123,16 @@ class CTTv2(TransferOptimizer):
                                float(eta) if np.isscalar(eta) else 1.0, first, every, rule, uniforms, st["H"],
                                st["c_in"], st["c_out"], st.get("M", none), st.get("Pref", none),
                                st.get("switched", np.zeros(0, np.bool_)), st["col"], st["sweeps"], st["_pending"],
-                               st["_queued"])
+                               st["_queued"], self.feedback(st, block, done))
         st["col"], st["sweeps"] = res.col, res.sweeps
         self.counts["update_pulses"] += res.update_pulses
         self.counts["transfer_pulses"] += res.transfer_pulses
         for key in ("transfers", "transferred_columns", "transfer_reads"):
             self.counts[key] += res.reads
+
+    def feedback(self, st: dict, block: TileBlock, done: int) -> np.ndarray | None:
+        """The fast-step feedback state of the kernel (AGAD only), for a batch after `done` rank-1 updates."""
+        return None
 
     def chopper_draws(self, st: dict, block: TileBlock, rule: TransferRule, reads: int) -> np.ndarray:
         """The uniforms the chopper switches of `reads` column reads take, in order: one per read where they
@@ -136,7 +151,7 @@ class CTTv2(TransferOptimizer):
         cfg = self.cfg
         lr_t = cfg.transfer_lr * (self.lr if cfg.scale_transfer_lr else 1.0) * (cfg.gamma if cfg.gamma > 0 else 1.0)
         dw_a = block.tile.arrays[1].params.granularity
-        g = cfg.auto_granularity / (block.tile.in_size * cfg.transfer_every) if cfg.auto_granularity > 0 else 1.0
+        g = cfg.auto_granularity / (block.tile.in_size * abs(cfg.transfer_every)) if cfg.auto_granularity > 0 else 1.0
         bg = cfg.buffer_granularity * dw_a * g
         if cfg.correct_gradient_magnitudes:
             eta = st["eta"] if st["eta"] > 0 else 1.0
@@ -153,7 +168,8 @@ class CTTv2(TransferOptimizer):
         return TransferRule(scale=self.lr_scale(st, block), transfer_bl=int(cfg.transfer_bl), momentum=cfg.momentum,
                             forget_buffer=cfg.forget_buffer, no_buffer=cfg.no_buffer, buffer_cap=0.0, chop_prob=p,
                             chop_random=bool(p > 0 and cfg.in_chop_random), period=period,
-                            out_chop_prob=cfg.out_chop_prob, dynamic=False, beta=0.0, write_after=-1)
+                            out_chop_prob=cfg.out_chop_prob, dynamic=False, beta=0.0, write_after=-1,
+                            step=float(cfg.step), correct_accumulation=False)
 
     # -- costs ------------------------------------------------------------------------------------------
     def update_latency(self, lm: LatencyModel) -> float:
