@@ -12,6 +12,16 @@ from aimc import trainers as T
 F32 = np.float32
 
 
+def _next_column(k, sweeps, n_in, n_s, c_in, switched):
+    """After column k's read: its input chopper flips in the last sweep of every n_s (and is marked for the
+    reference latch), then the next column, and the next sweep after the last column."""
+    if sweeps % n_s + 1 == n_s:
+        c_in[k] *= -1
+        switched[k] = True
+    k += 1
+    return (0, sweeps + 1) if k == n_in else (k, sweeps)
+
+
 def _reference(batches, n_in, n_out, eta, s, n_s, beta, correct=False):
     """AGAD for one tile, in float32 where the buffer and the running mean are: per rank-1 update
     A -= eta d (c_in x)^T; per update, read column k: latch Pref = M if its chopper switched since the last
@@ -39,12 +49,7 @@ def _reference(batches, n_in, n_out, eta, s, n_s, beta, correct=False):
             h[:, k] = hk
             if sweeps > n_s:
                 c[:, k] += n * DW
-            if sweeps % n_s + 1 == n_s:
-                c_in[k] *= -1
-                switched[k] = True
-            k += 1
-            if k == n_in:
-                k, sweeps = 0, sweeps + 1
+            k, sweeps = _next_column(k, sweeps, n_in, n_s, c_in, switched)
     return a, c, h, m, pref
 
 
@@ -95,12 +100,7 @@ def _feedback_reference(a0, batches, eta, n_s, beta, target, period):
                 est = max(est, float(np.abs(pref[:, k] - m[:, k]).max()))
                 pref[:, k], switched[k] = m[:, k], False
             m[:, k] = (F32(1) - F32(beta)) * m[:, k] + F32(beta) * v
-            if sweeps % n_s + 1 == n_s:
-                c_in[k] *= -1
-                switched[k] = True
-            k += 1
-            if k == n_in:
-                k, sweeps = 0, sweeps + 1
+            k, sweeps = _next_column(k, sweeps, n_in, n_s, c_in, switched)
     return a, scale, est, last
 
 
