@@ -8,8 +8,12 @@ as before `family_fit.SEARCH_SAMPLE`) with one that compares them on a subsample
 --noise-ab alternates, per preset, the increment model of the clipped mean step (fit(cycle_noise=False)) with
 that of the clipped noisy step (cycle_noise=True), in the same run; it prints the best family and the BIC gap
 between the preset's own family and the best.
+--per-family times each family's pooled least-squares fit alone (`fit_family`, as `fit` runs it: every start,
+the search subsample, the refinement on all increments; tabulated: `fit_tabulated`) on the same increments,
+after a fit of every family to 2000 increments that compiles the kernels; it prints seconds, evaluations and BIC.
 
-    python benchmarks/bench_fit.py --presets ecram,reram_sb,pcm_like --devices 16 --cycles 3 [--ab | --noise-ab]
+    python benchmarks/bench_fit.py --presets ecram,reram_sb,pcm_like --devices 16 --cycles 3 \
+        [--ab | --noise-ab | --per-family]
 """
 
 from __future__ import annotations
@@ -22,11 +26,33 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from aimc.calibration import family_fit, fit, measure_cycles  # noqa: E402
+from aimc.calibration import families, family_fit, fit, fit_family, fit_tabulated, measure_cycles  # noqa: E402
+from aimc.calibration.families import FAMILY_KINDS  # noqa: E402
+from aimc.calibration.pulse_data import pulse_data, weight_map_for  # noqa: E402
 from aimc.devices import get_preset  # noqa: E402
+
+
+def per_family(name: str, traces) -> list[dict]:
+    """Wall time of each family's pooled fit alone on the increments of `traces` (module docstring)."""
+    data = pulse_data(traces, weight_map_for(traces))
+    specs = families(6, data.dw0)
+    warm = data.subset(np.arange(min(data.n, 2000)))
+    for k in FAMILY_KINDS:
+        fit_tabulated(warm) if k == "tabulated" else fit_family(specs[k], warm)
+    rows = []
+    for k in FAMILY_KINDS:
+        t0 = time.perf_counter()
+        f = fit_tabulated(data) if k == "tabulated" else fit_family(specs[k], data)
+        wall = time.perf_counter() - t0
+        rows.append({"preset": name, "family": k, "increments": data.n, "wall_s": round(wall, 2), "bic": f.bic,
+                     "message": f.message})
+        print(f"{name:<10} {k:<15} {wall:6.2f} s  BIC {f.bic:.1f}  {f.message}", flush=True)
+    return rows
 
 
 def main() -> None:
@@ -37,6 +63,7 @@ def main() -> None:
     ap.add_argument("--method", default=None, help="fit method (per-device or pooled; default: the fit's)")
     ap.add_argument("--ab", action="store_true", help="alternate search sample off / on (module docstring)")
     ap.add_argument("--noise-ab", action="store_true", help="alternate cycle_noise off / on (module docstring)")
+    ap.add_argument("--per-family", action="store_true", help="time each family's fit alone (module docstring)")
     ap.add_argument("--repeats", type=int, default=1, help="A/B pairs per preset (--ab, --noise-ab)")
     args = ap.parse_args()
     sample = family_fit.SEARCH_SAMPLE
@@ -45,6 +72,9 @@ def main() -> None:
         dev = get_preset(name)
         tr = measure_cycles(dev, n_cycles=args.cycles, n_devices=args.devices, read_noise=0.25 * dev.dw_min,
                             seed=0)
+        if args.per_family:
+            rows += per_family(name, tr)
+            continue
         kw = {"method": args.method} if args.method and "method" in inspect.signature(fit).parameters else {}
         if args.noise_ab:
             runs = [(sample, {"cycle_noise": cn}) for _ in range(args.repeats) for cn in (False, True)]

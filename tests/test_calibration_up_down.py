@@ -34,4 +34,7 @@ def test_one_exponent_keeps_the_shared_family():
     res = _fit(Power(tau=0.6, c=0.1, gamma=2.0, dw_min=0.01, dw_min_std=0.3), "power")
     assert res.best.kind == "power", res.ranking_table()
     assert res.fits["power_ud"].k == res.fits["power"].k + 1
+    # power is power_ud with gamma_down = gamma: the larger family's fit must fit at least as well (else the
+    # criterion would compare a fit stopped short with the nested family's optimum)
+    assert res.fits["power_ud"].rss <= res.fits["power"].rss
     assert res.device.gamma_down is None
