@@ -1,8 +1,16 @@
 """aimc device layer: resistive elements, crossbar arrays, pulse kernels and read periphery (numpy only)."""
 
+import warnings
+
+from numba.core.errors import NumbaPerformanceWarning
+
 from aimc.devices.threads import check_kernel_threads, limit_blas_threads, set_kernel_threads
 
 limit_blas_threads()
+# built with parallel=True for the parallel pipeline's clean-up of their serial code, not for a parallel loop (their
+# docstrings): Numba's warning that it found none is expected for these (pyproject.toml repeats it for pytest)
+warnings.filterwarnings("ignore", r"(?s).*no transformation for parallel execution.*"
+                                  r"def (pulsed_update_kernel|pulse_columns_kernel)", NumbaPerformanceWarning)
 
 from aimc.devices import (  # noqa: E402
     bits,

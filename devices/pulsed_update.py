@@ -4,21 +4,12 @@ with their slot lists (devices.pulse_trains), coincidences (devices.coincidences
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from numba import njit, prange
-from numba.core.errors import NumbaPerformanceWarning
 
 from aimc.devices.coincidences import coincide_row, coincide_rows_parallel, redraw_pulsed_row, redraw_work, ring_size
 from aimc.devices.loops import total, zeros
 from aimc.devices.pulse_trains import fill_train, plan_kernel, slot_counts_of, slot_lists_of
-
-# pulsed_update_kernel is built with parallel=True for the parallel pipeline's clean-up of its serial code,
-# not for a parallel loop (its docstring); Numba's warning that it found none is expected there
-warnings.filterwarnings("ignore", r"(?s).*no transformation for parallel execution.*def pulsed_update_kernel",
-                        NumbaPerformanceWarning)
-
 
 MASK_PAD = 16
 """Extra (zero) columns of d's train masks in pulsed_update_kernel. The coincidence stage reads them by

@@ -8,20 +8,12 @@ thread count.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from numba import njit, prange, uint64
-from numba.core.errors import NumbaPerformanceWarning
 
 from aimc.devices.loops import total
 from aimc.devices.response_step import EXP_STEP, U_DW_UP, U_W_MAX, U_W_MIN, element_step
 from aimc.devices.rng import normal_step, stream_seed
-
-# pulse_columns_kernel is built with parallel=True for the parallel pipeline's clean-up of its serial loop, not for
-# a parallel loop (its docstring); Numba's warning that it found none is expected there
-warnings.filterwarnings("ignore", r"(?s).*no transformation for parallel execution.*def pulse_columns_kernel",
-                        NumbaPerformanceWarning)
 
 SIGNS = np.array([1.0, -1.0], np.float32)
 """Sign of a pulse's change by direction (k = 0 up, 1 down): one load, where computing 1 - 2k in floating
@@ -98,7 +90,7 @@ def pulse_columns_kernel(w, counts, cols, ep, code, consts, grid, tab_up, tab_dn
     and without a pass over the other columns: the same weights (an element without pulses draws nothing
     from its row's stream). Returns pulses fired.
 
-    Built with parallel=True although it has no parallel loop (the warning is filtered above): as in
+    Built with parallel=True although it has no parallel loop (aimc.devices filters the warning): as in
     devices.pulsed_update.pulsed_update_kernel, the parallel pipeline removes the reference counting of the
     inlined pulse's array arguments on every pulse (the c-TTv2 transfers of R1's CNN first convolution,
     52 000 pulses into C in 184 calls: 2.6 -> 0.8 ms, one thread, 2026-12-04)."""
