@@ -57,10 +57,8 @@ class AGAD(CTTv2):
         fb = st.get("fb")
         if fb is None:
             return None
-        fast = block.tile.arrays[self.fast]
-        lo, hi = fast.device.bounds
-        dw = fast.params.granularity
-        w_max = (hi - lo) / dw * dw / 2.0
+        n_states, dw = self.fast_states(block)
+        w_max = n_states * dw / 2.0
         cfg = self.cfg
         fb[3] = min(max((w_max - dw) * cfg.experimental_feedback_target, dw), w_max)
         fb[4] = block.tile.in_size * abs(cfg.transfer_every) * self.n_s * cfg.experimental_feedback_mod

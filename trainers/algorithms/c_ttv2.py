@@ -67,11 +67,17 @@ class CTTv2(TransferOptimizer):
         (aihwkit's calcNumStates), whatever units_in_mbatch. At least 1."""
         te = self.cfg.transfer_every
         if te < 0:
-            fast = block.tile.arrays[self.fast]
-            lo, hi = fast.device.bounds
-            n_states = (hi - lo) / fast.params.granularity
+            n_states, _ = self.fast_states(block)
             return max(1, math.floor(n_states / block.tile.in_size * -te + 0.5))
         return max(1, math.ceil(te * n) if self.cfg.units_in_mbatch else math.floor(te + 0.5))
+
+    def fast_states(self, block: TileBlock) -> tuple[float, float]:
+        """(n_states, dw_A) of the fast array's device: n_states = (w_max - w_min) / dw_A (aihwkit's
+        calcNumStates)."""
+        fast = block.tile.arrays[self.fast]
+        lo, hi = fast.device.bounds
+        dw = fast.params.granularity
+        return (hi - lo) / dw, dw
 
     def fast_steps(self, st: dict, block: TileBlock, x: np.ndarray, d: np.ndarray) -> np.ndarray | float:
         """eta_A of every vector of the batch (auto_scale: one per vector, the EMAs updated per vector
