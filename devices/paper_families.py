@@ -55,12 +55,12 @@ class _PaperDevice(DeviceBase):
         ep[..., W_MAX] = self.tau * (1.0 + self.tau_dtod * z())
         ep[..., W_MIN] = -self.tau * (1.0 + self.tau_dtod * z())
 
-    def _draw_gamma(self, ep, rng, gamma: float, gamma_dtod: float) -> None:
-        shape = ep.shape[:-1]
-        spread = rng.standard_normal(shape) if rng is not None else np.zeros(shape)
-        g = np.maximum(gamma * (1.0 + gamma_dtod * spread), 0.0)
-        ep[..., GAMMA_UP] = g
-        ep[..., GAMMA_DOWN] = g
+
+def _drawn_exponent(shape: tuple[int, ...], rng, gamma: float, dtod: float) -> np.ndarray:
+    """An exponent per element, gamma (1 + dtod z) clipped at 0, z standard normal from rng (0 where rng is
+    None: the nominal element)."""
+    spread = rng.standard_normal(shape) if rng is not None else np.zeros(shape)
+    return np.maximum(gamma * (1.0 + dtod * spread), 0.0)
 
 
 class _UpDownGamma(_PaperDevice):
@@ -86,12 +86,13 @@ class _UpDownGamma(_PaperDevice):
 
     def _fill(self, ep, rng) -> None:
         self._draw_common(ep, rng)
-        self._draw_gamma(ep, rng, self.gamma, self.gamma_dtod)
-        if self.gamma_down is not None:  # an independent draw for the down exponent
-            shape = ep.shape[:-1]
-            spread = rng.standard_normal(shape) if rng is not None else np.zeros(shape)
+        shape = ep.shape[:-1]
+        ep[..., GAMMA_UP] = _drawn_exponent(shape, rng, self.gamma, self.gamma_dtod)
+        if self.gamma_down is None:
+            ep[..., GAMMA_DOWN] = ep[..., GAMMA_UP]
+        else:  # an independent draw for the down exponent
             d = self.gamma_dtod if self.gamma_down_dtod is None else self.gamma_down_dtod
-            ep[..., GAMMA_DOWN] = np.maximum(self.gamma_down * (1.0 + d * spread), 0.0)
+            ep[..., GAMMA_DOWN] = _drawn_exponent(shape, rng, self.gamma_down, d)
 
     @property
     def gamma_minus(self) -> float:
