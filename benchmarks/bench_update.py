@@ -67,9 +67,30 @@ EFFECTS = {"none": {}, "write noise": dict(write_noise_std=1.0), "decay": dict(l
            "diffusion": dict(diffusion=1e-3, diffusion_dtod=0.3)}
 
 
+def floor_work(size: int) -> dict:
+    """The least work decay and diffusion add to a step under aihwkit's rule of acting on every element once per
+    step, as callables on (size, size) float32 arrays: "decay pass", one pass that reads every weight and its
+    own scale and writes the weight (w *= s, 3 bytes x 4 per element); "normals", one standard normal per
+    element from the kernels' generator (devices/normals.py), before any weight is touched."""
+    from numba import njit
+
+    from aimc.devices.normals import fill_normals
+
+    @njit
+    def scale_pass(w, s):
+        for i in range(w.shape[0]):
+            for j in range(w.shape[1]):
+                w[i, j] *= s[i, j]
+
+    w = np.ones((size, size), np.float32)
+    s = np.full((size, size), 0.99, np.float32)
+    xi = np.empty((size * size + 31) // 32 * 32, np.float32)
+    return {"decay pass": lambda: scale_pass(w, s), "normals": lambda: fill_normals(xi, 0, xi.size, 12345, 0)}
+
+
 def effect_costs(a: argparse.Namespace) -> int:
     """Median and fastest ms of update + post_update_step per device of EFFECTS and regime, and the ratios to
-    "none"."""
+    "none"; and the floors of floor_work, timed in the same rounds, as (none + floor) / none."""
     from aimc.devices import ConductanceArray, SoftBounds, set_kernel_threads
 
     set_kernel_threads(a.threads)
@@ -79,7 +100,8 @@ def effect_costs(a: argparse.Namespace) -> int:
     x = (a.x_std * rng.standard_normal((a.batch, a.size))).astype(np.float32)
     inputs = {n: (reg["d_std"] * rng.standard_normal((a.batch, a.size))).astype(np.float32) for n, reg in
               REGIMES.items()}
-    times = {(n, k): [] for n in REGIMES for k in EFFECTS}
+    floors = floor_work(a.size)
+    times = {(n, k): [] for n in REGIMES for k in EFFECTS} | {k: [] for k in floors}
     for _ in range(a.rounds):
         for name, reg in REGIMES.items():
             for k, arr in arrays.items():
@@ -87,6 +109,8 @@ def effect_costs(a: argparse.Namespace) -> int:
                     arr.update(x, inputs[name], reg["lr"])
                     arr.post_update_step()
                 times[name, k] += times_ms(step, lambda: arr.set_weights(w0), a.repeats, a.warmup)
+        for k, fn in floors.items():
+            times[k] += times_ms(fn, lambda: None, a.repeats, a.warmup)
     results = {"size": a.size, "batch": a.batch, "threads": a.threads, "repeats": a.repeats, "rounds": a.rounds,
                "machine": platform.processor() or platform.machine(), "load_average": os.getloadavg()[0]}
     print(f"{a.size}x{a.size} SoftBounds, batch {a.batch}: update + post_update_step, ms (ratio to none), by the "
@@ -99,6 +123,12 @@ def effect_costs(a: argparse.Namespace) -> int:
             results[name].update({f"{k}_{stat}_ms": v for k, v in row.items()})
             results[name].update({f"{k}_{stat}_over_none": v / base for k, v in row.items()})
             print(f"{name:7s} {stat:8s}" + "  ".join(f"{k} {v:.3f} ({v / base:.2f})" for k, v in row.items()))
+        for k in floors:
+            floor = float(np.min(times[k]))
+            results[name][f"{k}_fastest_ms"] = floor
+            results[name][f"none_plus_{k}_fastest_over_none"] = 1 + floor / results[name]["none_fastest_ms"]
+            print(f"{name:7s} floor    {k} {floor:.3f} ms: (none + floor) / none "
+                  f"{1 + floor / results[name]['none_fastest_ms']:.2f} by the fastest calls")
     print(json.dumps(results))
     return 0
 

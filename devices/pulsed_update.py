@@ -106,11 +106,11 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
             fired[i] = coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
                                     ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, ring)
         if wn.shape[0] > 0:  # a loop of its own, as in coincide_rows_parallel
-            rows, normals, columns = redraw_work(1, w.shape[1])
+            rows, normals, columns, samples = redraw_work(1, d_masks, w.shape[0], w.shape[1])
             for i in range(w.shape[0]):
                 if fired[i] > 0:
-                    redraw_pulsed_row(i, rows, 0, normals[0], columns[0], x_lists, x_counts, d_masks, app, w, wn,
-                                      seed, wn_counter)
+                    redraw_pulsed_row(i, rows, 0, normals[0], columns[0], samples, x_lists, x_counts, d_masks, app,
+                                      w, wn, seed, wn_counter)
     else:
         coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
                                ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter,

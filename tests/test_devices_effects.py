@@ -79,6 +79,24 @@ def test_write_noise_redraws_the_pulsed_elements_of_every_row_and_no_other(d_std
         assert np.all(arr.w[moved] != before_w[moved]) and np.array_equal(arr.w[~moved], before_w[~moved])
 
 
+def test_write_noise_redraws_the_pulsed_elements_of_a_batch_beyond_64_samples():
+    """70 samples (two words of the rows' sample bits), x and d positive: every pulse is a down pulse, so an
+    element is pulsed exactly where its hidden weight moved; those apparent weights are redrawn with std
+    write_noise_std dw_min, no other."""
+    arr = _array((48, 40), write_noise_std=3.0, dw_min=0.001, **NO_SPREAD)
+    arr.set_weights(np.zeros(arr.shape))
+    rng = np.random.default_rng(4)
+    x, d = np.abs(rng.normal(0, 0.5, (70, 40))), np.abs(rng.normal(0, 3e-5, (70, 48)))
+    d[:64, :24] = 0.0  # rows 0..23 fire only in samples 64..69 (the second word)
+    d[64:, :24] *= 10.0
+    before_w, before_h = arr.w.copy(), arr.hidden.copy()
+    arr.update(x, d, 1.0)
+    moved = arr.hidden != before_h
+    assert 0.05 < moved[:24].mean() < 1 and 0.05 < moved[24:].mean() < 1
+    assert np.all(arr.w[moved] != before_w[moved]) and np.array_equal(arr.w[~moved], before_w[~moved])
+    assert (arr.w - arr.hidden)[moved].std() == pytest.approx(0.003, rel=0.1)
+
+
 # -- decay, diffusion -------------------------------------------------------------------------------------
 
 
