@@ -4,7 +4,8 @@
 A step = zero_grad + forward + loss + backward + optimizer step (as benchmarks/aihwkit/bench_fcn_aihwkit.py).
 Inputs uniform in [0, 1], random labels, CrossEntropy on the logits. Variants: digital (torch SGD, lr 0.1),
 every analog algorithm (lr 0.05, transfer_lr 0.01; c_ttv2 and agad with aihwkit's build_config settings, a
-column read after every sample; c_ttv2_mb, agad_mb one per mini-batch) on R1's periphery
+column read after every sample; c_ttv2_mb, agad_mb one per mini-batch; c_ttv2_fast c-TTv2 without any column
+read or transfer, the least work of the chopped algorithms) on R1's periphery
 (DAC 7 bit, ADC 9 bit, output noise 0.06, noise and bound management) and the `--device` preset, tiles of at
 most 512 x 512 (aihwkit's default mapping). The variants are timed in interleaved rounds (median over all
 steps), so a load change on the machine hits all of them alike; ratios are against digital in the same run.
@@ -33,7 +34,7 @@ from aimc.devices import UpdateConfig  # noqa: E402
 
 SIZES = (784, 256, 128, 10)
 VARIANTS = ("digital", "analog_sgd", "tiki_taka", "ttv2", "residual", "residual_v2", "multi_tile", "mixed_precision",
-            "c_ttv2", "agad", "c_ttv2_mb", "agad_mb", "rider", "e_rider")
+            "c_ttv2", "agad", "c_ttv2_mb", "agad_mb", "c_ttv2_fast", "rider", "e_rider")
 
 
 def make_net():
@@ -67,6 +68,9 @@ def build(variant, base, a):
            # the same with one column read per mini-batch (units_in_mbatch, as R1's and DSPT's scripts)
            "c_ttv2_mb": T.CTTv2Config(lr=lr, units_in_mbatch=True),
            "agad_mb": T.AGADConfig(lr=lr, units_in_mbatch=True),
+           # c-TTv2's fast-array work alone (chopper, auto-scaled fast update), no column read or transfer in the
+           # run: what c_ttv2_mb and agad_mb cost at the least, whatever their reads and transfers cost
+           "c_ttv2_fast": T.CTTv2Config(lr=lr, units_in_mbatch=True, transfer_every=1e9),
            "rider": T.RiderConfig(lr=lr, transfer_lr=tlr), "e_rider": T.ERiderConfig(lr=lr, transfer_lr=tlr)}[variant]
     return model, T.build_optimizer(model, cfg)
 
