@@ -12,6 +12,7 @@ tile counts the MVMs it performs (forward, backward and column reads) for the tr
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 
 import numpy as np
 
@@ -24,6 +25,15 @@ from aimc.devices.periphery import PeripheryConfig, analog_mvm
 from aimc.devices.response import DeviceConfig
 from aimc.devices.rng import Stream
 from aimc.devices.update import UpdateConfig
+
+
+@cache
+def one_hot_inputs(n: int) -> np.ndarray:
+    """The n one-hot input vectors of a column read, (n, n) float32, read-only: made once per n (a column
+    read of a transfer algorithm builds it every step otherwise)."""
+    eye = np.eye(n, dtype=np.float32)
+    eye.flags.writeable = False
+    return eye
 
 
 class AnalogTile:
@@ -145,7 +155,7 @@ class AnalogTile:
         a = self.arrays[index]
         sub = a.w[:, cols] - a.reference[:, cols]  # (out, n)
         self.reads += len(cols)
-        return analog_mvm(sub, np.eye(len(cols), dtype=np.float32), self.forward_cfg, self.stream)
+        return analog_mvm(sub, one_hot_inputs(len(cols)), self.forward_cfg, self.stream)
 
     # -- programming ------------------------------------------------------------------------------------
     def update(self, x: np.ndarray, d: np.ndarray, lr: float, index: int = 0,
