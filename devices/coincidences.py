@@ -230,9 +230,9 @@ def _one_list(i, samples, d_masks) -> tuple:
 @njit(cache=True, inline="always")
 def _pulsed_columns(i, rows, r, js, samples, x_lists, x_counts, d_masks) -> int:
     """Write the columns that row i's coincidences pulsed to js, in increasing order, and return how many.
-    A row pulsed from one slot list takes that list (in a small update most rows are: 0.038 against
-    0.033 ms for the redraw of row_samples' example); the others merge their lists in row r of the one-row
-    set `rows` (left empty)."""
+    A row pulsed from one slot list, as most rows of a small update are, takes that list: the redraw of
+    row_samples' example took 0.038 ms merging every row's lists and 0.033 ms so. The other rows merge their
+    lists in row r of the one-row set `rows` (left empty)."""
     b, t = _one_list(i, samples, d_masks)
     if b >= 0:
         cols = x_lists[b, t]
