@@ -129,7 +129,7 @@ def _step_grad(code, up, w, er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_
     if code == POWER:
         pv = v ** gam
         s = dw * pv
-        dv = dw * gam * v ** (gam - 1.0)
+        dv = gam * s / v  # dw gam v^(gam - 1), v > 0 here
         g[i, k] += pv
         g[i, 4 + k] += s * np.log(v)
     elif gam < 1e-9:  # EXP_R1 in its linear limit
@@ -221,7 +221,9 @@ JACOBIAN_CODES = (CONST, LINEAR, POWER, EXP_R1, EXP_STEP, TABLE, SOFT_REF)
 def _element_vector(device: DeviceConfig) -> np.ndarray:
     """p of `single_pulse_grad_kernel` for `device`: element columns, consts, tables, then w_min, w_max."""
     p = device.nominal()
-    return np.concatenate([p.ep[0, 0], np.nan_to_num(p.consts, nan=0.0), p.tab_up, p.tab_dn, device.bounds])
+    out = np.concatenate([p.ep[0, 0], p.consts, p.tab_up, p.tab_dn, device.bounds])
+    out[out != out] = 0.0  # a NaN constant (Exponential's per-element denominator) is not used by the kernels
+    return out
 
 
 def single_pulse_jacobian(config, theta: np.ndarray, h: np.ndarray, m: np.ndarray, up: np.ndarray) -> np.ndarray:
