@@ -8,19 +8,20 @@ as before `family_fit.SEARCH_SAMPLE`) with one that compares them on a subsample
 --noise-ab alternates, per preset, the increment model of the clipped mean step (fit(cycle_noise=False)) with
 that of the clipped noisy step (cycle_noise=True), in the same run; it prints the best family and the BIC gap
 between the preset's own family and the best.
+--methods pooled,per-device (default both) times each fit method on the same traces; wall and CPU seconds.
 --per-family times each family's pooled least-squares fit alone (`fit_family`, as `fit` runs it: every start,
 the search subsample, the refinement on all increments; tabulated: `fit_tabulated`) on the same increments,
 after a fit of every family to 2000 increments that compiles the kernels; it prints seconds, evaluations and BIC.
 
     python benchmarks/bench_fit.py --presets ecram,reram_sb,pcm_like --devices 16 --cycles 3 \
-        [--ab | --noise-ab | --per-family]
+        [--methods pooled,per-device] [--ab | --noise-ab | --per-family]
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
+import os
 import platform
 import sys
 import time
@@ -60,7 +61,7 @@ def main() -> None:
     ap.add_argument("--presets", default="ecram,reram_sb,pcm_like")
     ap.add_argument("--devices", type=int, default=16)
     ap.add_argument("--cycles", type=int, default=3)
-    ap.add_argument("--method", default=None, help="fit method (per-device or pooled; default: the fit's)")
+    ap.add_argument("--methods", default="pooled,per-device", help="fit methods, each timed (pooled, per-device)")
     ap.add_argument("--ab", action="store_true", help="alternate search sample off / on (module docstring)")
     ap.add_argument("--noise-ab", action="store_true", help="alternate cycle_noise off / on (module docstring)")
     ap.add_argument("--per-family", action="store_true", help="time each family's fit alone (module docstring)")
@@ -75,26 +76,36 @@ def main() -> None:
         if args.per_family:
             rows += per_family(name, tr)
             continue
-        kw = {"method": args.method} if args.method and "method" in inspect.signature(fit).parameters else {}
-        if args.noise_ab:
-            runs = [(sample, {"cycle_noise": cn}) for _ in range(args.repeats) for cn in (False, True)]
-        elif args.ab:
-            runs = [(search, {}) for _ in range(args.repeats) for search in (None, sample)]
-        else:
-            runs = [(sample, {})]
-        for search, extra in runs:
-            family_fit.SEARCH_SAMPLE = search or 2 ** 62
-            t0 = time.perf_counter()
-            res = fit(tr, **kw, **extra)
-            wall = time.perf_counter() - t0
-            own = res.fits[dev.kind].bic - res.best.bic if dev.kind in res.fits else None
-            rows.append({"preset": name, "kind": dev.kind, "reads": len(tr.conductance), "increments": res.data.n,
-                         "best": res.best.kind, "own_delta_bic": own, "wall_s": round(wall, 2),
-                         "search_sample": search, **kw, **extra})
-            print(f"{name:<10} {dev.kind:<12} reads {len(tr.conductance):>7}  best {res.best.kind:<13} {wall:6.1f} s"
-                  f"  search sample {search or 'off'}  {extra or ''} own family dBIC {own}", flush=True)
+        for method in args.methods.split(","):
+            rows += timed_fits(name, dev, tr, method, args, sample)
     print(json.dumps({"devices": args.devices, "cycles": args.cycles, "python": platform.python_version(),
-                      "results": rows}))
+                      "load_average": os.getloadavg(), "results": rows}))
+
+
+def timed_fits(name: str, dev, tr, method: str, args, sample: int) -> list[dict]:
+    """Wall and CPU time of `fit(tr, method=method)` (with --ab / --noise-ab: the alternating runs)."""
+    rows = []
+    kw = {"method": method}
+    if args.noise_ab:
+        runs = [(sample, {"cycle_noise": cn}) for _ in range(args.repeats) for cn in (False, True)]
+    elif args.ab:
+        runs = [(search, {}) for _ in range(args.repeats) for search in (None, sample)]
+    else:
+        runs = [(sample, {})]
+    for search, extra in runs:
+        family_fit.SEARCH_SAMPLE = search or 2 ** 62
+        t0, c0 = time.perf_counter(), time.process_time()
+        res = fit(tr, **kw, **extra)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        own = res.fits[dev.kind].bic - res.best.bic if dev.kind in res.fits else None
+        rows.append({"preset": name, "kind": dev.kind, "reads": len(tr.conductance), "increments": res.data.n,
+                     "best": res.best.kind, "own_delta_bic": own, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+                     "search_sample": search, **kw, **extra, "bic": {k: f.bic for k, f in res.fits.items()}})
+        print(f"{name:<10} {dev.kind:<12} {method:<10} reads {len(tr.conductance):>7}  best {res.best.kind:<13} "
+              f"{wall:6.1f} s (CPU {cpu:5.1f} s)  search sample {search or 'off'}  {extra or ''} own family dBIC {own}",
+              flush=True)
+    family_fit.SEARCH_SAMPLE = sample
+    return rows
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from aimc.devices import parse_device
 
 EXTRAPOLATED = 0.1  # a bound further than this fraction of the measured range beyond it is extrapolated
 MIN_DEVICES = 3  # fewer fitted devices: the pooled fit is kept
+OWN_STARTS = 2  # a device's fit starts from the pooled solution and the family's first starting points on its own data
 
 
 def fitted_devices(data: PulseData) -> list[int]:
@@ -78,7 +79,7 @@ def fit_population(fam: Family | None, pooled: FamilyFit, data: PulseData, n_bin
         own = replace(sub, lo=float(data.dev_lo[d]), hi=float(data.dev_hi[d]))  # the device's own plateaus
         try:
             per[d] = (fit_tabulated(sub, n_bins) if fam is None
-                      else fit_family(fam, own, starts=[theta0, fam.starts(own)[0]]))
+                      else fit_family(fam, own, starts=[theta0, *fam.starts(own)[:OWN_STARTS]]))
         except ValueError:  # a device whose table cannot be built: charged with the pooled table
             continue
     r = data.dw - data.predict(pooled.device)  # the pooled fit may be of a subsample

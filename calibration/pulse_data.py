@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aimc.calibration.censored import clipped_normal_mean
+from aimc.calibration.increment_kernels import element_args, mean_steps_kernel, single_pulse_kernel
 from aimc.calibration.quality import outliers, sparse_devices
 from aimc.calibration.traces import TraceSet
 from aimc.devices import DeviceConfig
@@ -173,14 +174,11 @@ def pulse_data(traces: TraceSet, wmap: WeightMap) -> PulseData:
     return full if not bad.any() else full.subset(keep)
 
 
-def mean_step(device: DeviceConfig, m: np.ndarray, up: np.ndarray) -> np.ndarray:
-    """Mean step magnitude dw_min q_plus(m) (up) or dw_min q_minus(m) (down) of the nominal element."""
-    s = np.empty(len(m))
-    if up.any():
-        s[up] = device.q_plus(m[up])
-    if (~up).any():
-        s[~up] = device.q_minus(m[~up])
-    return s * device.dw_min
+def mean_step(device: DeviceConfig, m: np.ndarray, up: np.ndarray, element: tuple | None = None) -> np.ndarray:
+    """Mean step magnitude dw_min q_plus(m) (up) or dw_min q_minus(m) (down) of the nominal element (element:
+    its `increment_kernels.element_args`, when the caller has them)."""
+    return mean_steps_kernel(np.ascontiguousarray(m, dtype=float), np.ascontiguousarray(up, dtype=bool),
+                             *(element or element_args(device)))
 
 
 def step_sd(device: DeviceConfig, w: np.ndarray, s: np.ndarray, up: np.ndarray) -> np.ndarray | None:
@@ -214,10 +212,11 @@ def compose(device: DeviceConfig, w: np.ndarray, up: np.ndarray, k: np.ndarray) 
     over the steps), minus w (arrays of one length)."""
     lo, hi = device.bounds
     end = np.array(w, float)
+    element = element_args(device)
     for j in range(int(k.max(initial=0))):
         act = k > j
         e, u = end[act], up[act]
-        step = mean_step(device, e, u)
+        step = mean_step(device, e, u, element)
         if device.dw_min_std > 0:
             ahead, behind = np.where(u, hi - e, e - lo), np.where(u, e - lo, hi - e)
             step = _noisy_mean(device, e, step, u, np.maximum(behind, 0.0), np.maximum(ahead, 0.0))
@@ -235,13 +234,18 @@ def predict(device: DeviceConfig, m: np.ndarray, up: np.ndarray, k: np.ndarray |
     steps (D_0 from m, D_1 from m - D_0/2; relative error of order (k dw_min q' / 2)^3; with noise see
     `compose`)."""
     lo, hi = device.bounds
-    start = m - np.where(up, 0.5, -0.5) * mean_step(device, m, up)
-    s = mean_step(device, start, up)
+    m, up = np.ascontiguousarray(m, dtype=float), np.ascontiguousarray(up, dtype=bool)
+    start, s, out = single_pulse_kernel(m, up, *element_args(device), float(lo), float(hi))
+    sd = step_sd(device, start, s, up)
+    multi = k is not None and np.any(k > 1)
+    if sd is None and not multi:
+        return out
     room = np.maximum(np.where(up, hi - m, m - lo), 0.0) * 2.0
-    back = np.maximum(np.where(up, m - lo, hi - m), 0.0) * 2.0
-    mag = _noisy_mean(device, start, s, up, back, room)
-    out = np.where(up, mag, -mag)
-    if k is not None and np.any(k > 1):
+    if sd is not None:
+        back = np.maximum(np.where(up, m - lo, hi - m), 0.0) * 2.0
+        mag = clipped_normal_mean(s, sd, -back, room)
+        out = np.where(up, mag, -mag)
+    if multi:
         sel = k > 1
         ms, us, ks = m[sel], up[sel], k[sel]
         d = compose(device, ms, us, ks)
