@@ -55,8 +55,10 @@ def _quantize(v, b32, step):
 
 @njit(cache=True)
 def _prepare_input(x, bound, bits, noise_management):
-    """Noise management (divide each row by its max |x|, 1 where 0), clip to +-bound, quantize to
-    2^bits - 1 levels (bits 0: none). Returns (xq float32, scale float32 (batch,))."""
+    """Noise management (divide each row by its max |x|), clip to +-bound, quantize to 2^bits - 1 levels
+    (bits 0: none). Returns (xq float32, scale float32 (batch,)). Under noise management a row of zeros gets
+    scale 0: its read is skipped and its output is 0, without output noise (aihwkit 1.1.0's ABS_MAX noise
+    management, measured: a zero input vector reads exactly 0 forward and backward)."""
     batch, n = x.shape
     xq = np.empty((batch, n), np.float32)
     scale = np.ones(batch, np.float32)
@@ -65,10 +67,9 @@ def _prepare_input(x, bound, bits, noise_management):
     if noise_management:
         x_max = row_abs_max(x)
         for i in range(batch):
-            if x_max[i] > 0:
-                scale[i] = x_max[i]
+            scale[i] = x_max[i]
     for i in range(batch):
-        s = scale[i]
+        s = scale[i] if scale[i] > 0 else np.float32(1.0)
         row = x[i]
         out = xq[i]
         if bits > 0:
@@ -113,8 +114,12 @@ def _product(mat, transposed, xq, y) -> None:
 def _finish_row(out, s, out_noise, bound, bits, check, seed, counter, i) -> bool:
     """Add out_noise * N(0, 1) to the output row `out` (from stream (seed, counter, i)); unless `check` finds
     a saturated output (|y| >= bound), clip, quantize and multiply it by s in place. Returns whether the row
-    is finished (False: saturated, left for a re-read)."""
+    is finished (False: saturated, left for a re-read). s = 0 (a row of zeros under noise management): the
+    row is 0."""
     n = out.shape[0]
+    if s == 0:
+        out[:] = 0
+        return True
     b32 = np.float32(bound)
     step = _level_step(bound, bits)
     if out_noise > 0:
