@@ -1,13 +1,16 @@
-"""Command line, JSON output and the training loop shared by the aihwkit benchmark scripts in this folder.
+"""Command line, JSON output, MNIST reading and the training loop shared by the aihwkit benchmark scripts in
+this folder.
 
 The scripts run as plain scripts in aihwkit's own virtual environment (aihwkit 1.1.0 with torch 2.10.0, built
-as docs/performance.md says), so this module imports only aihwkit, torch and the standard library; a script
-finds it because Python puts the script's folder first on the module path.
+as docs/performance.md says), so this module imports only aihwkit, torch, numpy (torch's dependency there) and
+the standard library; a script finds it because Python puts the script's folder first on the module path.
 """
 import argparse
+import gzip
 import json
 
 import aihwkit
+import numpy as np
 import torch
 
 
@@ -31,6 +34,15 @@ def emit(out: dict, args: argparse.Namespace) -> None:
     out = {**out, "threads": torch.get_num_threads(), "seed": args.seed,
            "aihwkit_version": aihwkit.__version__, "torch_version": torch.__version__}
     print(json.dumps(out))
+
+
+def read_idx(path: str) -> np.ndarray:
+    """One gzip IDX file (the MNIST format) as a uint8 array of its dimensions."""
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    ndim = raw[3]
+    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
 def test_accuracy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch: int) -> float:

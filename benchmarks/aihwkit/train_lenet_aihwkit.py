@@ -11,10 +11,9 @@ management) on both passes, or an ideal backward pass with --ideal-backward; pul
 update management. Trains on the first --n-train images for one epoch, tests on all 10 000, prints one JSON
 line.
 
-    ~/aihwkit-venv/bin/python benchmarks/aihwkit/train_lenet_aihwkit.py --mnist data/mnist --algorithm sgd
+    ~/aihwkit-venv/bin/python benchmarks/aihwkit/train_lenet_aihwkit.py --data data/mnist --algorithm sgd
 """
 import argparse
-import gzip
 import json
 import os
 import time
@@ -25,22 +24,13 @@ from aihwkit.nn import AnalogConv2d, AnalogLinear
 from aihwkit.optim import AnalogSGD
 from aihwkit.simulator.configs import SingleRPUConfig, SoftBoundsDevice, UnitCellRPUConfig
 from aihwkit.simulator.configs.compounds import TransferCompound
-from harness import test_accuracy, train_epoch
+from harness import read_idx, test_accuracy, train_epoch
 from torch import nn
-
-
-def idx(path: str) -> np.ndarray:
-    """An IDX file (gzip) as a numpy array."""
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    dims = data[3]
-    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--mnist", required=True, help="folder with the four MNIST IDX files (gzip)")
+    p.add_argument("--data", required=True, help="folder with the four MNIST IDX files (gzip)")
     p.add_argument("--algorithm", choices=["sgd", "tiki-taka"], default="sgd")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--transfer-lr", type=float, default=0.5)
@@ -53,7 +43,7 @@ def main() -> None:
     a = p.parse_args()
     torch.manual_seed(a.seed)
     torch.set_num_threads(1)
-    load = lambda name: idx(os.path.join(a.mnist, name))  # noqa: E731
+    load = lambda name: read_idx(os.path.join(a.data, name))  # noqa: E731
     x_train = torch.tensor(load("train-images-idx3-ubyte.gz")[:a.n_train] / 255.0, dtype=torch.float32)[:, None]
     y_train = torch.tensor(load("train-labels-idx1-ubyte.gz")[:a.n_train].astype(np.int64))
     x_test = torch.tensor(load("t10k-images-idx3-ubyte.gz") / 255.0, dtype=torch.float32)[:, None]

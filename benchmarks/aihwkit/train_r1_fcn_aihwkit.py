@@ -21,7 +21,6 @@ Writes one JSON line per epoch to --out: test accuracy (%), mean training loss, 
         --data data/mnist --out runs/aihwkit-pow1.jsonl          # about 10 minutes
 """
 import argparse
-import gzip
 import json
 import time
 
@@ -31,17 +30,8 @@ from aihwkit.nn.conversion import convert_to_analog
 from aihwkit.optim import AnalogSGD
 from aihwkit.simulator.configs import SingleRPUConfig
 from aihwkit.simulator.configs.devices import ExpStepDevice, PowStepDevice
-from harness import test_accuracy, train_epoch
+from harness import read_idx, test_accuracy, train_epoch
 from torch import nn
-
-
-def read_idx(path: str) -> np.ndarray:
-    """One gzip IDX file as a uint8 array of its dimensions."""
-    with gzip.open(path, "rb") as f:
-        raw = f.read()
-    ndim = raw[3]
-    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
-    return np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
 def load(data: str, split: str) -> tuple[torch.Tensor, torch.Tensor]:
