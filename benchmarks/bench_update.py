@@ -125,10 +125,9 @@ def effect_costs(a: argparse.Namespace) -> int:
             print(f"{name:7s} {stat:8s}" + "  ".join(f"{k} {v:.3f} ({v / base:.2f})" for k, v in row.items()))
         for k in floors:
             floor = float(np.min(times[k]))
-            results[name][f"{k}_fastest_ms"] = floor
-            results[name][f"none_plus_{k}_fastest_over_none"] = 1 + floor / results[name]["none_fastest_ms"]
-            print(f"{name:7s} floor    {k} {floor:.3f} ms: (none + floor) / none "
-                  f"{1 + floor / results[name]['none_fastest_ms']:.2f} by the fastest calls")
+            ratio = 1 + floor / results[name]["none_fastest_ms"]
+            results[name].update({f"{k}_fastest_ms": floor, f"none_plus_{k}_fastest_over_none": ratio})
+            print(f"{name:7s} floor    {k} {floor:.3f} ms: (none + floor) / none {ratio:.2f} by the fastest calls")
     print(json.dumps(results))
     return 0
 

@@ -125,8 +125,8 @@ def _jacobian(fam: Family, on: PulseData, x0: np.ndarray, width: np.ndarray):
     for the map from parameters to the element) where every increment is a single pulse and the family has no
     cycle noise in its increment model; else "2-point" (scipy's forward differences, one model evaluation per
     parameter)."""
-    if np.any(on.k != 1) or fam.fast_config(x0).dw_min_std != 0 or \
-            fam.fast_config(x0).nominal().code not in JACOBIAN_CODES:
+    device = fam.fast_config(x0)
+    if np.any(on.k != 1) or device.dw_min_std != 0 or device.nominal().code not in JACOBIAN_CODES:
         return "2-point"
     h, m, up = JACOBIAN_STEP * width, np.ascontiguousarray(on.m), np.ascontiguousarray(on.up)
     scale, work = -(on.weight / on.dw0)[:, None], {}

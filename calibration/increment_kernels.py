@@ -31,6 +31,19 @@ def mean_steps_kernel(w, up, er, code, consts, grid, tab_up, tab_dn, dw_min):
     return out
 
 
+@njit(cache=True, inline="always")
+def _start(m, up, s):
+    """Where a pulse of mean step magnitude s seen from its midpoint m started: m -+ s/2 (up / down)."""
+    return m - (0.5 if up else -0.5) * s
+
+
+@njit(cache=True, inline="always")
+def _room(m, up, lo, hi):
+    """The largest increment a pulse seen from midpoint m can make before its bound: 2 (w_max - m)^+ up,
+    2 (m - w_min)^+ down."""
+    return max(hi - m if up else m - lo, 0.0) * 2.0
+
+
 @njit(cache=True)
 def single_pulse_kernel(m, up, er, code, consts, grid, tab_up, tab_dn, dw_min, lo, hi):
     """(start, s, increment) of single pulses seen from their midpoints m: the start m -+ s(m)/2, the mean step
@@ -42,12 +55,11 @@ def single_pulse_kernel(m, up, er, code, consts, grid, tab_up, tab_dn, dw_min, l
     s0 = mean_steps_kernel(m, up, er, code, consts, grid, tab_up, tab_dn, dw_min)
     start = np.empty(n)
     for i in range(n):
-        start[i] = m[i] - (0.5 if up[i] else -0.5) * s0[i]
+        start[i] = _start(m[i], up[i], s0[i])
     step = mean_steps_kernel(start, up, er, code, consts, grid, tab_up, tab_dn, dw_min)
     inc = np.empty(n)
     for i in range(n):
-        room = max(hi - m[i] if up[i] else m[i] - lo, 0.0) * 2.0
-        mag = min(step[i], room)
+        mag = min(step[i], _room(m[i], up[i], lo, hi))
         inc[i] = mag if up[i] else -mag
     return start, step, inc
 
@@ -199,10 +211,10 @@ def single_pulse_grad_kernel(m, up, er, code, consts, grid, tab_up, tab_dn, lo, 
     s0, _ = _grad_pass(m, up, er, code, consts, grid, tab_up, tab_dn, g0)
     start = np.empty(n)
     for i in range(n):
-        start[i] = m[i] - (0.5 if up[i] else -0.5) * s0[i]
+        start[i] = _start(m[i], up[i], s0[i])
     s, ds_dw = _grad_pass(start, up, er, code, consts, grid, tab_up, tab_dn, out)
     for i in range(n):
-        room = max(hi - m[i] if up[i] else m[i] - lo, 0.0) * 2.0
+        room = _room(m[i], up[i], lo, hi)
         sign = 1.0 if up[i] else -1.0
         if room < s[i]:  # clipped: the increment is the room to the bound
             for j in range(n_p):
