@@ -74,10 +74,13 @@ class CTTv2(TransferOptimizer):
     def fast_states(self, block: TileBlock) -> tuple[float, float]:
         """(n_states, dw_A) of the fast array's device: n_states = (w_max - w_min) / dw_A (aihwkit's
         calcNumStates)."""
-        fast = block.tile.arrays[self.fast]
-        lo, hi = fast.device.bounds
-        dw = fast.params.granularity
+        lo, hi = block.tile.arrays[self.fast].device.bounds
+        dw = self.dw_fast(block)
         return (hi - lo) / dw, dw
+
+    def dw_fast(self, block: TileBlock) -> float:
+        """dw_A: the granularity of the fast array's device."""
+        return block.tile.arrays[self.fast].params.granularity
 
     def fast_steps(self, st: dict, block: TileBlock, x: np.ndarray, d: np.ndarray) -> np.ndarray | float:
         """eta_A of every vector of the batch (auto_scale: one per vector, the EMAs updated per vector
@@ -91,7 +94,7 @@ class CTTv2(TransferOptimizer):
         tau = (1.0 - cfg.auto_momentum) / len(x)
         mx = self._ema(np.abs(x).max(axis=1), st, "m_x", tau)
         md = self._ema(np.abs(d).max(axis=1), st, "m_d", tau)
-        scale = base * block.tile.update_cfg.desired_bl * block.tile.arrays[1].params.granularity
+        scale = base * block.tile.update_cfg.desired_bl * self.dw_fast(block)
         prod = mx * md
         eta = np.where(prod > 0, scale / np.where(prod > 0, prod, 1.0), base)
         st["eta"] = float(eta[-1])
@@ -156,7 +159,7 @@ class CTTv2(TransferOptimizer):
         """s: buffer increment per unit read of A (1/weight units)."""
         cfg = self.cfg
         lr_t = cfg.transfer_lr * (self.lr if cfg.scale_transfer_lr else 1.0) * (cfg.gamma if cfg.gamma > 0 else 1.0)
-        dw_a = block.tile.arrays[1].params.granularity
+        dw_a = self.dw_fast(block)
         g = cfg.auto_granularity / (block.tile.in_size * abs(cfg.transfer_every)) if cfg.auto_granularity > 0 else 1.0
         bg = cfg.buffer_granularity * dw_a * g
         if cfg.correct_gradient_magnitudes:
