@@ -46,6 +46,15 @@ class LeNet5Config(BaseModel):
     activation: Activation = Field("tanh", description="activation after every hidden layer")
 
 
+class R1CNNConfig(BaseModel):
+    """R1's CNN (arXiv:2502.06309, its MNIST CNN script): two 5x5 convolutions (16, 32 channels, no padding) with
+    2x2 max pooling, then 512-128-classes."""
+
+    model_config = STRICT
+    name: Literal["r1_cnn"] = "r1_cnn"
+    activation: Activation = Field("tanh", description="activation after every hidden layer")
+
+
 class ResNetConfig(BaseModel):
     """A small ResNet: a 3x3 stem and three stages of basic blocks (width, 2 width, 4 width channels)."""
 
@@ -56,8 +65,8 @@ class ResNetConfig(BaseModel):
     activation: Activation = Field("relu", description="activation inside the blocks")
 
 
-ModelConfig = Annotated[Union[FCNConfig, LeNet5Config, ResNetConfig], Field(discriminator="name")]
-MODEL_NAMES = ("fcn", "lenet5", "resnet")
+ModelConfig = Annotated[Union[FCNConfig, LeNet5Config, R1CNNConfig, ResNetConfig], Field(discriminator="name")]
+MODEL_NAMES = ("fcn", "lenet5", "r1_cnn", "resnet")
 
 
 class DataConfig(BaseModel):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from aimc.config import FCNConfig, LeNet5Config, ModelConfig, ResNetConfig
+from aimc.config import FCNConfig, LeNet5Config, ModelConfig, R1CNNConfig, ResNetConfig
 
 _ACT = {"sigmoid": nn.Sigmoid, "relu": nn.ReLU, "tanh": nn.Tanh}
 
@@ -30,6 +30,15 @@ def lenet5(cfg: LeNet5Config, n_out: int = 10) -> nn.Sequential:
         nn.Conv2d(1, 6, 5, padding=2), act(), nn.MaxPool2d(2),
         nn.Conv2d(6, 16, 5), act(), nn.MaxPool2d(2), nn.Flatten(),
         nn.Linear(16 * 5 * 5, 120), act(), nn.Linear(120, 84), act(), nn.Linear(84, n_out))
+
+
+def r1_cnn(cfg: R1CNNConfig, n_out: int = 10) -> nn.Sequential:
+    """R1's CNN for 28x28 inputs: conv 5x5 (16), pool, conv 5x5 (32), pool, activation, 512-128-n_out
+    (arXiv:2502.06309; 80016 weights in four layers)."""
+    act = _ACT[cfg.activation]
+    return nn.Sequential(
+        nn.Conv2d(1, 16, 5), act(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 5), act(), nn.MaxPool2d(2), act(),
+        nn.Flatten(), nn.Linear(32 * 4 * 4, 128), act(), nn.Linear(128, n_out))
 
 
 class BasicBlock(nn.Module):
@@ -69,4 +78,6 @@ def build_model(cfg: ModelConfig, n_classes: int = 10) -> nn.Module:
         return fcn(cfg, 28 * 28, n_classes)
     if isinstance(cfg, LeNet5Config):
         return lenet5(cfg, n_classes)
+    if isinstance(cfg, R1CNNConfig):
+        return r1_cnn(cfg, n_classes)
     return resnet(cfg, n_classes)

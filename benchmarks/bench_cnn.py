@@ -22,18 +22,15 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from bench_fcn import build, parse_args, time_steps  # noqa: E402
-from torch import nn  # noqa: E402
 
-
-def make_net() -> nn.Module:
-    return nn.Sequential(nn.Conv2d(1, 16, 5), nn.Tanh(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 5), nn.Tanh(),
-                         nn.MaxPool2d(2), nn.Tanh(), nn.Flatten(), nn.Linear(512, 128), nn.Tanh(), nn.Linear(128, 10))
+from aimc.config import R1CNNConfig  # noqa: E402
+from aimc.models import build_model  # noqa: E402
 
 
 def main():
     a = parse_args(__doc__, steps=5, rounds=2, warmup=2, batch=8, aihwkit_script="bench_chopped_aihwkit.py")
     data = [(torch.rand(a.batch, 1, 28, 28), torch.randint(0, 10, (a.batch,))) for _ in range(20)]
-    base = make_net()
+    base = build_model(R1CNNConfig())
     variants = a.variants.split(",")
     runs = {v: build(v, base, a) for v in variants}
     times = time_steps(runs, data, a)

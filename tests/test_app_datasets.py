@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from aimc.config import FCNConfig, LeNet5Config, ResNetConfig
+from aimc.config import FCNConfig, LeNet5Config, R1CNNConfig, ResNetConfig
 from aimc.datasets import DataError, load_dataset, load_idx_dir, load_shipped, read_idx
 from aimc.models import build_model
 
@@ -91,6 +91,13 @@ def test_shipped_subset():
 
 
 @pytest.mark.parametrize("cfg", [FCNConfig(), FCNConfig(hidden=(8,), activation="relu"), LeNet5Config(),
-                                 ResNetConfig(width=4)])
+                                 R1CNNConfig(), ResNetConfig(width=4)])
 def test_models_map_images_to_logits(cfg):
     assert build_model(cfg)(torch.zeros(2, 1, 28, 28)).shape == (2, 10)
+
+
+def test_r1_cnn_has_r1s_weight_count():
+    """R1's CNN: 16*25 + 32*16*25 + 128*512 + 10*128 = 80016 weights (arXiv:2502.06309's MNIST CNN)."""
+    model = build_model(R1CNNConfig())
+    weights = [p.numel() for n, p in model.named_parameters() if n.endswith("weight")]
+    assert weights == [400, 12800, 65536, 1280] and sum(weights) == 80016
