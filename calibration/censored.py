@@ -11,11 +11,11 @@ With alpha = (a - mu) / sd, beta = (b - mu) / sd and D = Y - mu = clip(sd Z, a -
 E[Y] = mu + E[D], Var[Y] = E[D^2] - E[D]^2 (centred on mu: no cancellation for sd << |mu|). sd = 0 gives
 clip(mu, a, b) and variance 0.
 
-The fit reads an increment against the midpoint m = w0 + Y/2 of its two reads, where the room is 2 (w_max - m)
-ahead and 2 (m - w_min) behind (`pulse_data.predict`). A clipped step ends on the bound from w0 = 2 m - w_max,
-so m moves by half of w0: with start weights spread evenly over the last step the clipped masses would count
-twice; measured traces pile their start weights up toward the bound, and the plain censored mean fitted the
-true devices better there (docs/calibration.md).
+The fit reads an increment against its anchor x = w0 + a Y (`pulse_data`), where the room is (w_max - x) /
+(1 - a) ahead and (x - w_min) / (1 - a) behind (`pulse_data.predict`). At the start anchor (a = 0, chosen where
+cycle noise dominates the reads) the room is that of the pulse's own start weight and the censored mean is
+exact; at the midpoint (a = 1/2) a clipped step ends on the bound from w0 = 2 x - w_max, so x moves by half of
+w0 and the room is only approximate (docs/calibration.md).
 """
 
 from __future__ import annotations

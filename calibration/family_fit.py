@@ -104,7 +104,7 @@ def diagnostics(r: np.ndarray, data: PulseData, fitted: np.ndarray, n_bins: int 
     binned: dict[str, dict] = {}
     chi2, dof = 0.0, 0
     for name, sel in (("up", data.up), ("down", ~data.up)):
-        k = np.clip(np.digitize(data.m[sel], edges) - 1, 0, n_bins - 1)
+        k = np.clip(np.digitize(data.x[sel], edges) - 1, 0, n_bins - 1)
         cnt = np.bincount(k, minlength=n_bins)
         mean = np.bincount(k, r[sel], n_bins) / np.maximum(cnt, 1)
         var = np.bincount(k, r[sel] ** 2, n_bins) / np.maximum(cnt, 1) - mean ** 2
@@ -128,9 +128,9 @@ def _jacobian(fam: Family, on: PulseData, x0: np.ndarray, width: np.ndarray):
     device = fam.fast_config(x0)
     if np.any(on.k != 1) or device.dw_min_std != 0 or device.nominal().code not in JACOBIAN_CODES:
         return "2-point"
-    h, m, up = JACOBIAN_STEP * width, np.ascontiguousarray(on.m), np.ascontiguousarray(on.up)
+    h, x, up = JACOBIAN_STEP * width, np.ascontiguousarray(on.x), np.ascontiguousarray(on.up)
     scale, work = -(on.weight / on.dw0)[:, None], {}
-    return lambda theta: single_pulse_jacobian(fam.fast_config, theta, h, m, up, work) * scale
+    return lambda theta: single_pulse_jacobian(fam.fast_config, theta, h, x, up, on.anchor, work) * scale
 
 
 def _least_squares(fam: Family, data: PulseData, starts: list[list[float]], differences: bool = False):
@@ -186,7 +186,7 @@ def fit_family(fam: Family, data: PulseData, starts: list[list[float]] | None = 
 
 def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
     """The `tabulated` family from binned increments: mean up and down step in n_bins equal bins of the
-    midpoint weight over the plateau range [lo, hi] (bins with fewer than 5 increments of a polarity are
+    anchor weight (`PulseData.x`) over the plateau range [lo, hi] (bins with fewer than 5 increments of a polarity are
     filled by interpolation). dw_min is the mean step F at the symmetric point of the table (where the binned
     up and down steps cross; the middle of the range if they do not). Standard errors: those of the bin means."""
     if n_bins < 2:
@@ -196,7 +196,7 @@ def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
     mag, se, used = {}, {}, np.zeros(n_bins, bool)
     one = data.k == 1  # the table holds single-pulse steps
     for name, sel, sign in (("up", data.up & one, 1.0), ("down", ~data.up & one, -1.0)):
-        k = np.clip(np.digitize(data.m[sel], edges) - 1, 0, n_bins - 1)
+        k = np.clip(np.digitize(data.x[sel], edges) - 1, 0, n_bins - 1)
         cnt = np.bincount(k, minlength=n_bins)
         mean = sign * np.bincount(k, data.dw[sel], n_bins) / np.maximum(cnt, 1)
         var = np.bincount(k, data.dw[sel] ** 2, n_bins) / np.maximum(cnt, 1) - mean ** 2
@@ -204,8 +204,8 @@ def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
         if ok.sum() < 2:
             raise ValueError(f"too few {name} increments for a table of {n_bins} bins")
         used |= ok
-        # a step seen at midpoint m started at m -+ step/2: move each bin's mean there before tabulating
-        start = centers[ok] - sign * 0.5 * mean[ok]
+        # a step seen at anchor x started at x -+ anchor step: move each bin's mean there before tabulating
+        start = centers[ok] - sign * data.anchor * mean[ok]
         order = np.argsort(start)
         mag[name] = np.interp(centers, start[order], mean[ok][order])
         se[name] = np.interp(centers, centers[ok], np.sqrt(np.maximum(var, 0) / np.maximum(cnt - 1, 1))[ok])

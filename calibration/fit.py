@@ -80,12 +80,12 @@ class FitResult:
         curves = {}
         for k in self.ranking:
             dev = self.fits[k].device
-            curves[k] = {"up": predict(dev, grid, np.ones(len(grid), bool)).tolist(),
-                         "down": predict(dev, grid, np.zeros(len(grid), bool)).tolist()}
+            curves[k] = {"up": predict(dev, grid, np.ones(len(grid), bool), anchor=d.anchor).tolist(),
+                         "down": predict(dev, grid, np.zeros(len(grid), bool), anchor=d.anchor).tolist()}
         edges = np.linspace(d.lo, d.hi, 31)
         binned = {}
         for name, sel in (("up", d.up), ("down", ~d.up)):
-            j = np.clip(np.digitize(d.m[sel], edges) - 1, 0, 29)
+            j = np.clip(np.digitize(d.x[sel], edges) - 1, 0, 29)
             cnt = np.bincount(j, minlength=30)
             mean = np.bincount(j, d.dw[sel], 30) / np.maximum(cnt, 1)
             var = np.bincount(j, d.dw[sel] ** 2, 30) / np.maximum(cnt, 1) - mean ** 2
@@ -97,7 +97,8 @@ class FitResult:
                 "model_curves": {"w": grid.tolist(), **curves},
                 "data": {"n_increments": d.n, "n_devices": d.n_devices, "bounds_plateau": [d.lo, d.hi],
                          "binned": binned,
-                         "typical_step": d.dw0, "sample": {"m": d.m[keep].tolist(), "dw": d.dw[keep].tolist(),
+                         "typical_step": d.dw0, "anchor": d.anchor,
+                         "sample": {"x": d.x[keep].tolist(), "dw": d.dw[keep].tolist(),
                                                            "up": d.up[keep].astype(int).tolist(),
                                                            "residual": self.best.residuals[keep].tolist()}},
                 "source": self.source, "method": self.method, "quality": d.quality, "overlay": self.overlay}
@@ -133,7 +134,8 @@ def _export_device(best: FamilyFit, noise: dict, spread: dict) -> DeviceConfig:
 def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic", g_mid: float | None = None,
         g_scale: float | None = None, n_bins: int = 20, n_nodes: int = 6, spread: bool = True,
         source: str = "", method: str = "pooled", progress: bool = False, intervals: str = "analytic",
-        n_boot: int | None = None, seed: int = 0, cycle_noise: bool = False) -> FitResult:
+        n_boot: int | None = None, seed: int = 0, cycle_noise: bool = False,
+        anchor: float | None = None) -> FitResult:
     """Fit every family in `kinds` (default: all of the device layer) to the increments of `traces`, rank
     them by `criterion` ("bic" or "aic"), estimate noise and device-to-device spread for the best one and
     build the exported device. g_mid, g_scale: the weight map (default: `weight_map_for`); n_bins: bins of
@@ -145,7 +147,9 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
     resampled, n_boot times (default 2000); pooled: the best family refitted to n_boot (default 200) resamples
     of devices and cycles), seeded by seed; cycle_noise: every family's increment model is the mean of the
     clipped noisy step, the noise measured first on each device's own table (`variation.table_noise`); off
-    (default): the clipped mean step, the noise measured after the fit only (docs/calibration.md compares)."""
+    (default): the clipped mean step, the noise measured after the fit only (docs/calibration.md compares);
+    anchor: where between its two reads the model sees an increment (`pulse_data`: 0 the start, 0.5 the
+    midpoint; default None: from the read and cycle noise of the data)."""
     if criterion not in ("aic", "bic"):
         raise ValueError(f"criterion must be 'aic' or 'bic', got {criterion!r}")
     if method not in ("per-device", "pooled"):
@@ -159,7 +163,9 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
     if unknown or not kinds:
         raise ValueError(f"unknown families {unknown}; known: {', '.join(FAMILY_KINDS)}")
     wmap = weight_map_for(traces, g_mid, g_scale)
-    data = pulse_data(traces, wmap)
+    if anchor is not None and not 0.0 <= anchor <= 0.5:
+        raise ValueError(f"anchor must be in [0, 0.5], got {anchor}")
+    data = pulse_data(traces, wmap, anchor)
     specs = families(n_nodes, data.dw0)
     try:
         table = fit_tabulated(data, n_bins) if cycle_noise or "tabulated" in kinds else None

@@ -32,34 +32,35 @@ def mean_steps_kernel(w, up, er, code, consts, grid, tab_up, tab_dn, dw_min):
 
 
 @njit(cache=True, inline="always")
-def _start(m, up, s):
-    """Where a pulse of mean step magnitude s seen from its midpoint m started: m -+ s/2 (up / down)."""
-    return m - (0.5 if up else -0.5) * s
+def _start(x, up, s, anchor):
+    """Where a pulse of mean step magnitude s seen from its anchor x (the point at fraction `anchor` of the
+    increment, `pulse_data.PulseData.x`) started: x -+ anchor s (up / down)."""
+    return x - (anchor if up else -anchor) * s
 
 
 @njit(cache=True, inline="always")
-def _room(m, up, lo, hi):
-    """The largest increment a pulse seen from midpoint m can make before its bound: 2 (w_max - m)^+ up,
-    2 (m - w_min)^+ down."""
-    return max(hi - m if up else m - lo, 0.0) * 2.0
+def _room(x, up, lo, hi, anchor):
+    """The largest increment a pulse seen from its anchor x can make before its bound: (w_max - x)^+ / (1 -
+    anchor) up, (x - w_min)^+ / (1 - anchor) down (2 (w_max - x)^+ from the midpoint)."""
+    return max(hi - x if up else x - lo, 0.0) / (1.0 - anchor)
 
 
 @njit(cache=True)
-def single_pulse_kernel(m, up, er, code, consts, grid, tab_up, tab_dn, dw_min, lo, hi):
-    """(start, s, increment) of single pulses seen from their midpoints m: the start m -+ s(m)/2, the mean step
-    magnitude s there, and the clipped mean increment +-min(s, 2 (w_max - m)^+) (up; down mirrored to w_min),
-    bounds (lo, hi) = (w_min, w_max). The steps are two calls of `mean_steps_kernel`: with `element_step`
-    inlined twice into one loop the loop ran 20-50 times slower (measured: 0.7 ms against 0.03 ms for 9000
-    LinearStep increments)."""
-    n = len(m)
-    s0 = mean_steps_kernel(m, up, er, code, consts, grid, tab_up, tab_dn, dw_min)
+def single_pulse_kernel(x, up, er, code, consts, grid, tab_up, tab_dn, dw_min, lo, hi, anchor):
+    """(start, s, increment) of single pulses seen from their anchors x: the start x -+ anchor s(x), the mean
+    step magnitude s there, and the clipped mean increment +-min(s, (w_max - x)^+ / (1 - anchor)) (up; down
+    mirrored to w_min), bounds (lo, hi) = (w_min, w_max). The steps are two calls of `mean_steps_kernel`: with
+    `element_step` inlined twice into one loop the loop ran 20-50 times slower (measured: 0.7 ms against 0.03 ms
+    for 9000 LinearStep increments)."""
+    n = len(x)
+    s0 = mean_steps_kernel(x, up, er, code, consts, grid, tab_up, tab_dn, dw_min)
     start = np.empty(n)
     for i in range(n):
-        start[i] = _start(m[i], up[i], s0[i])
+        start[i] = _start(x[i], up[i], s0[i], anchor)
     step = mean_steps_kernel(start, up, er, code, consts, grid, tab_up, tab_dn, dw_min)
     inc = np.empty(n)
     for i in range(n):
-        mag = min(step[i], _room(m[i], up[i], lo, hi))
+        mag = min(step[i], _room(x[i], up[i], lo, hi, anchor))
         inc[i] = mag if up[i] else -mag
     return start, step, inc
 
@@ -201,28 +202,28 @@ def _grad_pass(w, up, er, code, consts, grid, tab_up, tab_dn, g):
 
 
 @njit(cache=True)
-def single_pulse_grad_kernel(m, up, er, code, consts, grid, tab_up, tab_dn, lo, hi, g0, out):
+def single_pulse_grad_kernel(x, up, er, code, consts, grid, tab_up, tab_dn, lo, hi, anchor, g0, out):
     """d increment / d p of `single_pulse_kernel`'s increments into out, shape (n, P + 2): p as in `_step_grad`,
-    then the bounds lo, hi that clip the step (the start m -+ s(m)/2 moves with p: chain rule); g0 (n, P): work
-    space. Both are the caller's, reused from call to call (`single_pulse_jacobian`)."""
-    n, n_p = len(m), 6 + len(consts) + 2 * len(tab_up)
+    then the bounds lo, hi that clip the step (the start x -+ anchor s(x) moves with p: chain rule); g0 (n, P):
+    work space. Both are the caller's, reused from call to call (`single_pulse_jacobian`)."""
+    n, n_p = len(x), 6 + len(consts) + 2 * len(tab_up)
     g0[:] = 0.0
     out[:] = 0.0
-    s0, _ = _grad_pass(m, up, er, code, consts, grid, tab_up, tab_dn, g0)
+    s0, _ = _grad_pass(x, up, er, code, consts, grid, tab_up, tab_dn, g0)
     start = np.empty(n)
     for i in range(n):
-        start[i] = _start(m[i], up[i], s0[i])
+        start[i] = _start(x[i], up[i], s0[i], anchor)
     s, ds_dw = _grad_pass(start, up, er, code, consts, grid, tab_up, tab_dn, out)
     for i in range(n):
-        room = _room(m[i], up[i], lo, hi)
+        room = _room(x[i], up[i], lo, hi, anchor)
         sign = 1.0 if up[i] else -1.0
         if room < s[i]:  # clipped: the increment is the room to the bound
             for j in range(n_p):
                 out[i, j] = 0.0
-            if room > 0.0:
-                out[i, n_p + 1 if up[i] else n_p] = 2.0  # up: 2 (w_max - m); down: -2 (m - w_min)
+            if room > 0.0:  # up: (w_max - x) / (1 - anchor); down: -(x - w_min) / (1 - anchor)
+                out[i, n_p + 1 if up[i] else n_p] = 1.0 / (1.0 - anchor)
         else:
-            c = (0.5 if up[i] else -0.5) * ds_dw[i]
+            c = (anchor if up[i] else -anchor) * ds_dw[i]
             for j in range(n_p):
                 out[i, j] = sign * (out[i, j] - c * g0[i, j])
 
@@ -238,7 +239,7 @@ def _element_vector(device: DeviceConfig) -> np.ndarray:
     return out
 
 
-def single_pulse_jacobian(config, theta: np.ndarray, h: np.ndarray, m: np.ndarray, up: np.ndarray,
+def single_pulse_jacobian(config, theta: np.ndarray, h: np.ndarray, x: np.ndarray, up: np.ndarray, anchor: float,
                           work: dict | None = None) -> np.ndarray:
     """d increment / d theta (n, len(theta)) of single pulses without cycle noise, config(theta) the device:
     the element's analytic derivatives (`single_pulse_grad_kernel`) times d p / d theta, the latter by forward
@@ -255,9 +256,9 @@ def single_pulse_jacobian(config, theta: np.ndarray, h: np.ndarray, m: np.ndarra
         dp[:, j] = (_element_vector(config(theta + step)) - p0) / h[j]
     er, code, consts, grid, tab_up, tab_dn, _ = element_args(device)
     work = {} if work is None else work
-    if work.get("shape") != (len(m), len(p0)):
-        work.update(shape=(len(m), len(p0)), g0=np.empty((len(m), len(p0) - 2)), grad=np.empty((len(m), len(p0))))
+    if work.get("shape") != (len(x), len(p0)):
+        work.update(shape=(len(x), len(p0)), g0=np.empty((len(x), len(p0) - 2)), grad=np.empty((len(x), len(p0))))
     lo, hi = device.bounds
-    single_pulse_grad_kernel(m, up, er, code, consts, grid, tab_up, tab_dn, float(lo), float(hi), work["g0"],
-                             work["grad"])
+    single_pulse_grad_kernel(x, up, er, code, consts, grid, tab_up, tab_dn, float(lo), float(hi), float(anchor),
+                             work["g0"], work["grad"])
     return work["grad"] @ dp

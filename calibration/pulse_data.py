@@ -1,16 +1,22 @@
 """Pulse traces as fit data: the weight map from conductance to weight, the per-pulse increments regressed
-on their midpoints, and the model of one increment.
+on an anchor point between their two reads, and the model of one increment.
 
 The data are the per-pulse increments of every trace, mapped to weights by w = (G - g_mid) / g_scale. Each
-increment dw_k = w_{k+1} - w_k is regressed on the midpoint m_k = (w_k + w_{k+1}) / 2 of its two reads: the
-read noise of the midpoint, (e_k + e_{k+1}) / 2, is uncorrelated with that of the increment, e_{k+1} - e_k,
-so read noise does not bias the fit (regressing on w_k would: its noise enters the increment with a minus
-sign and pulls every slope toward -1). The model of an increment is the family's mean step, clipped by the
-room left to the element's bound:
+increment dw_k = w_{k+1} - w_k is regressed on its anchor x_k = w_k + a dw_k, the point at fraction a of the
+way between its two reads. Two noises enter the reads: read noise (std sigma_r, fresh in every read) and the
+cycle-to-cycle noise of the pulse itself (variance v of the step). The anchor's error is uncorrelated with the
+increment's noise when a (v + 2 sigma_r^2) = sigma_r^2, so a = sigma_r^2 / (v + 2 sigma_r^2) (`increment_noise`,
+from moments of consecutive increments before any fit): a = 1/2, the midpoint, where read noise dominates
+(regressing on w_k would pull every slope toward -1), a = 0, the start, where cycle noise dominates (the
+midpoint carries half of it: where a device rests at a hard bound under cycle noise of several steps, its
+pulses that ended at the bound were seen from a midpoint inside it, which biased the fitted family). The model
+of an increment is the family's mean step from its start x -+ a s, clipped by the room left to the element's
+bound:
 
-    up:   dw = min(dw_min q_plus(m),  2 (w_max - m)^+)       down:  dw = -min(dw_min q_minus(m), 2 (m - w_min)^+)
+    up:   dw = min(dw_min q_plus(start),  (w_max - x)^+ / (1 - a))
+    down: dw = -min(dw_min q_minus(start), (x - w_min)^+ / (1 - a))
 
-(2 (w_max - m) is the step that ends exactly on the bound, seen from its midpoint). Parameters come from
+((w_max - x) / (1 - a) is the step that ends exactly on the bound, seen from its anchor). Parameters come from
 scipy's least squares; their covariance from the Jacobian, as the sandwich (J'J)^-1 S (J'J)^-1 with S
 summing g_k g_k' and the lag-1 cross terms of consecutive increments (g_k = J_k r_k), which holds for the
 heteroscedastic (multiplicative) cycle noise and for the lag-1 correlation that read noise puts into
@@ -21,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -89,6 +95,7 @@ def weight_map_for(traces: TraceSet, g_mid: float | None = None, g_scale: float 
 @dataclass(frozen=True)
 class PulseData:
     """Increments in weight units: m (midpoint), dw, up (bool), device (index), follows (see Increments);
+    anchor: the fraction a of each increment where the model sees it (module docstring; `x`);
     lo, hi: plateau estimates of the bounds (median over devices); dev_lo, dev_hi: per device; dw0: typical
     step (mean step magnitude in the middle half of the range); k: pulses per increment; row: the TraceSet
     row of each increment's second read; quality: what was left out and why (`pulse_data`)."""
@@ -107,6 +114,7 @@ class PulseData:
     k: np.ndarray
     row: np.ndarray
     quality: dict
+    anchor: float = 0.5
 
     @property
     def n(self) -> int:
@@ -128,19 +136,26 @@ class PulseData:
             follows[0] = False
         return PulseData(self.m[idx], self.dw[idx], self.up[idx], self.device[idx], follows, self.n_devices,
                          self.lo, self.hi, self.dev_lo, self.dev_hi, self.dw0, self.k[idx], self.row[idx],
-                         self.quality)
+                         self.quality, self.anchor)
+
+    @functools.cached_property
+    def x(self) -> np.ndarray:
+        """The anchors w_k + a dw_k = m - (1/2 - a) dw of the increments (the model's regressor)."""
+        return self.m - (0.5 - self.anchor) * self.dw
 
     def predict(self, device: DeviceConfig) -> np.ndarray:
-        """Mean increments of `device` at these increments (`predict` with their pulse counts)."""
-        return predict(device, self.m, self.up, self.k)
+        """Mean increments of `device` at these increments (`predict` with their anchors and pulse counts)."""
+        return predict(device, self.x, self.up, self.k, self.anchor)
 
 
 MAX_LISTED = 50  # outliers listed one by one in the quality record
 
 
-def pulse_data(traces: TraceSet, wmap: WeightMap) -> PulseData:
+def pulse_data(traces: TraceSet, wmap: WeightMap, anchor: float | None = None) -> PulseData:
     """Increments of `traces` in weight units, without the outliers (`quality.outliers`), with the bound and
-    step-size estimates the fits start from and a record of what was left out (`quality`)."""
+    step-size estimates the fits start from and a record of what was left out (`quality`). anchor: the fraction
+    of each increment the model sees it from (module docstring); None: from the data (`increment_noise`), whose
+    moments go to quality["anchor"]."""
     inc = traces.increments()
     up = inc.polarity > 0
     ext = np.array([_extremes(wmap.to_w(traces.trace(k)[2])) for k in range(traces.n_devices)])
@@ -171,7 +186,36 @@ def pulse_data(traces: TraceSet, wmap: WeightMap) -> PulseData:
                                                                              traces.n_devices)]}
     full = PulseData(m, dw, up, inc.device, inc.follows, traces.n_devices, lo, hi, ext[:, 0], ext[:, 1], dw0,
                      inc.n_pulses, inc.row, quality)
-    return full if not bad.any() else full.subset(keep)
+    data = full if not bad.any() else full.subset(keep)
+    noise = increment_noise(data)
+    quality["anchor"] = noise
+    return replace(data, anchor=noise["anchor"] if anchor is None else float(anchor))
+
+
+MIN_TRIPLES = 50  # consecutive single-pulse increment triples the anchor's noise moments need
+
+
+def increment_noise(data: PulseData) -> dict:
+    """Read noise sigma_r^2 and the per-pulse increment variance v + 2 sigma_r^2 from triples of consecutive
+    single-pulse increments (a, b, c) of one polarity inside the middle 80% of their device's range, before any
+    fit: with D1 = b - a and D2 = c - b, E[D1^2] = 2 v + 6 sigma_r^2 and E[D1 D2] = -(v + 4 sigma_r^2) (the mean
+    step changes little from one pulse to the next), so sigma_r^2 = -(E[D1^2] + 2 E[D1 D2]) / 2. Returns those
+    (weight units^2), the triples used and the anchor sigma_r^2 / (v + 2 sigma_r^2) in [0, 1/2] (module
+    docstring; 1/2 with fewer than MIN_TRIPLES triples)."""
+    i = np.flatnonzero(data.follows[1:-1] & data.follows[2:]) + 1  # b = i: a = i - 1, c = i + 1 consecutive
+    span = data.dev_hi[data.device] - data.dev_lo[data.device]
+    inside = (data.k == 1) & (np.abs(data.m - 0.5 * (data.dev_hi + data.dev_lo)[data.device]) < 0.4 * span)
+    i = i[inside[i - 1] & inside[i] & inside[i + 1] & (data.up[i - 1] == data.up[i]) & (data.up[i] == data.up[i + 1])]
+    out = {"anchor": 0.5, "read_variance": float("nan"), "increment_variance": float("nan"), "n_triples": len(i)}
+    if len(i) < MIN_TRIPLES:
+        return out
+    d1, d2 = data.dw[i] - data.dw[i - 1], data.dw[i + 1] - data.dw[i]
+    e11, e12 = float(np.mean(d1 * d1)), float(np.mean(d1 * d2))
+    read = max(-(e11 + 2.0 * e12) / 2.0, 0.0)
+    total = e11 / 2.0 - read
+    out.update(read_variance=read, increment_variance=total,
+               anchor=min(max(read / total, 0.0), 0.5) if total > 0 else 0.5)
+    return out
 
 
 def mean_step(device: DeviceConfig, m: np.ndarray, up: np.ndarray, element: tuple | None = None) -> np.ndarray:
@@ -224,33 +268,33 @@ def compose(device: DeviceConfig, w: np.ndarray, up: np.ndarray, k: np.ndarray) 
     return end - w
 
 
-def predict(device: DeviceConfig, m: np.ndarray, up: np.ndarray, k: np.ndarray | None = None) -> np.ndarray:
-    """Mean increment of a pulse seen from midpoint weight m: the clipped mean step (module docstring),
-    evaluated where the pulse started, m -+ s/2 (one fixed-point step; the error is of order dw_min^3); with
-    cycle noise (dw_min_std > 0) the mean of the noisy step clipped to [-2 (m - w_min)^+, 2 (w_max - m)^+]
-    (up; mirrored down), a censored normal (`censored`; the room is seen from the midpoint, an approximation
-    whose limits docs/calibration.md gives). k: pulses per increment (default
-    1); an increment of k > 1 pulses composes k mean steps from its start m - D/2, with D from two fixed-point
-    steps (D_0 from m, D_1 from m - D_0/2; relative error of order (k dw_min q' / 2)^3; with noise see
-    `compose`)."""
+def predict(device: DeviceConfig, x: np.ndarray, up: np.ndarray, k: np.ndarray | None = None,
+            anchor: float = 0.5) -> np.ndarray:
+    """Mean increment of a pulse seen from its anchor x = w_start + anchor dw (module docstring; anchor 1/2:
+    the midpoint): the clipped mean step, evaluated where the pulse started, x -+ anchor s (one fixed-point
+    step; the error is of order anchor^2 dw_min^3); with cycle noise (dw_min_std > 0) the mean of the noisy
+    step clipped to [-(x - w_min)^+, (w_max - x)^+] / (1 - anchor) (up; mirrored down), a censored normal
+    (`censored`). k: pulses per increment (default 1); an increment of k > 1 pulses composes k mean steps from
+    its start x - anchor D, with D from two fixed-point steps (D_0 from x, D_1 from x - anchor D_0; relative
+    error of order (k dw_min q' anchor)^3; with noise see `compose`)."""
     lo, hi = device.bounds
-    m, up = np.ascontiguousarray(m, dtype=float), np.ascontiguousarray(up, dtype=bool)
-    start, s, out = single_pulse_kernel(m, up, *element_args(device), float(lo), float(hi))
+    x, up = np.ascontiguousarray(x, dtype=float), np.ascontiguousarray(up, dtype=bool)
+    start, s, out = single_pulse_kernel(x, up, *element_args(device), float(lo), float(hi), float(anchor))
     sd = step_sd(device, start, s, up)
     multi = k is not None and np.any(k > 1)
     if sd is None and not multi:
         return out
-    room = np.maximum(np.where(up, hi - m, m - lo), 0.0) * 2.0
+    room = np.maximum(np.where(up, hi - x, x - lo), 0.0) / (1.0 - anchor)
     if sd is not None:
-        back = np.maximum(np.where(up, m - lo, hi - m), 0.0) * 2.0
+        back = np.maximum(np.where(up, x - lo, hi - x), 0.0) / (1.0 - anchor)
         mag = clipped_normal_mean(s, sd, -back, room)
         out = np.where(up, mag, -mag)
     if multi:
         sel = k > 1
-        ms, us, ks = m[sel], up[sel], k[sel]
-        d = compose(device, ms, us, ks)
+        xs, us, ks = x[sel], up[sel], k[sel]
+        d = compose(device, xs, us, ks)
         for _ in range(2):
-            d = compose(device, ms - 0.5 * d, us, ks)
+            d = compose(device, xs - anchor * d, us, ks)
         out[sel] = np.where(us, np.minimum(d, room[sel]), np.maximum(d, -room[sel]))
     return out
 

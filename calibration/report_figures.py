@@ -116,7 +116,7 @@ def fig_fit_data(fit: dict) -> Figure:
     d, mc = fit["data"], fit["model_curves"]
     fig, ax = plt.subplots(figsize=(7, 4))
     s = d["sample"]
-    m, dw, up = np.asarray(s["m"]), np.asarray(s["dw"]), np.asarray(s["up"], bool)
+    m, dw, up = np.asarray(s["x"]), np.asarray(s["dw"]), np.asarray(s["up"], bool)
     ax.scatter(m[up], dw[up], s=2, alpha=0.15, color="C0")
     ax.scatter(m[~up], dw[~up], s=2, alpha=0.15, color="C1")
     for name, col in (("up", "C0"), ("down", "C1")):
@@ -128,7 +128,7 @@ def fig_fit_data(fit: dict) -> Figure:
         ax.plot(mc["w"], mc[k]["up"], color="k", ls=ls, lw=1, label=k)
         ax.plot(mc["w"], mc[k]["down"], color="k", ls=ls, lw=1)
     ax.axhline(0, color="0.7", lw=0.8)
-    ax.set_xlabel("weight at the pulse (midpoint of the two reads)")
+    ax.set_xlabel(f"weight at the pulse (anchor: {d.get('anchor', 0.5):.2f} of the way between the two reads)")
     ax.set_ylabel("increment per pulse")
     ax.set_title("data over the best three models")
     ax.legend(fontsize=7)

@@ -24,17 +24,17 @@ def _interior(device: DeviceConfig, data: PulseData) -> tuple[np.ndarray, np.nda
     """(mean step magnitude, mask of the single-pulse increments inside the bounds whose step the bound does not
     clip)."""
     lo, hi = device.bounds
-    s = mean_step(device, data.m, data.up)
-    room = 2.0 * np.where(data.up, hi - data.m, data.m - lo)
-    return s, (s < room) & (data.m > lo) & (data.m < hi) & (data.k == 1)
+    s = mean_step(device, data.x, data.up)
+    room = np.where(data.up, hi - data.x, data.x - lo) / (1.0 - data.anchor)
+    return s, (s < room) & (data.x > lo) & (data.x < hi) & (data.k == 1)
 
 
 def _uncensored(device: DeviceConfig, data: PulseData, s: np.ndarray, sd: np.ndarray) -> np.ndarray:
     """Mask of the increments whose step noise (std sd) the bounds leave at least KEPT_VARIANCE of its variance
-    (`censored.clipped_normal_moments`, the room seen from the midpoint)."""
+    (`censored.clipped_normal_moments`, the room seen from the anchor, `pulse_data.predict`)."""
     lo, hi = device.bounds
-    room = np.maximum(2.0 * np.where(data.up, hi - data.m, data.m - lo), 0.0)
-    back = np.maximum(2.0 * np.where(data.up, data.m - lo, hi - data.m), 0.0)
+    room = np.maximum(np.where(data.up, hi - data.x, data.x - lo), 0.0) / (1.0 - data.anchor)
+    back = np.maximum(np.where(data.up, data.x - lo, hi - data.x), 0.0) / (1.0 - data.anchor)
     var = clipped_normal_moments(s, sd, -back, room)[1]
     return var >= KEPT_VARIANCE * sd * sd
 

@@ -59,16 +59,19 @@ def _central_differences(f, theta, h):
     return np.stack(cols, axis=1)
 
 
+@pytest.mark.parametrize("anchor", [0.5, 0.2, 0.0])
 @pytest.mark.parametrize("kind", [k for k in FAMILY_KINDS if k != "tabulated"])
-def test_analytic_jacobian_matches_central_differences(kind):
+def test_analytic_jacobian_matches_central_differences(kind, anchor):
     """The fit's analytic Jacobian against scipy's central differences of the increment model, at random
     points of the box (off the kinks of max(., 0) and of the clipping: rows where the two differ by more than
-    1e-5 of the column's scale are at most 1%, the increments within a difference step of a kink)."""
+    1e-5 of the column's scale are at most 1%, the increments within a difference step of a kink), for
+    increments seen from their midpoint, from their start and from a point between."""
     fam = families(6, 0.01)[kind]
     lo, hi = (np.array(v, float) for v in fam.box(DATA))
     m, up = np.ascontiguousarray(M), np.ascontiguousarray(UP)
     for theta in [lo + (hi - lo) * RNG.uniform(0.1, 0.9, len(lo)) for _ in range(3)]:
-        want = _central_differences(lambda t: predict(fam.fast_config(t), M, UP), theta, 1e-6 * (hi - lo))
-        got = single_pulse_jacobian(fam.fast_config, theta, JACOBIAN_STEP * (hi - lo), m, up)
+        want = _central_differences(lambda t: predict(fam.fast_config(t), M, UP, anchor=anchor), theta,
+                                    1e-6 * (hi - lo))
+        got = single_pulse_jacobian(fam.fast_config, theta, JACOBIAN_STEP * (hi - lo), m, up, anchor)
         off = np.abs(got - want) > 1e-5 * (np.abs(want).max(0) + 1e-300)
         assert off.mean(0).max() <= 0.01, (kind, theta, off.mean(0))
