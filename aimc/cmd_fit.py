@@ -35,7 +35,7 @@ def _run(args: argparse.Namespace) -> int:
     result = fit(traces, kinds=kinds, criterion=args.criterion, g_mid=args.g_mid, g_scale=args.g_scale,
                  n_bins=args.bins, n_nodes=args.nodes, spread=not args.no_spread, source=", ".join(args.traces),
                  method=args.method, progress=not args.quiet, intervals=args.intervals, n_boot=args.bootstrap,
-                 seed=args.seed, cycle_noise=args.cycle_noise)
+                 seed=args.seed, cycle_noise=args.cycle_noise, anchor=args.anchor)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     try:
@@ -74,6 +74,9 @@ def register(sub) -> None:
     p.add_argument("--cycle-noise", action="store_true",
                    help="fit the mean of the clipped noisy step, the cycle noise measured first on each device's "
                         "table (default: the clipped mean step, the noise measured after the fit)")
+    p.add_argument("--anchor", type=float, default=None, metavar="A",
+                   help="regress each increment on the point at fraction A (0 to 0.5) between its two reads: 0.5 the "
+                        "midpoint, 0 the start (default: from the read and cycle noise of the data)")
     p.add_argument("--g-mid", type=float, default=None, help="conductance at w = 0 (default: file or data)")
     p.add_argument("--g-scale", type=float, default=None, help="conductance per unit weight (default: file or data)")
     p.add_argument("--bins", type=int, default=20, help="bins of the tabulated (non-parametric) fit")

@@ -155,7 +155,7 @@ def pulse_data(traces: TraceSet, wmap: WeightMap, anchor: float | None = None) -
     """Increments of `traces` in weight units, without the outliers (`quality.outliers`), with the bound and
     step-size estimates the fits start from and a record of what was left out (`quality`). anchor: the fraction
     of each increment the model sees it from (module docstring); None: from the data (`increment_noise`), whose
-    moments go to quality["anchor"]."""
+    moments, the estimated anchor and the one used go to quality["anchor"]."""
     inc = traces.increments()
     up = inc.polarity > 0
     ext = np.array([_extremes(wmap.to_w(traces.trace(k)[2])) for k in range(traces.n_devices)])
@@ -188,8 +188,9 @@ def pulse_data(traces: TraceSet, wmap: WeightMap, anchor: float | None = None) -
                      inc.n_pulses, inc.row, quality)
     data = full if not bad.any() else full.subset(keep)
     noise = increment_noise(data)
+    noise["used"] = noise["anchor"] if anchor is None else float(anchor)
     quality["anchor"] = noise
-    return replace(data, anchor=noise["anchor"] if anchor is None else float(anchor))
+    return replace(data, anchor=noise["used"])
 
 
 MIN_TRIPLES = 50  # consecutive single-pulse increment triples the anchor's noise moments need

@@ -178,6 +178,12 @@ def _quality_html(q: dict | None) -> str:
             ["outliers left out", q["n_outliers"], "more than 8 robust std and 2x the largest typical step "
                                                    "from the increments at the same weight"]]
     rows += [[f"pairs skipped: {why}", n, ""] for why, n in q["skipped"].items()]
+    if "anchor" in q:
+        a = q["anchor"]
+        rows.append(["increment triples for the regression anchor", a["n_triples"],
+                     f"read variance {a['read_variance']:.3g}, increment variance {a['increment_variance']:.3g} "
+                     f"(w^2): anchor {a['anchor']:.3f} of the way between the two reads (0.5: midpoint); "
+                     f"used {a['used']:.3f}"])
     if q["sparse_devices"]:
         rows.append(["devices with too few increments", len(q["sparse_devices"]), ", ".join(q["sparse_devices"])])
     out = "<h4>Data quality</h4>" + _table(rows, ["item", "count", "note"])

@@ -52,3 +52,19 @@ def test_anchor_outside_its_range_is_rejected():
     tr = measure_cycles(SoftBounds(dw_min=0.05, dw_min_dtod=0.0), n_cycles=1, n_devices=2, seed=0)
     with pytest.raises(ValueError, match="anchor must be in"):
         fit(tr, kinds=["SoftBounds"], anchor=0.7)
+
+
+def test_cli_anchor(tmp_path):
+    import json
+
+    from aimc.calibration import write_csv
+    from aimc.cli import main
+    tr = measure_cycles(ConstantStep(dw_min=0.01, dw_min_std=0.5, dw_min_dtod=0.0), n_pulses=200, n_cycles=1,
+                        n_devices=4, read_noise=READ, seed=1)
+    csv = write_csv(tr, tmp_path / "cs.csv")
+    assert main(["fit", str(csv), "--out", str(tmp_path / "fit"), "--anchor", "0.5", "--families", "ConstantStep",
+                 "--no-spread", "--quiet", "--elements", "4"]) == 0
+    summary = json.loads((tmp_path / "fit" / "fit.json").read_text())
+    assert summary["data"]["anchor"] == 0.5 and summary["quality"]["anchor"]["used"] == 0.5
+    assert summary["quality"]["anchor"]["anchor"] < 0.5  # the estimate, recorded beside the anchor used
+    assert "used 0.500" in (tmp_path / "fit" / "report.html").read_text()
