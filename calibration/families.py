@@ -163,9 +163,12 @@ def _piecewise(n_nodes: int, dw0: float) -> Family:
                 "piecewise_down": [float(v) for v in theta[n_nodes:2 * n_nodes]],
                 "w_max": float(theta[-2]), "w_min": float(theta[-1])}
 
-    def box(d):
+    def box(d):  # the table's ends stay within 5% of the measured range of the plateaus: nodes beyond the
+        # reads are not measured, and a free end moves the nodes instead (measured ramps that stop short of
+        # saturation: w_max 13% beyond the reads, its down node at 0)
         lo, hi = _aihw_box(d)
-        return [0.0] * (2 * n_nodes) + lo[2:4], [1e3] * (2 * n_nodes) + hi[2:4]
+        margin = 0.05 * _span(d)
+        return ([0.0] * (2 * n_nodes) + [lo[2], d.lo - margin], [1e3] * (2 * n_nodes) + [d.hi + margin, hi[3]])
 
     names = tuple(f"up_{k}" for k in range(n_nodes)) + tuple(f"down_{k}" for k in range(n_nodes))
     return Family("PiecewiseStep", PiecewiseStep, names + ("w_max", "w_min"), box,
