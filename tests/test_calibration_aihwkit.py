@@ -92,17 +92,17 @@ def test_expstep_canonical_keeps_the_response():
     assert canonical.a == 0.5 and canonical.b == 0.0 and math.isclose(canonical.gamma_up, -5.0)
 
 
-# measured 2026-12-04 (docs/calibration.md, round trips against aihwkit): what does not hold yet
+# measured 2026-12-05 (docs/calibration.md, round trips against aihwkit): what does not hold yet
 KNOWN_MISSES = {
     ("EcRAM", "per-device"): "passes in 7 of 8 runs (LinearStep, truth in 6/6): aihwkit's traces are not seeded "
                              "and the BIC gaps between families move by a few hundred from run to run",
-    ("ReRamES", "per-device"): "PowStep chosen (ExpStep dBIC +292); ExpStep intervals hold the truth 2/8 under "
-                               "the preset's cycle noise of 5 steps",
-    ("PowStep", "per-device"): "family right; truth inside 5/6 intervals (w_max [0.389, 0.590], true 0.6)",
-    ("EcRAM", "pooled"): "tabulated chosen (PowStep dBIC +644, LinearStep +5490): the pooled response of devices "
-                         "with spread bounds is smooth; LinearStep's intervals hold the truth 0/6",
-    ("ReRamES", "pooled"): "not measured to the end; the per-device misfit (cycle noise of 5 steps) applies",
-    ("PowStep", "pooled"): "pooled fit of the bound spread (w_max_dtod 0.3): pow_gamma 1.78, w_max 0.56",
+    ("ReRamES", "per-device"): "ExpStep chosen (PowStep +689); truth inside 5/8 intervals: the cycle noise of 5 "
+                               "steps clipped at the hard bounds is not in the default increment model",
+    ("EcRAM", "pooled"): "tabulated chosen (PowStep +550, LinearStep +11754): the pooled response of devices with "
+                         "spread bounds is smooth; LinearStep's intervals hold the truth 0/6",
+    ("ReRamES", "pooled"): "PowStep chosen by 76 over ExpStep; ExpStep's intervals hold the truth 4/8",
+    ("PowStep", "pooled"): "passes in 1 of 2 runs: tabulated and PowStep within a few BIC units; PowStep's "
+                           "sandwich intervals hold the truth 2/6 (pooled fit of the bound spread, w_max_dtod 0.3)",
 }
 CANDIDATES = ["ConstantStep", "SoftBounds", "LinearStep", "ExpStep", "PowStep", "tabulated"]  # aihwkit's own
 
