@@ -241,6 +241,16 @@ def step_sd(device: DeviceConfig, w: np.ndarray, s: np.ndarray, up: np.ndarray) 
     return sigma * (s + extra)
 
 
+def rooms(x: np.ndarray, up: np.ndarray, lo: float, hi: float, anchor: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(ahead, behind): the largest increment toward the pulse's bound and away from it of pulses seen from
+    their anchors x, (w_max - x)^+ / (1 - anchor) and (x - w_min)^+ / (1 - anchor) up, mirrored down (anchor
+    0: x is where the pulse started; 1/2: the midpoint, 2 (w_max - x)^+); `increment_kernels._room` is the
+    same, element by element, inside the kernels."""
+    ahead = np.maximum(np.where(up, hi - x, x - lo), 0.0) / (1.0 - anchor)
+    behind = np.maximum(np.where(up, x - lo, hi - x), 0.0) / (1.0 - anchor)
+    return ahead, behind
+
+
 def _noisy_mean(device: DeviceConfig, w: np.ndarray, s: np.ndarray, up: np.ndarray, behind: np.ndarray,
                 ahead: np.ndarray) -> np.ndarray:
     """Mean step magnitude of a pulse from w with mean s whose noisy step is clipped to [-behind, ahead]
@@ -263,8 +273,8 @@ def compose(device: DeviceConfig, w: np.ndarray, up: np.ndarray, k: np.ndarray) 
         e, u = end[act], up[act]
         step = mean_step(device, e, u, element)
         if device.dw_min_std > 0:
-            ahead, behind = np.where(u, hi - e, e - lo), np.where(u, e - lo, hi - e)
-            step = _noisy_mean(device, e, step, u, np.maximum(behind, 0.0), np.maximum(ahead, 0.0))
+            ahead, behind = rooms(e, u, lo, hi)
+            step = _noisy_mean(device, e, step, u, behind, ahead)
         end[act] = np.clip(e + np.where(u, step, -step), lo, hi)
     return end - w
 
@@ -285,9 +295,8 @@ def predict(device: DeviceConfig, x: np.ndarray, up: np.ndarray, k: np.ndarray |
     multi = k is not None and np.any(k > 1)
     if sd is None and not multi:
         return out
-    room = np.maximum(np.where(up, hi - x, x - lo), 0.0) / (1.0 - anchor)
+    room, back = rooms(x, up, lo, hi, anchor)
     if sd is not None:
-        back = np.maximum(np.where(up, x - lo, hi - x), 0.0) / (1.0 - anchor)
         mag = clipped_normal_mean(s, sd, -back, room)
         out = np.where(up, mag, -mag)
     if multi:

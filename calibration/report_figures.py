@@ -116,9 +116,9 @@ def fig_fit_data(fit: dict) -> Figure:
     d, mc = fit["data"], fit["model_curves"]
     fig, ax = plt.subplots(figsize=(7, 4))
     s = d["sample"]
-    m, dw, up = np.asarray(s["x"]), np.asarray(s["dw"]), np.asarray(s["up"], bool)
-    ax.scatter(m[up], dw[up], s=2, alpha=0.15, color="C0")
-    ax.scatter(m[~up], dw[~up], s=2, alpha=0.15, color="C1")
+    x, dw, up = np.asarray(s["x"]), np.asarray(s["dw"]), np.asarray(s["up"], bool)
+    ax.scatter(x[up], dw[up], s=2, alpha=0.15, color="C0")
+    ax.scatter(x[~up], dw[~up], s=2, alpha=0.15, color="C1")
     for name, col in (("up", "C0"), ("down", "C1")):
         b = d["binned"][name]
         ok = np.asarray(b["count"]) > 0

@@ -13,7 +13,7 @@ from tqdm import tqdm
 from aimc.calibration.censored import clipped_normal_moments
 from aimc.calibration.families import Family
 from aimc.calibration.family_fit import FamilyFit, fit_family, fit_tabulated
-from aimc.calibration.pulse_data import PulseData, mean_step
+from aimc.calibration.pulse_data import PulseData, mean_step, rooms
 from aimc.devices import DeviceConfig
 from aimc.devices.response_step import DW_DOWN, DW_UP
 
@@ -25,16 +25,14 @@ def _interior(device: DeviceConfig, data: PulseData) -> tuple[np.ndarray, np.nda
     clip)."""
     lo, hi = device.bounds
     s = mean_step(device, data.x, data.up)
-    room = np.where(data.up, hi - data.x, data.x - lo) / (1.0 - data.anchor)
+    room = rooms(data.x, data.up, lo, hi, data.anchor)[0]
     return s, (s < room) & (data.x > lo) & (data.x < hi) & (data.k == 1)
 
 
 def _uncensored(device: DeviceConfig, data: PulseData, s: np.ndarray, sd: np.ndarray) -> np.ndarray:
     """Mask of the increments whose step noise (std sd) the bounds leave at least KEPT_VARIANCE of its variance
     (`censored.clipped_normal_moments`, the room seen from the anchor, `pulse_data.predict`)."""
-    lo, hi = device.bounds
-    room = np.maximum(np.where(data.up, hi - data.x, data.x - lo), 0.0) / (1.0 - data.anchor)
-    back = np.maximum(np.where(data.up, data.x - lo, hi - data.x), 0.0) / (1.0 - data.anchor)
+    room, back = rooms(data.x, data.up, *device.bounds, data.anchor)
     var = clipped_normal_moments(s, sd, -back, room)[1]
     return var >= KEPT_VARIANCE * sd * sd
 
