@@ -44,6 +44,30 @@ def test_one_transfer_follows_the_equations():
             assert opt.costs()["reference_writes"] == 2
 
 
+def test_buffered_transfer_fires_whole_pulses_of_the_accumulated_reads():
+    """With a threshold, each read adds transfer_lr c (P - Q~) to the buffer H and W moves only by whole pulses
+    where |H| >= threshold dw_min, H keeping the rest (TT-v2's rule): P = 1/4, transfer_lr 1/8 and dw_min DW
+    give H = k / 32 after k reads; with threshold 3 the first pulses fire at the read where k / 32 >= 3 DW, as
+    floor(H / DW) pulses."""
+    beta, thr = 2.0 ** -3, 3.0
+    model = exact_model(1, 2)
+    opt = T.build_optimizer(model, T.ERiderConfig(tracking_rate=1e-6, transfer_lr=beta, chop_prob=1e-6,
+                                                  chop_random=False, threshold=thr))
+    tile = model[0].tiles[0]
+    tile.arrays[1].w[...] = 0.25
+    tile.invalidate()
+    dw = tile.arrays[0].params.granularity
+    h = 0.0
+    for _ in range(12):
+        opt.step()  # no gradient: one read and transfer of the column
+        h += beta * 0.25
+        n = np.floor(h / dw) if h >= thr * dw else 0.0
+        h -= n * dw
+        np.testing.assert_allclose(opt.tile_state[0][0]["H"], np.full((2, 1), h), rtol=1e-5)
+        assert tile.arrays[0].w[0, 0] == pytest.approx(dw * round((0.25 * beta * (_ + 1) - h) / dw), abs=1e-6)
+    assert opt.costs()["transfer_pulses"] == 2 * round((12 * beta * 0.25 - h) / dw)
+
+
 def _linear_symmetric_points(array, tau: float) -> np.ndarray:
     """Closed form of a linear device (bounds +-tau, no bound spread): q+ = dw_up (1 - w / tau) / dw_min and
     q- = dw_down (1 + w / tau) / dw_min are equal at w = tau (dw_up - dw_down) / (dw_up + dw_down), per element
@@ -114,6 +138,7 @@ def test_e_rider_tracks_the_symmetric_point_and_learns_where_analog_sgd_is_biase
 
 @pytest.mark.parametrize("cfg", [T.RiderConfig(lr=0.2, transfer_lr=0.3, n_columns=2),
                                  T.ERiderConfig(lr=0.2, transfer_lr=0.3, chop_prob=0.4),
+                                 T.ERiderConfig(lr=0.2, transfer_lr=0.3, chop_prob=0.4, threshold=1.0),
                                  T.ERiderConfig(lr=0.2, zero_shift=True, zero_shift_mode="random",
                                                 zero_shift_cycles=6, chop_prob=0.5, chop_random=False)])
 def test_checkpoint_resume_is_bit_exact_and_costs_add_up(cfg):
@@ -127,6 +152,7 @@ def test_checkpoint_resume_is_bit_exact_and_costs_add_up(cfg):
 
 @pytest.mark.parametrize("algorithm, bad, field", [("rider", {"tracking_rate": 2.0}, "rider.tracking_rate"),
                                                    ("e_rider", {"chop_prob": 0.0}, "e_rider.chop_prob"),
+                                                   ("e_rider", {"threshold": 0.0}, "e_rider.threshold"),
                                                    ("rider", {"zero_shift_mode": "fast"}, "rider.zero_shift_mode")])
 def test_bad_settings_are_refused_by_name(algorithm, bad, field):
     with pytest.raises(ValueError, match=field.replace(".", r"\.")):

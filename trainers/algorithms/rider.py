@@ -11,6 +11,7 @@ chopper c = +-1 (always +1 for RIDER):
         v = read(P[:, J] - Q~[:, J])
         Q[:, J] <- Q[:, J] + tracking_rate (v + Q~[:, J] - Q[:, J])   (Q <- (1 - eta) Q + eta P)
         W[:, J] <- W[:, J] + transfer_lr c v                          (pulsed, one-hot inputs)
+          or, with a threshold: H[:, J] += transfer_lr c v, whole pulses of dw_min where |H| >= threshold dw_min
     RIDER: Q~[:, J] <- Q[:, J] after each transfer;  E-RIDER: the chopper switches after a step with
     probability chop_prob (or every max(ceil(1/chop_prob), 2) steps), and at a switch Q~ <- Q.
 
@@ -27,12 +28,12 @@ import math
 
 import numpy as np
 
-from aimc.trainers.algorithms.transfer import TransferOptimizer
+from aimc.trainers.algorithms.buffered_transfer import BufferedTransfer
 
 
-class Rider(TransferOptimizer):
-    """RIDER. Tile state: Q (the digital reference) and c (the chopper sign). Costs add reference_writes,
-    the elements of Q~ programmed."""
+class Rider(BufferedTransfer):
+    """RIDER. Tile state: Q (the digital reference), c (the chopper sign) and, with a threshold, the buffer H.
+    Costs add reference_writes, the elements of Q~ programmed."""
 
     algorithm = "rider"
 
@@ -53,7 +54,13 @@ class Rider(TransferOptimizer):
         q = st["Q"]
         v = self.read_columns(block, 1, cols)  # (n, out): P - Q~
         q[:, cols] += np.float32(self.cfg.tracking_rate) * (v.T + ref[:, cols] - q[:, cols])  # eta (P - Q_k)
-        self.transfer_update(block, 0, cols, np.float32(st["c"]) * v, self.cfg.transfer_lr)
+        signal = np.float32(st["c"]) * v
+        if self.cfg.threshold is None:
+            self.transfer_update(block, 0, cols, signal, self.cfg.transfer_lr)
+        else:
+            h = self.buffer(st, block)
+            h[:, cols] += np.float32(self.cfg.transfer_lr) * signal.T
+            self.fire(block, st, h, cols)
         self.track(block, st, cols)
 
     def track(self, block, st, cols) -> None:
