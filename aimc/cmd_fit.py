@@ -71,9 +71,10 @@ def register(sub) -> None:
                         "bootstrap over devices and cycles (percentile; pooled: the best family refitted per resample)")
     p.add_argument("--bootstrap", type=int, default=None, metavar="N",
                    help="resamples of --intervals bootstrap (default: 200 refits pooled, 2000 per-device)")
-    p.add_argument("--cycle-noise", action="store_true",
-                   help="fit the mean of the clipped noisy step, the cycle noise measured first on each device's "
-                        "table (default: the clipped mean step, the noise measured after the fit)")
+    p.add_argument("--cycle-noise", action=argparse.BooleanOptionalAction, default=None,
+                   help="fit the mean of the noisy step clipped at the bounds, the cycle noise measured first on each "
+                        "device's table (--no-cycle-noise: the clipped mean step, the noise measured after the fit; "
+                        "default: on where the cycle noise dominates the reads, anchor below 0.05)")
     p.add_argument("--anchor", type=float, default=None, metavar="A",
                    help="regress each increment on the point at fraction A (0 to 0.5) between its two reads: 0.5 the "
                         "midpoint, 0 the start (default: from the read and cycle noise of the data)")

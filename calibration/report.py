@@ -184,6 +184,9 @@ def _quality_html(q: dict | None) -> str:
                      f"read variance {a['read_variance']:.3g}, increment variance {a['increment_variance']:.3g} "
                      f"(w^2): anchor {a['anchor']:.3f} of the way between the two reads (0.5: midpoint); "
                      f"used {a['used']:.3f}"])
+    if "censored_mean" in q:
+        rows.append(["increment model", "", "the mean of the noisy step clipped at the bounds (cycle noise measured "
+                     "first)" if q["censored_mean"] else "the clipped mean step (cycle noise measured after the fit)"])
     if q["sparse_devices"]:
         rows.append(["devices with too few increments", len(q["sparse_devices"]), ", ".join(q["sparse_devices"])])
     out = "<h4>Data quality</h4>" + _table(rows, ["item", "count", "note"])

@@ -96,8 +96,10 @@ def test_expstep_canonical_keeps_the_response():
 KNOWN_MISSES = {
     ("EcRAM", "per-device"): "passes in 7 of 8 runs (LinearStep, truth in 6/6): aihwkit's traces are not seeded "
                              "and the BIC gaps between families move by a few hundred from run to run",
-    ("ReRamES", "per-device"): "ExpStep chosen (PowStep +689); truth inside 5/8 intervals: the cycle noise of 5 "
-                               "steps clipped at the hard bounds is not in the default increment model",
+    ("ReRamES", "per-device"): "ExpStep chosen (PowStep +1349 to +1816); with the censored mean (the default at "
+                               "its anchor, 0-0.03) the truth is inside 5 to 8 of 8 intervals over five "
+                               "populations (33 of 40): the exponents come out steep from the few down pulses at "
+                               "the upper bound, whose variance is 1e4 times that of the others",
     ("EcRAM", "pooled"): "tabulated chosen (PowStep +550, LinearStep +11754): the pooled response of devices with "
                          "spread bounds is smooth; LinearStep's intervals hold the truth 0/6",
     ("ReRamES", "pooled"): "PowStep chosen by 76 over ExpStep; ExpStep's intervals hold the truth 4/8",

@@ -36,16 +36,20 @@ def test_anchor_limits():
 
 def test_hard_bound_device_under_heavy_cycle_noise():
     """aihwkit's ReRamES preset (ExpStep with hard bounds, cycle noise of 5 steps; write noise and spread off),
-    4 devices, one cycle: seen from the start of each pulse (the estimated anchor) ExpStep wins; seen from the
-    midpoint, PowStep did (measured: BIC -162 against +36, docs/calibration.md)."""
+    4 devices, one cycle: seen from the start of each pulse (the estimated anchor) ExpStep wins, with the censored
+    mean of the noisy step as the increment model (the default below an anchor of 0.05) and without it; seen from
+    the midpoint (clipped mean step, the default there), PowStep did (measured: BIC -162 against +36,
+    docs/calibration.md)."""
     dev = load_device({"preset": "aihwkit_reram_es", "write_noise_std": 0.0, "dw_min_dtod": 0.0,
                        "up_down_dtod": 0.0, "w_max_dtod": 0.0, "w_min_dtod": 0.0})
     tr = measure_cycles(dev, n_pulses=2200, n_cycles=1, n_devices=4, read_noise=3e-4, seed=0)
     res = fit(tr, kinds=["ExpStep", "PowStep"], spread=False)
-    assert res.data.anchor < 0.05 and res.best.kind == "ExpStep"
-    assert res.fits["ExpStep"].params["dw_min"] == pytest.approx(0.00135, rel=0.2)
+    assert res.data.anchor < 0.05 and res.data.quality["censored_mean"] and res.best.kind == "ExpStep"
+    clipped = fit(tr, kinds=["ExpStep", "PowStep"], spread=False, cycle_noise=False)
+    assert not clipped.data.quality["censored_mean"] and clipped.best.kind == "ExpStep"
+    assert clipped.fits["ExpStep"].params["dw_min"] == pytest.approx(0.00135, rel=0.2)
     midpoint = fit(tr, kinds=["ExpStep", "PowStep"], spread=False, anchor=0.5)
-    assert midpoint.best.kind == "PowStep"
+    assert not midpoint.data.quality["censored_mean"] and midpoint.best.kind == "PowStep"
 
 
 def test_anchor_outside_its_range_is_rejected():
