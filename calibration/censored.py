@@ -39,8 +39,10 @@ def _flat(*arrays) -> list[np.ndarray]:
 
 
 def _near(mu: np.ndarray, sd: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Where a bound lies within TAIL sd of mu (elsewhere the moments are mu and sd^2 to float64 precision)."""
-    return (sd > 0) & ((b - mu < TAIL * sd) | (mu - a < TAIL * sd))
+    """Where a bound lies within TAIL sd of mu (elsewhere the moments are those of clip(mu, a, b) to float64
+    precision: mu and sd^2 between the bounds, the bound and 0 beyond one; evaluating the formulas there would
+    only lose digits, mu + (b - mu) for mu >> b)."""
+    return (sd > 0) & ((np.abs(b - mu) < TAIL * sd) | (np.abs(mu - a) < TAIL * sd))
 
 
 def _deviation_moments(mu, sd, a, b) -> tuple[np.ndarray, np.ndarray]:

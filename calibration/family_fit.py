@@ -10,7 +10,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from aimc.calibration.families import Family
-from aimc.calibration.increment_kernels import JACOBIAN_CODES, single_pulse_jacobian
+from aimc.calibration.increment_kernels import JACOBIAN_CODES, noise_form, single_pulse_jacobian
 from aimc.calibration.pulse_data import PulseData
 from aimc.devices import DeviceConfig, Tabulated, parse_device
 
@@ -122,11 +122,11 @@ def diagnostics(r: np.ndarray, data: PulseData, fitted: np.ndarray, n_bins: int 
 
 def _jacobian(fam: Family, on: PulseData, x0: np.ndarray, width: np.ndarray):
     """The residuals' Jacobian: analytic (`increment_kernels.single_pulse_jacobian`, steps of 1e-7 of the box
-    for the map from parameters to the element) where every increment is a single pulse and the family has no
-    cycle noise in its increment model; else "2-point" (scipy's forward differences, one model evaluation per
-    parameter)."""
+    for the map from parameters to the element) where every increment is a single pulse and the family's
+    cycle noise, if any, is additive or multiplicative; else "2-point" (scipy's forward differences, one model
+    evaluation per parameter)."""
     device = fam.fast_config(x0)
-    if np.any(on.k != 1) or device.dw_min_std != 0 or device.nominal().code not in JACOBIAN_CODES:
+    if np.any(on.k != 1) or noise_form(device) == "other" or device.nominal().code not in JACOBIAN_CODES:
         return "2-point"
     h, x, up = JACOBIAN_STEP * width, np.ascontiguousarray(on.x), np.ascontiguousarray(on.up)
     scale, work = -(on.weight / on.dw0)[:, None], {}

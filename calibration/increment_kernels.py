@@ -8,6 +8,8 @@ step / dw_min * dw_min), so the model's values are bit for bit those of the devi
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -201,11 +203,25 @@ def _grad_pass(w, up, er, code, consts, grid, tab_up, tab_dn, g):
     return s, ds_dw
 
 
+@njit(cache=True, inline="always")
+def _censored_slopes(mu, sd, behind, ahead):
+    """(dM/dmu, dM/dsd, dM/dahead, dM/dbehind) of M = E[clip(X, -behind, ahead)], X ~ N(mu, sd^2), sd > 0
+    (`censored`): the probability inside, phi(alpha) - phi(beta), the probability above and minus the
+    probability below, alpha = (-behind - mu) / sd, beta = (ahead - mu) / sd."""
+    alpha, beta = (-behind - mu) / sd, (ahead - mu) / sd
+    below, above = 0.5 * math.erfc(-alpha / _SQRT2), 0.5 * math.erfc(beta / _SQRT2)
+    dens = _INV_SQRT_2PI * (math.exp(-0.5 * alpha * alpha) - math.exp(-0.5 * beta * beta))
+    return 1.0 - above - below, dens, above, -below
+
+
 @njit(cache=True)
-def single_pulse_grad_kernel(x, up, er, code, consts, grid, tab_up, tab_dn, lo, hi, anchor, g0, out):
+def single_pulse_grad_kernel(x, up, er, code, consts, grid, tab_up, tab_dn, lo, hi, anchor, sigma, additive, g0,
+                             out):
     """d increment / d p of `single_pulse_kernel`'s increments into out, shape (n, P + 2): p as in `_step_grad`,
     then the bounds lo, hi that clip the step (the start x -+ anchor s(x) moves with p: chain rule); g0 (n, P):
-    work space. Both are the caller's, reused from call to call (`single_pulse_jacobian`)."""
+    work space. Both are the caller's, reused from call to call (`single_pulse_jacobian`). sigma > 0: the
+    increment is the censored mean of the noisy step (`pulse_data.predict`), its std sigma s (multiplicative) or
+    sigma times the element's dw_up / dw_down (additive)."""
     n, n_p = len(x), 6 + len(consts) + 2 * len(tab_up)
     g0[:] = 0.0
     out[:] = 0.0
@@ -214,21 +230,38 @@ def single_pulse_grad_kernel(x, up, er, code, consts, grid, tab_up, tab_dn, lo, 
     for i in range(n):
         start[i] = _start(x[i], up[i], s0[i], anchor)
     s, ds_dw = _grad_pass(start, up, er, code, consts, grid, tab_up, tab_dn, out)
+    inv = 1.0 / (1.0 - anchor)
     for i in range(n):
         room = _room(x[i], up[i], lo, hi, anchor)
         sign = 1.0 if up[i] else -1.0
-        if room < s[i]:  # clipped: the increment is the room to the bound
+        c = (anchor if up[i] else -anchor) * ds_dw[i]
+        k = 0 if up[i] else 1
+        sd = sigma * (er[0, k] if additive else s[i])
+        if sd > 0.0:  # the censored mean: through the step, its std and the room on either side
+            behind = _room(x[i], not up[i], lo, hi, anchor)
+            d_mu, d_sd, d_ahead, d_behind = _censored_slopes(s[i], sd, behind, room)
+            via_s = d_mu if additive else d_mu + sigma * d_sd
+            for j in range(n_p):
+                out[i, j] = sign * via_s * (out[i, j] - c * g0[i, j])
+            if additive:
+                out[i, k] += sign * sigma * d_sd
+            d_hi = (d_ahead if hi > x[i] else 0.0) if up[i] else (d_behind if hi > x[i] else 0.0)
+            d_lo = (-d_behind if x[i] > lo else 0.0) if up[i] else (-d_ahead if x[i] > lo else 0.0)
+            out[i, n_p] = sign * inv * d_lo
+            out[i, n_p + 1] = sign * inv * d_hi
+        elif room < s[i]:  # clipped: the increment is the room to the bound
             for j in range(n_p):
                 out[i, j] = 0.0
             if room > 0.0:  # up: (w_max - x) / (1 - anchor); down: -(x - w_min) / (1 - anchor)
-                out[i, n_p + 1 if up[i] else n_p] = 1.0 / (1.0 - anchor)
+                out[i, n_p + 1 if up[i] else n_p] = inv
         else:
-            c = (anchor if up[i] else -anchor) * ds_dw[i]
             for j in range(n_p):
                 out[i, j] = sign * (out[i, j] - c * g0[i, j])
 
 
 JACOBIAN_CODES = (CONST, LINEAR, POWER, EXP_R1, EXP_STEP, TABLE, SOFT_REF)
+_SQRT2 = math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def _element_vector(device: DeviceConfig) -> np.ndarray:
@@ -241,9 +274,10 @@ def _element_vector(device: DeviceConfig) -> np.ndarray:
 
 def single_pulse_jacobian(config, theta: np.ndarray, h: np.ndarray, x: np.ndarray, up: np.ndarray, anchor: float,
                           work: dict | None = None) -> np.ndarray:
-    """d increment / d theta (n, len(theta)) of single pulses without cycle noise, config(theta) the device:
-    the element's analytic derivatives (`single_pulse_grad_kernel`) times d p / d theta, the latter by forward
-    differences of the nominal element with steps h (no data involved: some 50 microseconds per parameter).
+    """d increment / d theta (n, len(theta)) of single pulses, config(theta) the device (with cycle noise: the
+    censored mean, `noise_form`): the element's analytic derivatives (`single_pulse_grad_kernel`) times d p /
+    d theta, the latter by forward differences of the nominal element with steps h (no data involved: some 50
+    microseconds per parameter).
     work: a dict that keeps the kernel's work arrays from call to call (one per fit): allocated anew for every
     call, arrays of a few MB came from fresh pages of the system each time under some allocator states (30%
     slower per-device fits, the same evaluations; measured 8.2 s against 5.7 s for the EcRAM ExpStep fits)."""
@@ -260,5 +294,18 @@ def single_pulse_jacobian(config, theta: np.ndarray, h: np.ndarray, x: np.ndarra
         work.update(shape=(len(x), len(p0)), g0=np.empty((len(x), len(p0) - 2)), grad=np.empty((len(x), len(p0))))
     lo, hi = device.bounds
     single_pulse_grad_kernel(x, up, er, code, consts, grid, tab_up, tab_dn, float(lo), float(hi), float(anchor),
-                             work["g0"], work["grad"])
+                             float(device.dw_min_std), noise_form(device) == "additive", work["g0"], work["grad"])
     return work["grad"] @ dp
+
+
+def noise_form(device: DeviceConfig) -> str | None:
+    """How the increment model's cycle noise scales (`pulse_data.step_sd`): None without noise, "additive" (sigma
+    times the element's dw_up / dw_down), "multiplicative" (sigma times the mean step), or "other" (ExpStep's
+    dw_min_std_add / dw_min_std_slope terms, which the analytic Jacobian leaves to finite differences)."""
+    if device.dw_min_std == 0:
+        return None
+    if getattr(device, "noise", "") == "additive" or getattr(device, "mult_noise", True) is False:
+        return "additive"
+    if getattr(device, "dw_min_std_add", 0.0) or getattr(device, "dw_min_std_slope", 0.0):
+        return "other"
+    return "multiplicative"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from aimc.calibration.censored import clipped_normal_mean
-from aimc.calibration.increment_kernels import element_args, mean_steps_kernel, single_pulse_kernel
+from aimc.calibration.increment_kernels import element_args, mean_steps_kernel, noise_form, single_pulse_kernel
 from aimc.calibration.quality import outliers, sparse_devices
 from aimc.calibration.traces import TraceSet
 from aimc.devices import DeviceConfig
@@ -231,10 +231,11 @@ def step_sd(device: DeviceConfig, w: np.ndarray, s: np.ndarray, up: np.ndarray) 
     the kernels draw it (devices.pulses.noisy_pulse): sigma s (multiplicative; ExpStep adds sigma (dw_min_std_add
     + dw_min_std_slope |w|)) or sigma times the element's step at its reference point (additive). None
     without noise (dw_min_std 0)."""
-    sigma = float(device.dw_min_std)
-    if sigma == 0.0:
+    form = noise_form(device)
+    if form is None:
         return None
-    if getattr(device, "noise", "") == "additive" or getattr(device, "mult_noise", True) is False:
+    sigma = float(device.dw_min_std)
+    if form == "additive":
         ep = device.nominal().ep[0, 0]
         return sigma * np.where(up, ep[DW_UP], ep[DW_DOWN])
     extra = getattr(device, "dw_min_std_add", 0.0) + getattr(device, "dw_min_std_slope", 0.0) * np.abs(w)
