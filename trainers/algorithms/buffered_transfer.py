@@ -18,8 +18,9 @@ class BufferedTransfer(TransferOptimizer):
     single_pulse = False
 
     def accumulate(self, h: np.ndarray, cols: np.ndarray, v: np.ndarray) -> None:
-        """Fold the reads v (n, out) of columns `cols` into the buffer h, in place."""
-        raise NotImplementedError
+        """Fold the reads v (n, out) of columns `cols` into the buffer h, in place: H += transfer_lr v (TT-v2's
+        rule; residual learning v2 keeps an EMA instead)."""
+        h[:, cols] += np.float32(self.cfg.transfer_lr) * v.T
 
     def transfer_columns(self, block, st, src, dst, cols):
         v = self.read_columns(block, src, cols)  # (n, out)

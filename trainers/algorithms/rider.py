@@ -59,7 +59,7 @@ class Rider(BufferedTransfer):
             self.transfer_update(block, 0, cols, signal, self.cfg.transfer_lr)
         else:
             h = self.buffer(st, block)
-            h[:, cols] += np.float32(self.cfg.transfer_lr) * signal.T
+            self.accumulate(h, cols, signal)
             self.fire(block, st, h, cols)
         self.track(block, st, cols)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from aimc.trainers.algorithms.buffered_transfer import BufferedTransfer
 
 
@@ -13,6 +11,3 @@ class TTv2(BufferedTransfer):
     fired into W and H -= n dw_min."""
 
     algorithm = "ttv2"
-
-    def accumulate(self, h, cols, v):
-        h[:, cols] += np.float32(self.cfg.transfer_lr) * v.T
