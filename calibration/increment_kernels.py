@@ -245,8 +245,9 @@ def single_pulse_grad_kernel(x, up, er, code, consts, grid, tab_up, tab_dn, lo, 
                 out[i, j] = sign * via_s * (out[i, j] - c * g0[i, j])
             if additive:
                 out[i, k] += sign * sigma * d_sd
-            d_hi = (d_ahead if hi > x[i] else 0.0) if up[i] else (d_behind if hi > x[i] else 0.0)
-            d_lo = (-d_behind if x[i] > lo else 0.0) if up[i] else (-d_ahead if x[i] > lo else 0.0)
+            # the room toward w_max is ahead of an up pulse and behind a down pulse; w_min's the other way round
+            d_hi = (d_ahead if up[i] else d_behind) if hi > x[i] else 0.0
+            d_lo = -(d_behind if up[i] else d_ahead) if x[i] > lo else 0.0
             out[i, n_p] = sign * inv * d_lo
             out[i, n_p + 1] = sign * inv * d_hi
         elif room < s[i]:  # clipped: the increment is the room to the bound
