@@ -18,6 +18,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 
 
 def curves(sweep_dir: Path) -> list[tuple[str, list[float]]]:
@@ -50,21 +51,24 @@ def main() -> None:
                    help="an aihwkit run's JSON lines (benchmarks/aihwkit/train_r1_fcn_aihwkit.py), drawn dashed")
     p.add_argument("--steps-per-epoch", type=int, default=None, metavar="N",
                    help="put training steps (N per epoch) on the x axis instead of epochs")
+    p.add_argument("--ymin", type=float, default=0.0, help="lower end of the accuracy axis, %% (default 0)")
     a = p.parse_args()
     scale = a.steps_per_epoch or 1
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for sweep in a.sweeps:
-        for label, acc in curves(sweep):
-            ax.plot([scale * e for e in range(len(acc))], acc, marker=".", label=label)
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    runs = [run for sweep in a.sweeps for run in curves(sweep)]
+    if len(runs) + len(a.aihwkit) > 10:  # more lines than tab10 has colours
+        ax.set_prop_cycle(color=plt.cm.tab20(np.linspace(0, 1, 20)))
+    for label, acc in runs:
+        ax.plot([scale * e for e in range(len(acc))], acc, marker=".", label=label)
     for spec in a.aihwkit:
         label, acc = aihwkit_curve(spec)
         ax.plot([scale * e for e in range(len(acc))], acc, "--", label=label)
     ax.set_xlabel("epoch" if a.steps_per_epoch is None else "training steps (mini-batches)")
     ax.set_ylabel("test accuracy %")
-    ax.set_ylim(0, 100)
+    ax.set_ylim(a.ymin, 100)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title(a.title)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes: no curve hidden
+    fig.suptitle(a.title)
     fig.tight_layout()
     fig.savefig(a.out, dpi=120)
 
