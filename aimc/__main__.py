@@ -1,5 +1,5 @@
 """`python -m aimc`: the `aimc` command line."""
 
-from aimc.cli import main
+from aimc.cli import run
 
-raise SystemExit(main())
+run()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
+import signal
 import sys
 
 import aimc
@@ -52,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130
 """Exit statuses besides 0 (done): a run failed or diverged, or a file could not be written (disk full,
 read-only, no permission); bad input (config, file, argument, an output folder in use, a missing file);
-interrupted (Ctrl-C, SIGINT's 128 + 2)."""
+interrupted (Ctrl-C, SIGINT's 128 + 2; the `aimc` process itself ends by SIGINT, see `run`)."""
 
 
 def _os_error(err: OSError) -> str:
@@ -79,3 +81,17 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         print(f"aimc {args.command}: error: {_os_error(err)}", file=sys.stderr)
         return EXIT_BAD_INPUT if isinstance(err, FileNotFoundError) else EXIT_FAILED
+
+
+def run() -> None:
+    """The `aimc` program: `main` on the process's arguments. An interrupted command, its message printed and
+    its state saved, ends the process by SIGINT, as a Unix program stopped by Ctrl-C does (shells report 130),
+    so that a calling script or loop stops as well, and a caller sees this one ending whatever the interpreter
+    makes of the handled KeyboardInterrupt."""
+    code = main()
+    if code == EXIT_INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    raise SystemExit(code)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from state_helpers import same_state
 
-from aimc.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, main
+from aimc.cli import EXIT_BAD_INPUT, EXIT_FAILED, main
 from aimc.results import RunFolder
 
 TINY = ["--set", "epochs=1", "--set", "data.n_train=20", "--set", "data.n_test=20", "--quiet"]
@@ -89,7 +89,7 @@ def _stop_at_random_point(config: Path, out: Path, sig: int, seed: int) -> tuple
     time.sleep(random.Random(seed).uniform(0.0, 3.0))
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
-    if sig == signal.SIGINT and proc.returncode == EXIT_INTERRUPTED:
+    if sig == signal.SIGINT and proc.returncode != 0:  # 0: the signal came after the run finished
         assert err.strip().splitlines()[-1] == f"aimc train: interrupted; resume with: aimc train --resume {out}"
         assert "Traceback" not in err
     return proc.returncode, err
@@ -110,7 +110,7 @@ def uninterrupted(tmp_path_factory):
 def test_a_run_stopped_at_a_random_point_resumes_to_the_uninterrupted_result(uninterrupted, tmp_path, sig, seed):
     code, err = _stop_at_random_point(uninterrupted / "k.toml", tmp_path / "cut", sig, seed)
     if RunFolder(tmp_path / "cut").read_manifest()["status"] != "finished":  # else the signal came too late
-        assert code == (EXIT_INTERRUPTED if sig == signal.SIGINT else -signal.SIGKILL), err
+        assert code == -sig, err  # Ctrl-C too ends the process by its signal, after the message
     assert main(["train", "--resume", str(tmp_path / "cut"), "--quiet"]) == 0
     cut, whole = RunFolder(tmp_path / "cut"), RunFolder(uninterrupted / "run")
     assert cut.read_manifest()["status"] == "finished"
