@@ -20,7 +20,7 @@ def total(a) -> int:
     return t
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def zeros(shape, dtype):
     """np.zeros as a plain loop."""
     a = np.empty(shape, dtype)
@@ -34,7 +34,7 @@ SIGN_CLEARED = np.int32(0x7FFFFFFF)
 """All bits of a float32 but its sign."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def row_abs_max(a):
     """max |a[b, :]| of each row of a C-contiguous float32 2-D array, as float32 (B,) (0 for an empty row).
 

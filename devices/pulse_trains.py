@@ -17,7 +17,7 @@ from aimc.devices.loops import row_abs_max, total
 from aimc.devices.rng import bits31_at, stream_seed, uniform_step
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _power_int(q: float, n: int) -> float:
     """q ** n for a small non-negative integer n, by squaring."""
     out = 1.0
@@ -81,7 +81,7 @@ TRAIN_STREAMS = uint64(1) << uint64(48)
 per-row streams (index = row) of the coincidence noise in the same call."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def fill_train(values, b, scale, length, seed, counter, stream, masks) -> None:
     """Pulse trains of sample b (masks[b, k], see pulse_trains_kernel) from stream (seed, counter,
     TRAIN_STREAMS + stream); nothing where length is 0."""
@@ -159,13 +159,13 @@ INDEX = uint32((1 << 31) - 1)
 """The index bits of a slot-list entry."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _slot_entry(k, value) -> uint32:
     """The slot-list entry of index k whose train value is `value`: k, with NEGATIVE set where value < 0."""
     return uint32(k) | (NEGATIVE * uint32(value < 0.0))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def slot_lists_of(masks, values, b, one_slot, lists, counts) -> None:
     """Slot lists of sample b (see slot_lists_kernel); counts[b] must be zero on entry. one_slot: the
     sample's trains have one slot (masks 0 or 1), listed by a branch-free compaction."""
@@ -190,7 +190,7 @@ def slot_lists_of(masks, values, b, one_slot, lists, counts) -> None:
             m &= m - uint32(1)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def slot_counts_of(masks, b, one_slot, counts) -> None:
     """counts[b, t] = number of trains of sample b with a pulse in slot t (counts[b] zero on entry);
     one_slot as in slot_lists_of."""

@@ -37,7 +37,7 @@ def _coincidences(x_counts, d_counts) -> int:
     return n
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts,
                     d_counts) -> None:
     """Train set k of an update: x's trains of sample k and their slot lists for k < B, else d's trains

@@ -9,7 +9,7 @@ from numba import njit, prange
 from aimc.devices.loops import total
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _pulses_for(v, lim, dw_min, max_pulses, single) -> int:
     """Signed pulses for buffer value v: 0 below lim; else sign(v) (single) or sign(v) floor(|v| / dw_min),
     at least 1 and at most max_pulses."""
