@@ -35,7 +35,8 @@ def _run(args: argparse.Namespace) -> int:
     result = fit(traces, kinds=kinds, criterion=args.criterion, g_mid=args.g_mid, g_scale=args.g_scale,
                  n_bins=args.bins, n_nodes=args.nodes, spread=not args.no_spread, source=", ".join(args.traces),
                  method=args.method, progress=not args.quiet, intervals=args.intervals, n_boot=args.bootstrap,
-                 seed=args.seed, cycle_noise=args.cycle_noise, anchor=args.anchor)
+                 seed=args.seed, cycle_noise=args.cycle_noise, anchor=args.anchor,
+                 likelihood=args.likelihood)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     try:
@@ -75,6 +76,9 @@ def register(sub) -> None:
                    help="fit the mean of the noisy step clipped at the bounds, the cycle noise measured first on each "
                         "device's table (--no-cycle-noise: the clipped mean step, the noise measured after the fit; "
                         "default: on where the cycle noise dominates the reads, anchor below 0.05)")
+    p.add_argument("--likelihood", action="store_true",
+                   help="with --method per-device: refine the best family's per-device fits by the exact likelihood "
+                        "of the increments under cycle and read noise (slower; for cycle noise of several steps)")
     p.add_argument("--anchor", type=float, default=None, metavar="A",
                    help="regress each increment on the point at fraction A (0 to 0.5) between its two reads: 0.5 the "
                         "midpoint, 0 the start (default: from the read and cycle noise of the data)")

@@ -14,9 +14,11 @@ import numpy as np
 from tqdm import tqdm
 
 from aimc.calibration.bootstrap import N_BOOT_POOLED, N_BOOT_POPULATION, bootstrap_pooled, bootstrap_population
-from aimc.calibration.families import FAMILY_KINDS, families, with_noise
+from aimc.calibration.families import FAMILY_KINDS, Family, families, with_noise
 from aimc.calibration.family_fit import FamilyFit, fit_family, fit_tabulated
-from aimc.calibration.population import MIN_DEVICES, fit_population, fitted_devices, identification
+from aimc.calibration.increment_kernels import noise_form
+from aimc.calibration.likelihood import refine_population
+from aimc.calibration.population import MIN_DEVICES, fit_population, fitted_devices, identification, summarize
 from aimc.calibration.pulse_data import PulseData, WeightMap, model_trace, predict, pulse_data, weight_map_for
 from aimc.calibration.traces import TraceSet
 from aimc.calibration.variation import estimate_noise, estimate_spread, spread_tabulated, table_noise
@@ -134,11 +136,20 @@ def _export_device(best: FamilyFit, noise: dict, spread: dict) -> DeviceConfig:
     return parse_device(fields, where="exported device")
 
 
+def _bootstrap_devices(fam: Family, population: FamilyFit, per: dict[int, FamilyFit], data: PulseData,
+                       n_boot: int | None, seed: int) -> None:
+    """Give a per-device population fit the bootstrap intervals over its devices' estimates `per`
+    (`bootstrap.bootstrap_population`) and the identification flags of those intervals."""
+    theta = np.array([list(f.params.values()) for f in per.values()])
+    bootstrap_population(population, theta, n_boot or N_BOOT_POPULATION, seed)
+    population.flags = identification(fam, population, data)
+
+
 def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic", g_mid: float | None = None,
         g_scale: float | None = None, n_bins: int = 20, n_nodes: int = 6, spread: bool = True,
         source: str = "", method: str = "pooled", progress: bool = False, intervals: str = "analytic",
         n_boot: int | None = None, seed: int = 0, cycle_noise: bool | None = None,
-        anchor: float | None = None) -> FitResult:
+        anchor: float | None = None, likelihood: bool = False) -> FitResult:
     """Fit every family in `kinds` (default: all of the device layer) to the increments of `traces`, rank
     them by `criterion` ("bic" or "aic"), estimate noise and device-to-device spread for the best one and
     build the exported device. g_mid, g_scale: the weight map (default: `weight_map_for`); n_bins: bins of
@@ -153,7 +164,9 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
     the clipped mean step, the noise measured after the fit only; None (default): on where the anchor used is
     below CENSORED_ANCHOR (cycle noise dominates the reads; docs/calibration.md compares);
     anchor: where between its two reads the model sees an increment (`pulse_data`: 0 the start, 0.5 the
-    midpoint; default None: from the read and cycle noise of the data)."""
+    midpoint; default None: from the read and cycle noise of the data); likelihood: refine the best family's
+    per-device fits by the exact likelihood of the increments (`likelihood`; method "per-device", the censored
+    mean on), which also measures each device's cycle and read noise."""
     if criterion not in ("aic", "bic"):
         raise ValueError(f"criterion must be 'aic' or 'bic', got {criterion!r}")
     if method not in ("per-device", "pooled"):
@@ -167,11 +180,15 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
     if unknown or not kinds:
         raise ValueError(f"unknown families {unknown}; known: {', '.join(FAMILY_KINDS)}")
     wmap = weight_map_for(traces, g_mid, g_scale)
+    if likelihood and method != "per-device":
+        raise ValueError("likelihood refines per-device fits: it needs method 'per-device'")
+    if likelihood and cycle_noise is False:
+        raise ValueError("likelihood models the cycle noise: it cannot run with cycle_noise off")
     if anchor is not None and not 0.0 <= anchor <= 0.5:
         raise ValueError(f"anchor must be in [0, 0.5], got {anchor}")
     data = pulse_data(traces, wmap, anchor)
     if cycle_noise is None:
-        cycle_noise = data.anchor < CENSORED_ANCHOR
+        cycle_noise = likelihood or data.anchor < CENSORED_ANCHOR
     data.quality["censored_mean"] = bool(cycle_noise)
     specs = families(n_nodes, data.dw0)
     try:
@@ -183,7 +200,9 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
     noise0 = table_noise(table, data, n_bins, wmap.g_scale) if cycle_noise and table else None
     if noise0 is not None:
         specs = {k: with_noise(f, noise0) for k, f in specs.items()}
-    fits, per = {}, {}
+    elif likelihood:
+        raise ValueError("likelihood needs the cycle noise measured first, and the traces' tables gave none")
+    fits, per, pooled_fits = {}, {}, {}
     two_stage = method == "per-device" and len(fitted_devices(data)) >= MIN_DEVICES
     start_data = data
     if two_stage and data.n > START_SAMPLE:  # the pooled fit only gives the per-device fits their start
@@ -192,21 +211,31 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
         start_data = data.subset(keep)
     for k in tqdm(kinds, desc="fitting families", unit="family", disable=not progress):
         fam = specs.get(k)
-        pooled = table if k == "tabulated" else fit_family(fam, start_data)
+        pooled = pooled_fits[k] = table if k == "tabulated" else fit_family(fam, start_data)
         if two_stage:
             fits[k], per[k] = fit_population(fam, pooled, data, n_bins, progress)
             if intervals == "bootstrap" and fam is not None and per[k]:
-                theta = np.array([list(f.params.values()) for f in per[k].values()])
-                bootstrap_population(fits[k], theta, n_boot or N_BOOT_POPULATION, seed)
-                fits[k].flags = identification(fam, fits[k], data)
+                _bootstrap_devices(fam, fits[k], per[k], data, n_boot, seed)
         else:
             pooled.flags = identification(fam, pooled, data)
             fits[k] = pooled
     best = min(fits.values(), key=lambda f: getattr(f, criterion))
+    ml = None
+    if likelihood and best.kind != "tabulated" and per.get(best.kind):  # ranked by least squares, then refined
+        fam = specs[best.kind]
+        per[best.kind], ml = refine_population(fam, per[best.kind], data, progress)
+        best = fits[best.kind] = summarize(fam, pooled_fits[best.kind], per[best.kind], data)
+        if intervals == "bootstrap":
+            _bootstrap_devices(fam, best, per[best.kind], data, n_boot, seed)
+        best.interval = f"maximum likelihood per device; {best.interval}"
     if intervals == "bootstrap" and best.kind != "tabulated" and not per.get(best.kind):
         bootstrap_pooled(specs[best.kind], best, data, n_boot or N_BOOT_POOLED, seed, progress)
         best.flags = identification(specs[best.kind], best, data)
     noise = estimate_noise(best, data, wmap.g_scale)
+    if ml is not None:  # the likelihood measured both noises on every device: they replace the residuals' estimate
+        form = "additive" if noise_form(best.device) == "additive" else "multiplicative"
+        noise.update({"form": form, f"sigma_{form}": ml["sigma"], "read_noise": ml["read_noise"],
+                      "read_noise_g": ml["read_noise"] * wmap.g_scale, "likelihood": ml})
     if not spread or data.n_devices < 3:
         spread_info = {"family": best.kind, "dtod": {}, "message": "not estimated"}
     elif best.kind == "tabulated":

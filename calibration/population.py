@@ -61,6 +61,11 @@ def identification(fam: Family | None, fit: FamilyFit, data: PulseData) -> dict[
     return flags
 
 
+def device_data(data: PulseData, d: int) -> PulseData:
+    """Device d's increments, with its own plateaus as the bound estimates."""
+    return replace(data.subset(data.device == d), lo=float(data.dev_lo[d]), hi=float(data.dev_hi[d]))
+
+
 def fit_population(fam: Family | None, pooled: FamilyFit, data: PulseData, n_bins: int = 20,
                    progress: bool = False) -> tuple[FamilyFit, dict[int, FamilyFit]]:
     """(population fit, per-device fits by device index) of one family; `pooled`: a fit of all devices (or
@@ -75,13 +80,21 @@ def fit_population(fam: Family | None, pooled: FamilyFit, data: PulseData, n_bin
     per: dict[int, FamilyFit] = {}
     kind = fam.kind if fam else "tabulated"
     for d in tqdm(used, desc=f"{kind} per device", unit="device", disable=not progress, leave=False):
-        sub = data.subset(data.device == d)
-        own = replace(sub, lo=float(data.dev_lo[d]), hi=float(data.dev_hi[d]))  # the device's own plateaus
         try:
-            per[d] = (fit_tabulated(sub, n_bins) if fam is None
-                      else fit_family(fam, own, starts=[theta0, *fam.starts(own)[:OWN_STARTS]]))
+            if fam is None:  # a device's table spans the population's plateaus
+                per[d] = fit_tabulated(data.subset(data.device == d), n_bins)
+            else:  # a family's box and starts come from the device's own plateaus
+                own = device_data(data, d)
+                per[d] = fit_family(fam, own, starts=[theta0, *fam.starts(own)[:OWN_STARTS]])
         except ValueError:  # a device whose table cannot be built: charged with the pooled table
             continue
+    return summarize(fam, pooled, per, data), per
+
+
+def summarize(fam: Family | None, pooled: FamilyFit, per: dict[int, FamilyFit], data: PulseData) -> FamilyFit:
+    """The population fit of per-device fits `per` (module docstring); devices without a fit of their own are
+    charged with the `pooled` fit's residuals and parameters."""
+    kind = fam.kind if fam else "tabulated"
     r = data.dw - data.predict(pooled.device)  # the pooled fit may be of a subsample
     parts = []
     for d in range(data.n_devices):
@@ -96,7 +109,7 @@ def fit_population(fam: Family | None, pooled: FamilyFit, data: PulseData, n_bin
     if fam is None:
         return FamilyFit(kind, pooled.params, pooled.stderr, [], pooled.device, rss, data.n, pooled.k, r,
                          diagnostics(r, data, fitted), pooled.cov, "pooled table; criterion over per-device tables",
-                         tuple(parts), None, pooled.interval), per
+                         tuple(parts), None, pooled.interval)
     theta = np.array([list(f.params.values()) for f in per.values()])
     n = len(theta)
     mean, se = theta.mean(0), theta.std(0, ddof=1) / math.sqrt(n)
@@ -110,5 +123,5 @@ def fit_population(fam: Family | None, pooled: FamilyFit, data: PulseData, n_bin
                     {p: (float(m - t * s), float(m + t * s)) for p, m, s in zip(fam.params, mean, se)},
                     f"over {n} devices: mean -+ t(0.975, {n - 1}) sd / sqrt(n)")
     out.flags = identification(fam, out, data)
-    return out, per
+    return out
 
