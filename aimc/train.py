@@ -31,6 +31,7 @@ from aimc.config import ExperimentConfig
 from aimc.datasets import Dataset, load_dataset
 from aimc.devices import check_kernel_threads, set_kernel_threads
 from aimc.folder_lock import folder_lock
+from aimc.interrupts import caused_by_interrupt, steps_interruptible
 from aimc.metric_log import MetricLog, wanted
 from aimc.models import build_model
 from aimc.results import RunFolder, write_json
@@ -111,7 +112,8 @@ def _finite_params(model: nn.Module, tiles: list) -> bool:
 @contextmanager
 def _end_recorded(run: RunFolder, where: Callable[[], str] = lambda: "") -> Iterator[None]:
     """Record in `run`'s manifest how its body ended when it raises ("diverged", "interrupted" or "failed"
-    with the error, behind `where()`), then re-raise."""
+    with the error, behind `where()`), then re-raise (an error caused by a KeyboardInterrupt as the
+    KeyboardInterrupt)."""
     try:
         yield
     except TrainingDiverged as err:
@@ -121,6 +123,9 @@ def _end_recorded(run: RunFolder, where: Callable[[], str] = lambda: "") -> Iter
         run.finish("interrupted", "interrupted by the user (KeyboardInterrupt)")
         raise
     except Exception as err:
+        if caused_by_interrupt(err):
+            run.finish("interrupted", "interrupted by the user (KeyboardInterrupt)")
+            raise KeyboardInterrupt from err
         run.finish("failed", f"{where()}{type(err).__name__}: {err}")
         raise
 
@@ -142,8 +147,8 @@ def train_run(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = False
         run.start(cfg)
         t0 = time.perf_counter()
         try:
-            with _end_recorded(run):
-                final = _train(cfg, data, run, progress)
+            with _end_recorded(run), steps_interruptible() as held:  # Ctrl-C taken between two steps
+                final = _train(cfg, data, run, progress, held.check)
         finally:
             timings = run.manifest.setdefault("timings", {})
             timings["wall_s"] = timings.get("wall_s", 0.0) + time.perf_counter() - t0
@@ -157,7 +162,10 @@ def _load(cfg: ExperimentConfig) -> Dataset:
     return load_dataset(d.name, d.path, d.n_train, d.n_test)
 
 
-def _train(cfg: ExperimentConfig, data: Dataset, run: RunFolder, progress: bool) -> dict[str, Any]:
+def _train(cfg: ExperimentConfig, data: Dataset, run: RunFolder, progress: bool,
+           between_steps: Callable[[], None] = lambda: None) -> dict[str, Any]:
+    """The training loop of train_run; `between_steps` is called before every step (it raises
+    KeyboardInterrupt for a held Ctrl-C)."""
     torch.set_num_threads(cfg.threads)
     set_kernel_threads(cfg.threads)
     x_train, y_train, x_test, y_test = data.tensors()
@@ -205,6 +213,7 @@ def _train(cfg: ExperimentConfig, data: Dataset, run: RunFolder, progress: bool)
         bar = tqdm(range(steps), desc=f"{label} epoch {epoch}/{cfg.epochs}", leave=False, file=sys.stderr,
                    disable=not (progress and sys.stderr.isatty()), mininterval=0.5)
         for step in bar:
+            between_steps()
             idx = order[step * cfg.batch_size:(step + 1) * cfg.batch_size]
             opt.zero_grad()
             loss = F.cross_entropy(model(x_train[idx]), y_train[idx])
