@@ -97,8 +97,8 @@ KNOWN_MISSES = {
     ("EcRAM", "per-device"): "passes in 7 of 8 runs (LinearStep, truth in 6/6): aihwkit's traces are not seeded "
                              "and the BIC gaps between families move by a few hundred from run to run",
     ("ReRamES", "per-device"): "ExpStep chosen (PowStep +1349 to +1816); refined by the likelihood, the truth is "
-                               "inside 7, 5, 8, 8 and 8 of 8 intervals over five populations (36 of 40): 90% on "
-                               "three of them, A_up just outside on one, A_up, A_down and gamma_down on another",
+                               "inside 7, 5, 8, 8, 8, 4, 8, 8, 8 and 7 of 8 intervals over ten populations (71 "
+                               "of 80): 90% on six of them",
     ("EcRAM", "pooled"): "tabulated chosen (PowStep +550, LinearStep +11754): the pooled response of devices with "
                          "spread bounds is smooth; LinearStep's intervals hold the truth 0/6",
     ("ReRamES", "pooled"): "PowStep chosen by 76 over ExpStep; ExpStep's intervals hold the truth 4/8",
