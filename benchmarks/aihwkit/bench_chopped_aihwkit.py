@@ -4,7 +4,7 @@
 Runs inside the separate aihwkit venv (~/aihwkit-venv), not the aimc env. Models: the FCN 784-256-128-10
 (sigmoid, batch 10) or the CNN of R1 Fig. 4 (conv 5x5 1->16, tanh, maxpool 2, conv 5x5 16->32, tanh, maxpool
 2, tanh, flatten, 512->128, tanh, 128->10; batch 8); random inputs in [0, 1], random labels, CrossEntropy.
-Variants: digital (torch SGD), and aihwkit build_config("sgd" | "ttv2" | "c-ttv2" | "agad") on SoftBounds
+Variants: digital (torch SGD), and aihwkit build_config("sgd" | "ttv1" | "ttv2" | "c-ttv2" | "agad") on SoftBounds
 devices with AnalogSGD (lr 0.05); c_ttv2_mb / agad_mb with units_in_mbatch (a column read per mini-batch).
 A step = zero_grad + forward + loss + backward + optimizer step; median over --steps after --warmup.
 Prints one JSON line.
@@ -19,7 +19,7 @@ from aihwkit.simulator.configs import SoftBoundsDevice, build_config
 from harness import emit, parser, set_up
 from torch import nn
 
-NAMES = {"analog_sgd": "sgd", "ttv2": "ttv2", "c_ttv2": "c-ttv2", "agad": "agad", "c_ttv2_mb": "c-ttv2",
+NAMES = {"analog_sgd": "sgd", "tiki_taka": "ttv1", "ttv2": "ttv2", "c_ttv2": "c-ttv2", "agad": "agad", "c_ttv2_mb": "c-ttv2",
          "agad_mb": "agad"}
 
 
@@ -35,7 +35,7 @@ def main():
     p.add_argument("--model", choices=["fcn", "cnn"], default="fcn")
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--variants", default="digital,analog_sgd,ttv2,c_ttv2,agad,c_ttv2_mb,agad_mb")
+    p.add_argument("--variants", default="digital,analog_sgd,tiki_taka,ttv2,c_ttv2,agad,c_ttv2_mb,agad_mb")
     a = p.parse_args()
     set_up(a)
     batch = 10 if a.model == "fcn" else 8
