@@ -134,7 +134,8 @@ def train_run(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = False
               data: Dataset | None = None) -> dict[str, Any]:
     """Train one config (`cfg.trainer`) into `out_dir`, resuming from its newest checkpoint if the folder
     holds an unfinished run of the same config; a finished one is not rerun. `data`: the data set of
-    `cfg.data` if already loaded. Returns the final metrics."""
+    `cfg.data` if already loaded. Returns the final metrics. Ctrl-C (SIGINT) stops the run before its next
+    step (`aimc.interrupts.steps_interruptible`), the run recorded as interrupted and resumable."""
     if cfg.compare:
         raise ValueError("train_run takes a single-trainer config; use run_experiment for `compare`")
     check_kernel_threads(cfg.threads)  # before anything is written
