@@ -19,8 +19,8 @@ from aihwkit.simulator.configs import SoftBoundsDevice, build_config
 from harness import emit, parser, set_up
 from torch import nn
 
-NAMES = {"analog_sgd": "sgd", "tiki_taka": "ttv1", "ttv2": "ttv2", "c_ttv2": "c-ttv2", "agad": "agad", "c_ttv2_mb": "c-ttv2",
-         "agad_mb": "agad"}
+NAMES = {"analog_sgd": "sgd", "tiki_taka": "ttv1", "ttv2": "ttv2", "c_ttv2": "c-ttv2", "agad": "agad",
+         "c_ttv2_mb": "c-ttv2", "agad_mb": "agad"}
 
 
 def make_model(kind, lin, conv):
