@@ -164,7 +164,7 @@ def _load(cfg: ExperimentConfig) -> Dataset:
 
 
 def _train(cfg: ExperimentConfig, data: Dataset, run: RunFolder, progress: bool,
-           between_steps: Callable[[], None] = lambda: None) -> dict[str, Any]:
+           between_steps: Callable[[], None]) -> dict[str, Any]:
     """The training loop of train_run; `between_steps` is called before every step (it raises
     KeyboardInterrupt for a held Ctrl-C)."""
     torch.set_num_threads(cfg.threads)
