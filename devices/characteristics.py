@@ -20,6 +20,14 @@ def element_steps_kernel(w, up, ep, code, consts, grid, tab_up, tab_dn):
     return out
 
 
+@njit(cache=True)
+def _net_step(w, er, j, code, consts, grid, tab_up, tab_dn) -> float:
+    """Mean up step minus mean down step of element j at the weight w. A plain call, so that the response
+    functions are compiled in once and not at each of the bisection's three call sites."""
+    return (element_step(code, True, w, er, j, consts, grid, tab_up, tab_dn)
+            - element_step(code, False, w, er, j, consts, grid, tab_up, tab_dn))
+
+
 @njit(cache=True, parallel=True)
 def symmetric_point_kernel(ep, code, consts, grid, tab_up, tab_dn):
     """Per-element weight where the mean up and down steps are equal (bisection, 60 halvings).
@@ -34,10 +42,8 @@ def symmetric_point_kernel(ep, code, consts, grid, tab_up, tab_dn):
         for j in range(cols):
             lo = er[j, W_MIN]
             hi = er[j, W_MAX]
-            h_lo = (element_step(code, True, lo, er, j, consts, grid, tab_up, tab_dn)
-                    - element_step(code, False, lo, er, j, consts, grid, tab_up, tab_dn))
-            h_hi = (element_step(code, True, hi, er, j, consts, grid, tab_up, tab_dn)
-                    - element_step(code, False, hi, er, j, consts, grid, tab_up, tab_dn))
+            h_lo = _net_step(lo, er, j, code, consts, grid, tab_up, tab_dn)
+            h_hi = _net_step(hi, er, j, code, consts, grid, tab_up, tab_dn)
             if h_lo == 0.0 and h_hi == 0.0:
                 out[i, j] = np.nan
                 continue
@@ -49,8 +55,7 @@ def symmetric_point_kernel(ep, code, consts, grid, tab_up, tab_dn):
                 continue
             for _ in range(60):
                 mid = 0.5 * (lo + hi)
-                h = (element_step(code, True, mid, er, j, consts, grid, tab_up, tab_dn)
-                     - element_step(code, False, mid, er, j, consts, grid, tab_up, tab_dn))
+                h = _net_step(mid, er, j, code, consts, grid, tab_up, tab_dn)
                 if (h > 0.0) == (h_lo > 0.0):
                     lo = mid
                     h_lo = h
