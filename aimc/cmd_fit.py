@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -50,6 +51,9 @@ def _run(args: argparse.Namespace) -> int:
     for row in result.ranking_table():
         print(f"{row['kind']:<14} k={row['k']:<3} d{args.criterion.upper()}={row['delta_' + args.criterion]:10.1f}")
     print(f"best: {result.best.kind}; device file {out}/device.json; report {out / 'report.html'}")
+    ml = result.data.quality.get("likelihood", "")
+    if ml.startswith("not applied"):
+        print(f"warning: --likelihood {ml}", file=sys.stderr)
     return 0
 
 

@@ -203,7 +203,11 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
     elif likelihood:
         raise ValueError("likelihood needs the cycle noise measured first, and the traces' tables gave none")
     fits, per, pooled_fits = {}, {}, {}
-    two_stage = method == "per-device" and len(fitted_devices(data)) >= MIN_DEVICES
+    n_fitted = len(fitted_devices(data))
+    two_stage = method == "per-device" and n_fitted >= MIN_DEVICES
+    if likelihood and not two_stage:
+        raise ValueError(f"likelihood refines per-device fits: it needs at least {MIN_DEVICES} devices with enough "
+                         f"increments, and the traces have {n_fitted} (fit without likelihood)")
     start_data = data
     if two_stage and data.n > START_SAMPLE:  # the pooled fit only gives the per-device fits their start
         keep = np.zeros(data.n, bool)
@@ -228,6 +232,10 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
         if intervals == "bootstrap":
             _bootstrap_devices(fam, best, per[best.kind], data, n_boot, seed)
         best.interval = f"maximum likelihood per device; {best.interval}"
+    if likelihood:
+        data.quality["likelihood"] = ("applied: the best family's per-device fits refined by maximum likelihood"
+                                      if ml is not None else f"not applied: the best family, {best.kind}, has no "
+                                      "per-device parameters to refine")
     if intervals == "bootstrap" and best.kind != "tabulated" and not per.get(best.kind):
         bootstrap_pooled(specs[best.kind], best, data, n_boot or N_BOOT_POOLED, seed, progress)
         best.flags = identification(specs[best.kind], best, data)

@@ -158,10 +158,14 @@ def aihwkit_snippet(device: dict) -> str:
 
 
 def fit_flags(fit: dict, num: dict) -> list[str]:
-    """Warnings about a fit: a degenerate device (fewer than 2 states), a noise-dominated fit (the model
-    explains under 10% of the increment variance beyond a constant step), unidentified parameters."""
+    """Warnings about a fit: a likelihood refinement asked for and not applied, a degenerate device (fewer
+    than 2 states), a noise-dominated fit (the model explains under 10% of the increment variance beyond a
+    constant step), unidentified parameters."""
     best = fit["families"][fit["best"]]
     out = []
+    ml = (fit.get("quality") or {}).get("likelihood", "")
+    if ml.startswith("not applied"):
+        out.append(f"likelihood {ml}")
     if num["n_states"] < 2:
         out.append(f"degenerate device: {num['n_states']:.2g} states (range / dw_min)")
     r2 = best["diagnostics"].get("r2")
@@ -184,6 +188,8 @@ def _quality_html(q: dict | None) -> str:
                      f"read variance {a['read_variance']:.3g}, increment variance {a['increment_variance']:.3g} "
                      f"(w^2): anchor {a['anchor']:.3f} of the way between the two reads (0.5: midpoint); "
                      f"used {a['used']:.3f}"])
+    if "likelihood" in q:
+        rows.append(["likelihood refinement", "", q["likelihood"]])
     if "censored_mean" in q:
         rows.append(["increment model", "", "the mean of the noisy step clipped at the bounds (cycle noise measured "
                      "first)" if q["censored_mean"] else "the clipped mean step (cycle noise measured after the fit)"])

@@ -101,12 +101,31 @@ def test_likelihood_recovers_the_cycle_and_read_noise():
     assert f.interval.startswith("maximum likelihood per device")
 
 
-@pytest.mark.parametrize("kw, match", [(dict(method="pooled"), "per-device"),
-                                       (dict(method="per-device", cycle_noise=False), "cycle_noise")])
-def test_likelihood_refuses_what_it_cannot_model(kw, match):
-    tr = measure_cycles(ConstantStep(dw_min=0.01, w_max=0.5, w_min=-0.5, **NO_SPREAD), n_devices=4, seed=1)
+@pytest.mark.parametrize("kw, n_devices, match", [
+    (dict(method="pooled"), 4, "per-device"),
+    (dict(method="per-device", cycle_noise=False), 4, "cycle_noise"),
+    (dict(method="per-device"), 2, "at least 3 devices with enough increments, and the traces have 2")])
+def test_likelihood_refuses_what_it_cannot_model(kw, n_devices, match):
+    tr = measure_cycles(ConstantStep(dw_min=0.01, w_max=0.5, w_min=-0.5, **NO_SPREAD), n_devices=n_devices, seed=1)
     with pytest.raises(ValueError, match=match):
         fit(tr, kinds=["ConstantStep"], spread=False, likelihood=True, **kw)
+
+
+def test_likelihood_not_applied_is_said_in_the_report_and_on_the_terminal(tmp_path, capsys):
+    """The tabulated family has no per-device parameters: the fit runs, and the quality record, the report's
+    warnings and the command's stderr say the likelihood was not applied."""
+    truth = ConstantStep(dw_min=0.01, up_down=0.0, w_max=0.5, w_min=-0.5, dw_min_std=3.0, **NO_SPREAD)
+    tr = measure_cycles(truth, n_cycles=2, n_devices=4, read_noise=0.002, seed=4)
+    res = fit(tr, kinds=["tabulated"], spread=False, method="per-device", likelihood=True)
+    assert res.data.quality["likelihood"].startswith("not applied: the best family, tabulated")
+    applied = fit(tr, kinds=["ConstantStep"], spread=False, method="per-device", likelihood=True)
+    assert applied.data.quality["likelihood"].startswith("applied")
+    csv = write_csv(tr, tmp_path / "t.csv")
+    out = tmp_path / "fit"
+    assert main(["fit", str(csv), "--out", str(out), "--families", "tabulated", "--no-spread", "--elements", "2",
+                 "--quiet", "--likelihood", "--method", "per-device"]) == 0
+    assert "warning: --likelihood not applied" in capsys.readouterr().err
+    assert "<b>Warning:</b> likelihood not applied" in (out / "report.html").read_text()
 
 
 def test_cli_likelihood_writes_the_noise_per_device(tmp_path, capsys):
