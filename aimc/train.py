@@ -232,6 +232,7 @@ def _train(cfg: ExperimentConfig, data: Dataset, run: RunFolder, progress: bool,
         if not math.isfinite(rec["test_loss"]) or not _finite_params(model, tiles):
             _diverged(run, epoch, steps, steps, "the weights or the test loss are not finite")
         history.append(rec)
+        opt.end_epoch(rec["train_loss"])
         run.write_metrics(history)
         if epoch % cfg.checkpoint.every == 0 or epoch == cfg.epochs:
             checkpoint(epoch, history)

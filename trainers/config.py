@@ -152,6 +152,9 @@ class MultiTileConfig(_Transfer):
     zero_shift_cycles: int | None = Field(None, ge=1, description="up/down pulse pairs of the zero shift; None: "
                                                                "the device's number of states (slow on big layers)")
     zero_shift_mode: ZeroShiftMode = Field("cycles", description=ZERO_SHIFT_MODE)
+    warm_start: bool = Field(False, description="R3 Algorithm 1's warm start: the fastest array is transferred "
+                             "into one array at a time, the slowest first, moving on when the epoch training loss "
+                             "plateaus; the cascade starts after the last switch")
 
 
 class CTTv2Config(_Trainer):

@@ -82,6 +82,9 @@ class AnalogOptimizer(torch.optim.Optimizer):
     def after_step(self) -> None:
         """Transfers and other periodic work, once per step after all gradient updates."""
 
+    def end_epoch(self, train_loss: float) -> None:
+        """Called by a training loop after each epoch with the epoch's mean training loss (nats)."""
+
     # -- torch.optim API --------------------------------------------------------------------------------
     @torch.no_grad()
     def step(self, closure=None):

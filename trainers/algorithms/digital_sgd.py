@@ -29,6 +29,9 @@ class DigitalSGD(torch.optim.SGD):
         self.steps += 1
         return out
 
+    def end_epoch(self, train_loss: float) -> None:
+        """The analog optimizers' epoch hook; digital SGD has nothing to do."""
+
     def costs(self) -> dict:
         return {"steps": self.steps, "pulses": 0, "reads": 0, "transfers": 0, "weights": 0,
                 "pulses_per_weight": 0.0, "update_pulses": 0, "transfer_pulses": 0, "setup_pulses": 0,
