@@ -283,3 +283,24 @@ def test_multi_tile_period_ratio_and_transfer_lr_growth():
         moved = tile.arrays[src - 1].weights - before
         assert np.allclose(moved[:, 0], rate * tile.arrays[src].weights[:, 0], atol=1.01e-4)
         assert np.all(moved[:, 1:] == 0)
+
+
+@pytest.mark.parametrize("algorithm", ["tiki_taka", "ttv2", "residual", "multi_tile", "rider"])
+def test_fast_lr_steps_the_fast_array_and_lr_the_rest(algorithm):
+    """aihwkit's TransferCompound fast_lr: the fast array moves by fast_lr d^T x whatever the group's lr (which
+    an lr schedule changes), and the digital bias by lr."""
+    from optimizer_helpers import drive, exact_model
+
+    model = exact_model(4, 3)
+    model[0].bias = nn.Parameter(torch.zeros(3))
+    cfg = {"algorithm": algorithm, "lr": 0.5, "fast_lr": 1 / 64, "transfer_every": 1000}
+    if algorithm not in ("tiki_taka", "ttv2"):
+        cfg["zero_shift"] = False
+    opt = T.build_optimizer(model, cfg)
+    for group in opt.param_groups:
+        group["lr"] = 0.125  # as lr_decay would
+    x, g = np.array([[0.5, -0.25, 0.0, 1.0]]), np.array([[1.0, 0.0, -0.5]])  # moves of whole dw_min (2^-9)
+    drive(model, opt, [(x, g)])
+    fast = model[0].tiles[0].arrays[opt.fast].weights
+    np.testing.assert_allclose(fast, -g.T @ x / 64, atol=1e-9)
+    np.testing.assert_allclose(model[0].bias.detach().numpy(), -0.125 * g[0], atol=1e-7)

@@ -90,6 +90,9 @@ class AnalogSGDConfig(_Trainer):
 
 
 class _Transfer(_Trainer):
+    fast_lr: float | None = Field(None, gt=0, description="gradient step onto the fast array, constant under "
+                                  "lr_decay (aihwkit's TransferCompound fast_lr, 1.0 by default there); None: lr. "
+                                  "lr still steps the digital parameters")
     transfer_lr: float = Field(0.01, gt=0, description="transfer step beta (weight units per unit read)")
     transfer_every: int = Field(1, ge=1, description="steps between two transfers (k)")
     n_columns: int = Field(1, ge=1, description="columns of P read and transferred per transfer (n)")

@@ -134,9 +134,11 @@ class AnalogOptimizer(torch.optim.Optimizer):
     def lr(self) -> float:
         return float(self.param_groups[0]["lr"])
 
-    def gradient_update(self, block: TileBlock, x: np.ndarray, d: np.ndarray, index: int) -> int:
-        """W_index -= lr d^T x through the tile's pulsed/expected update; counts the pulses."""
-        n = block.tile.update(x, d, self.lr, index)
+    def gradient_update(self, block: TileBlock, x: np.ndarray, d: np.ndarray, index: int,
+                        lr: float | None = None) -> int:
+        """W_index -= lr d^T x (lr: the group's lr unless given) through the tile's pulsed/expected update;
+        counts the pulses."""
+        n = block.tile.update(x, d, self.lr if lr is None else lr, index)
         self.counts["update_pulses"] += n
         return n
 

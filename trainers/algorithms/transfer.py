@@ -63,8 +63,13 @@ class TransferOptimizer(AnalogOptimizer):
             report(self.algorithm, self.counts["setup_pulses"], weights, self.setup_seconds,
                    self.cfg.zero_shift_mode, self.cfg.zero_shift_cycles)
 
+    @property
+    def fast_lr(self) -> float:
+        """The gradient step onto the fast array: cfg.fast_lr (constant under lr_decay), else lr."""
+        return self.lr if self.cfg.fast_lr is None else float(self.cfg.fast_lr)
+
     def update_block(self, li, bi, block, x, d):
-        self.gradient_update(block, x, d, self.fast)
+        self.gradient_update(block, x, d, self.fast, self.fast_lr)
 
     def after_step(self):
         if self.steps % self.cfg.transfer_every == 0:
