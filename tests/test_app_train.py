@@ -54,8 +54,11 @@ def test_run_folder_contents(tmp_path):
 
 
 @pytest.mark.parametrize("trainer", [{"algorithm": "sgd", "lr": 0.5},
-                                     {"algorithm": "residual", "lr": 0.05, "transfer_lr": 0.01}])
+                                     {"algorithm": "residual", "lr": 0.05, "transfer_lr": 0.01},
+                                     {"algorithm": "multi_tile", "n_tiles": 3, "lr": 0.05, "zero_shift": False,
+                                      "warm_start": True}])
 def test_resume_after_interruption_is_bit_exact(tmp_path, monkeypatch, trainer):
+    """The optimizer state compared includes the multi-tile warm start's epoch losses and target."""
     cfg = _cfg(trainer, tile={"device": "r1_power_1", "update": {"mode": "pulsed"}})
     train_run(cfg, tmp_path / "whole")
 
