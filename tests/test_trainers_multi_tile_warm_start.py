@@ -51,24 +51,24 @@ def _moves(model, opt) -> list[bool]:
 
 def test_warm_start_fills_the_arrays_one_at_a_time_then_cascades(caplog):
     model, opt = _warm_opt()
-    assert opt.target == 0 and opt.costs()["warm_start_array"] == 0
+    assert opt.warm_array == 0 and opt.costs()["warm_start_array"] == 0
     assert _moves(model, opt) == [True, False, False]  # array 2 -> array 0 at every step (T_N = 1)
     np.testing.assert_allclose(model[0].tiles[0].arrays[0].weights, 0.5 / 16)  # transfer_lr * read
     opt.end_epoch(1.0)
     opt.end_epoch(0.9)
-    assert opt.target == 0 and _moves(model, opt) == [True, False, False]
+    assert opt.warm_array == 0 and _moves(model, opt) == [True, False, False]
     with caplog.at_level(logging.WARNING, logger="aimc.trainers"):
         opt.end_epoch(0.95)  # the loss rose: switch to array 1
-    assert opt.target == 1 and "plateaued after epoch 3" in caplog.text and "array 1" in caplog.text
+    assert opt.warm_array == 1 and "plateaued after epoch 3" in caplog.text and "array 1" in caplog.text
     assert _moves(model, opt) == [False, True, False]
     opt.end_epoch(0.96)  # rose again: the warm start is over
-    assert opt.target == 2 and opt.costs()["warm_start_array"] == 2 and "warm start is over" in caplog.text
+    assert opt.warm_array == 2 and opt.costs()["warm_start_array"] == 2 and "warm start is over" in caplog.text
     assert opt.steps == 3  # the cascade: 2 -> 1 every step, 1 -> 0 every second step (periods [2, 1])
     assert opt.periods() == [2, 1]
     assert _moves(model, opt) == [True, True, False]  # step 4
     assert _moves(model, opt) == [False, True, False]  # step 5
     opt.end_epoch(2.0)  # no more switches
-    assert opt.target == 2 and opt.epoch_losses == [1.0, 0.9, 0.95, 0.96]
+    assert opt.warm_array == 2 and opt.epoch_losses == [1.0, 0.9, 0.95, 0.96]
 
 
 def test_without_warm_start_the_cascade_runs_from_the_first_step():
@@ -79,7 +79,7 @@ def test_without_warm_start_the_cascade_runs_from_the_first_step():
     assert _moves(model, opt) == [True, True, False]
     opt.end_epoch(1.0)
     opt.end_epoch(2.0)
-    assert opt.target == 2 and opt.epoch_losses == []
+    assert opt.warm_array == 2 and opt.epoch_losses == []
 
 
 def test_warm_start_state_survives_a_checkpoint():
@@ -93,10 +93,10 @@ def test_warm_start_state_survives_a_checkpoint():
     model2, opt2 = _warm_opt()
     model2.load_state_dict(state["model"])
     opt2.load_state_dict(state["opt"])
-    assert opt2.target == 1 and opt2.epoch_losses == [1.0, 1.1, 1.0]
+    assert opt2.warm_array == 1 and opt2.epoch_losses == [1.0, 1.1, 1.0]
     assert _moves(model2, opt2) == _moves(model, opt) == [False, True, False]
     opt2.end_epoch(1.05)
-    assert opt2.target == 2
+    assert opt2.warm_array == 2
 
 
 def test_the_training_loop_hands_each_epoch_loss_to_the_warm_start(tmp_path):

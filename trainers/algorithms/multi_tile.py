@@ -45,7 +45,7 @@ class MultiTile(TransferOptimizer):
     algorithm = "multi_tile"
 
     def __init__(self, model, cfg):
-        self.target = 0 if cfg.warm_start else cfg.n_tiles - 1  # k; N (= fast): warm start over
+        self.warm_array = 0 if cfg.warm_start else cfg.n_tiles - 1  # k; N (= fast): warm start over
         self.epoch_losses: list[float] = []
         super().__init__(model, cfg)
 
@@ -72,9 +72,9 @@ class MultiTile(TransferOptimizer):
 
     def after_step(self):
         periods = self.periods()
-        if self.target < self.fast:  # warm start: the fastest array into array k alone
+        if self.warm_array < self.fast:  # warm start: the fastest array into array k alone
             if self.steps % periods[-1] == 0:
-                self.transfer(f"col{self.fast}", self.fast, self.target)
+                self.transfer(f"col{self.fast}", self.fast, self.warm_array)
             return
         for n in range(self.cfg.n_tiles - 1, 0, -1):  # fastest first
             if self.steps % periods[n - 1] == 0:
@@ -83,12 +83,12 @@ class MultiTile(TransferOptimizer):
     def end_epoch(self, train_loss: float) -> None:
         """During the warm start: record the epoch's mean training loss and move k to the next array on a
         plateau (one log line per switch)."""
-        if self.target >= self.fast:
+        if self.warm_array >= self.fast:
             return
         self.epoch_losses.append(float(train_loss))
-        if loss_plateau(self.epoch_losses, self.target):
-            self.target += 1
-            what = (f"transfers now go into array {self.target}" if self.target < self.fast
+        if loss_plateau(self.epoch_losses, self.warm_array):
+            self.warm_array += 1
+            what = (f"transfers now go into array {self.warm_array}" if self.warm_array < self.fast
                     else "the warm start is over; every array now transfers into the next slower one")
             LOG.warning("multi_tile warm start: the training loss plateaued after epoch %d (%s); %s",
                         len(self.epoch_losses), " -> ".join(f"{v:.4f}" for v in self.epoch_losses[-2:]), what)
@@ -98,23 +98,23 @@ class MultiTile(TransferOptimizer):
         transferred into (n_tiles - 1 once the warm start is over)."""
         out = super().costs()
         if self.cfg.warm_start:
-            out["warm_start_array"] = self.target
+            out["warm_start_array"] = self.warm_array
         return out
 
     def update_latency(self, lm: LatencyModel) -> float:
         per_transfer = self.cfg.n_columns * (lm.t_mvm + lm.t_update)
-        if self.target < self.fast:
+        if self.warm_array < self.fast:
             return lm.t_update + per_transfer / self.periods()[-1]
         return lm.t_update + sum(per_transfer / t for t in self.periods())
 
     def state_dict(self) -> dict:
         sd = super().state_dict()
-        sd["analog"]["warm_start"] = {"target": self.target, "epoch_losses": list(self.epoch_losses)}
+        sd["analog"]["warm_start"] = {"warm_array": self.warm_array, "epoch_losses": list(self.epoch_losses)}
         return sd
 
     def load_state_dict(self, state_dict: dict) -> None:
         warm = (state_dict.get("analog") or {}).get("warm_start")
         super().load_state_dict(state_dict)
         if warm is not None:
-            self.target = int(warm["target"])
+            self.warm_array = int(warm["warm_array"])
             self.epoch_losses = [float(v) for v in warm["epoch_losses"]]
