@@ -12,6 +12,15 @@ import pytest
 from aimc.interrupts import caused_by_interrupt, steps_interruptible
 
 
+@pytest.fixture(autouse=True)
+def _python_sigint_handler():
+    """Python's own SIGINT handler for each test, as in a terminal; a process started with SIGINT ignored (a
+    background job of a non-interactive shell, nohup) has none, and steps_interruptible leaves that alone."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _sigint() -> None:
     os.kill(os.getpid(), signal.SIGINT)  # delivered to the main thread before os.kill returns to Python code
 
