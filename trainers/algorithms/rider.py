@@ -47,7 +47,7 @@ class Rider(BufferedTransfer):
 
     def update_block(self, li, bi, block, x, d):
         c = float(self.tile_state[li][bi]["c"])
-        self.counts["update_pulses"] += block.tile.update(x, d if c > 0 else -d, self.fast_lr, 1)
+        self.gradient_update(block, x, d if c > 0 else -d, 1, self.fast_lr)
 
     def transfer_columns(self, block, st, src, dst, cols):
         ref = block.tile.arrays[1].reference
