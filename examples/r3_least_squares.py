@@ -20,15 +20,18 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
 
 from aimc import trainers
 from aimc.devices import Linear, PeripheryConfig, UpdateConfig
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "aihwkit"))
+from lstsq_problem import last_quarter_error, targets  # noqa: E402  (the problem aihwkit's side solves too)
 
 R3 = dict(lr=0.001, transfer_lr=0.01, gamma=0.1, period_ratio=2.0, transfer_every=2)
 """R3 Appendix K's least-squares settings (transfer_lr_vec 0.01 fixed, transfer_every_vec 2 x 2^n, gamma_vec
@@ -44,8 +47,7 @@ def tracking_error(n_tiles: int, fast_lr: float, steps: int, k: int = 256, seed:
     """Mean of (w - b)^2 over the k weights and the last quarter of `steps` (every 10th step), for `n_tiles`
     arrays (1: Analog SGD at lr)."""
     torch.manual_seed(seed)
-    b = torch.tensor(np.round(np.random.default_rng(seed).uniform(-1.0, 1.0, k) * 2 ** 15) / 2 ** 15,
-                     dtype=torch.float32)
+    b = targets(k, seed)
     lin = nn.Linear(1, k, bias=False)
     with torch.no_grad():
         lin.weight.zero_()
@@ -57,15 +59,7 @@ def tracking_error(n_tiles: int, fast_lr: float, steps: int, k: int = 256, seed:
            trainers.MultiTileConfig(n_tiles=n_tiles, gamma=gamma, lr=lr, fast_lr=fast_lr, transfer_lr=transfer_lr,
                                     transfer_every=transfer_every, period_ratio=period_ratio, zero_shift=False))
     opt = trainers.build_optimizer(model, cfg)
-    x = torch.ones(1, 1)
-    errs = []
-    for t in range(steps):
-        opt.zero_grad()
-        ((model(x)[0] - b) ** 2).sum().backward()
-        opt.step()
-        if t >= steps - steps // 4 and t % 10 == 0:
-            errs.append(float(((model[0].analog_weight()[:, 0] - b.numpy()) ** 2).mean()))
-    return float(np.mean(errs))
+    return last_quarter_error(model, opt, b, steps, lambda: model[0].analog_weight()[:, 0])
 
 
 def aihwkit_errors(python: str, fast_lr: float, steps: int, tiles=TILES, k: int = 256, seed: int = 0) -> dict:

@@ -3,23 +3,23 @@
 
 Runs inside the separate aihwkit venv (~/aihwkit-venv). Argument: a JSON spec with "n_tiles" (a list: 1 is a
 single SoftBoundsDevice trained by Analog SGD), "lr" (the optimizer's), "fast_lr", "transfer_lr" (absolute:
-scale_transfer_lr off), "gamma", "period_ratio", "transfer_every", "steps", "k" and "seed". The problem and the
-device are those of examples/r3_least_squares.py: k independent scalar weights w_i, the loss sum_i (w_i - b_i)^2
-at the input x = 1, b_i uniform in [-1, 1] on a 16-bit grid; N noiseless 4-state soft-bounds devices (w in [-1,
-1], dw_min 0.5) with gains gamma^(N-1-i), transfer periods transfer_every * period_ratio^i mini-batches, one
-column per transfer, perfect reads. Prints one JSON line: {N: mean squared error of the last quarter of the
-steps}, sampled every 10 steps.
+scale_transfer_lr off), "gamma", "period_ratio", "transfer_every", "steps", "k" and "seed". The problem and its
+training loop are lstsq_problem.py's, shared with examples/r3_least_squares.py: k independent scalar weights w_i,
+the loss sum_i (w_i - b_i)^2 at the input x = 1, b_i uniform in [-1, 1] on a 16-bit grid. The device is that
+example's: N noiseless 4-state soft-bounds devices (w in [-1, 1], dw_min 0.5) with gains gamma^(N-1-i),
+transfer periods transfer_every * period_ratio^i mini-batches, one column per transfer, perfect reads. Prints one
+JSON line: {N: mean squared error of the last quarter of the steps}, sampled every 10 steps.
 """
 import json
 import sys
 
-import numpy as np
 import torch
 from aihwkit.nn import AnalogLinear
 from aihwkit.optim import AnalogSGD
 from aihwkit.simulator.configs import SingleRPUConfig, UnitCellRPUConfig
 from aihwkit.simulator.configs.compounds import TransferCompound
 from aihwkit.simulator.configs.devices import SoftBoundsDevice
+from lstsq_problem import last_quarter_error, targets
 
 
 def _device() -> SoftBoundsDevice:
@@ -46,22 +46,12 @@ def _config(n: int, spec: dict):
 
 def error(n: int, spec: dict) -> float:
     torch.manual_seed(spec["seed"])
-    k, steps = spec["k"], spec["steps"]
-    rng = np.random.default_rng(spec["seed"])
-    b = torch.tensor(np.round(rng.uniform(-1.0, 1.0, k) * 2 ** 15) / 2 ** 15, dtype=torch.float32)
-    model = AnalogLinear(1, k, bias=False, rpu_config=_config(n, spec))
-    model.set_weights(torch.zeros(k, 1))
+    b = targets(spec["k"], spec["seed"])
+    model = AnalogLinear(1, spec["k"], bias=False, rpu_config=_config(n, spec))
+    model.set_weights(torch.zeros(spec["k"], 1))
     opt = AnalogSGD(model.parameters(), lr=spec["lr"])
     opt.regroup_param_groups(model)
-    x = torch.ones(1, 1)
-    errs = []
-    for t in range(steps):
-        opt.zero_grad()
-        ((model(x)[0] - b) ** 2).sum().backward()
-        opt.step()
-        if t >= steps - steps // 4 and t % 10 == 0:
-            errs.append(float(((model.get_weights()[0][:, 0] - b) ** 2).mean()))
-    return float(np.mean(errs))
+    return last_quarter_error(model, opt, b, spec["steps"], lambda: model.get_weights()[0][:, 0].numpy())
 
 
 def main():
