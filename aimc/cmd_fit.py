@@ -69,8 +69,9 @@ def register(sub) -> None:
     p.add_argument("--families", default=None, help="comma-separated families to fit (default: all, the up/down "
                                                      "families power_ud and exponential_ud included)")
     p.add_argument("--criterion", choices=("bic", "aic"), default="bic", help="model selection criterion")
-    p.add_argument("--method", choices=("pooled", "per-device"), default="pooled",
-                   help="one fit of all devices pooled (default), or each device alone, then the population")
+    p.add_argument("--method", choices=("per-device", "pooled"), default="per-device",
+                   help="each device alone, then the population (default; the pooled fit where fewer than 3 "
+                        "devices have enough increments), or one fit of all devices pooled")
     p.add_argument("--intervals", choices=("analytic", "bootstrap"), default="analytic",
                    help="95%% intervals: analytic (pooled: Jacobian sandwich; per-device: t over devices) or "
                         "bootstrap over devices and cycles (percentile; pooled: the best family refitted per resample)")

@@ -28,7 +28,9 @@ class FamilyFit:
 
     A population fit (`population.fit_population`) also has parts: (rss, n, k) of each device's own fit,
     whose criteria are summed; ci: its intervals (over devices); interval: how the intervals were made;
-    flags: parameter -> why the data do not identify it (`population.identification`)."""
+    flags: parameter -> why the data do not identify it (`population.identification`). shared: where one
+    parameter set serves every device, the test that kept it (`population.shared_or_own`; parts then hold each
+    device's residuals under that set, and its k parameters are charged once, over all increments)."""
 
     kind: str
     params: dict[str, float]
@@ -46,6 +48,12 @@ class FamilyFit:
     ci: dict[str, tuple[float, float]] | None = None
     interval: str = "Jacobian sandwich, normal"
     flags: dict[str, str] = field(default_factory=dict)
+    shared: str = ""
+
+    @property
+    def interval_text(self) -> str:
+        """How the intervals were made, after the test that kept the shared model where it did."""
+        return f"{self.shared}; {self.interval}" if self.shared else self.interval
 
     @property
     def ci95(self) -> dict[str, tuple[float, float]]:
@@ -55,16 +63,21 @@ class FamilyFit:
 
     def _criterion(self, penalty) -> float:
         parts = self.parts or ((self.rss, self.n, self.k),)
-        return sum(n * math.log(max(rss, 1e-300) / n) + penalty(k, n) for rss, n, k in parts)
+        fit = sum(n * math.log(max(rss, 1e-300) / n) for rss, n, _ in parts)
+        if self.shared:
+            return fit + penalty(self.k, sum(n for _, n, _ in parts))
+        return fit + sum(penalty(k, n) for _, n, k in parts)
 
     @property
     def aic(self) -> float:
-        """n ln(RSS/n) + 2k; a population fit sums it over its devices' own fits."""
+        """n ln(RSS/n) + 2k; a population fit sums n ln(RSS/n) over its devices, and the penalty over their own
+        fits (or once, shared)."""
         return self._criterion(lambda k, n: 2 * k)
 
     @property
     def bic(self) -> float:
-        """n ln(RSS/n) + k ln n; a population fit sums it over its devices' own fits."""
+        """n ln(RSS/n) + k ln n; a population fit sums n ln(RSS/n) over its devices, and the penalty over their
+        own fits (or once, over all increments, shared)."""
         return self._criterion(lambda k, n: k * math.log(n))
 
     def summary(self) -> dict:
@@ -72,7 +85,8 @@ class FamilyFit:
                 "ci95": {p: list(v) for p, v in self.ci95.items()}, "at_bound": self.at_bound,
                 "device": self.device.model_dump(mode="json"), "rss": self.rss, "n": self.n, "k": self.k,
                 "aic": self.aic, "bic": self.bic, "diagnostics": self.diagnostics, "message": self.message,
-                "interval": self.interval, "flags": self.flags, "n_devices_fitted": len(self.parts) or None}
+                "interval": self.interval_text, "flags": self.flags,
+                "n_devices_fitted": len(self.parts) or None, "shared": self.shared}
 
 
 def sandwich_cov(jac: np.ndarray, r: np.ndarray, follows: np.ndarray) -> np.ndarray:

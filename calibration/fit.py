@@ -18,7 +18,14 @@ from aimc.calibration.families import FAMILY_KINDS, Family, families, with_noise
 from aimc.calibration.family_fit import FamilyFit, fit_family, fit_tabulated
 from aimc.calibration.increment_kernels import noise_form
 from aimc.calibration.likelihood import refine_population
-from aimc.calibration.population import MIN_DEVICES, fit_population, fitted_devices, identification, summarize
+from aimc.calibration.population import (
+    MIN_DEVICES,
+    fit_population,
+    fitted_devices,
+    identification,
+    refit_shared,
+    summarize,
+)
 from aimc.calibration.pulse_data import PulseData, WeightMap, model_trace, predict, pulse_data, weight_map_for
 from aimc.calibration.traces import TraceSet
 from aimc.calibration.variation import estimate_noise, estimate_spread, spread_tabulated, table_noise
@@ -36,7 +43,7 @@ CENSORED_ANCHOR = 0.05  # below this anchor (cycle noise variance > 18 read vari
 class FitResult:
     """Everything `fit` found: the weight map, every family's fit, the ranking (best first, by `criterion`),
     the noise and spread estimates of the best family, and `device`, the exported config (best family,
-    its pooled parameters, cycle noise and device-to-device spread)."""
+    its population parameters, cycle noise and device-to-device spread)."""
 
     weight_map: WeightMap
     fits: dict[str, FamilyFit]
@@ -46,7 +53,7 @@ class FitResult:
     device: DeviceConfig
     data: PulseData
     source: str = ""
-    method: str = "pooled"
+    method: str = "per-device"
     overlay: list = field(default_factory=list)
 
     @property
@@ -147,15 +154,17 @@ def _bootstrap_devices(fam: Family, population: FamilyFit, per: dict[int, Family
 
 def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic", g_mid: float | None = None,
         g_scale: float | None = None, n_bins: int = 20, n_nodes: int = 6, spread: bool = True,
-        source: str = "", method: str = "pooled", progress: bool = False, intervals: str = "analytic",
+        source: str = "", method: str = "per-device", progress: bool = False, intervals: str = "analytic",
         n_boot: int | None = None, seed: int = 0, cycle_noise: bool | None = None,
         anchor: float | None = None, likelihood: bool = False) -> FitResult:
     """Fit every family in `kinds` (default: all of the device layer) to the increments of `traces`, rank
     them by `criterion` ("bic" or "aic"), estimate noise and device-to-device spread for the best one and
     build the exported device. g_mid, g_scale: the weight map (default: `weight_map_for`); n_bins: bins of
     the tabulated fit; n_nodes: nodes of the PiecewiseStep fit; spread: fit each device for the spread;
-    method: "pooled" (one fit of all increments) or "per-device" (each family fitted to every device alone,
-    chosen by the summed criterion, the population from the per-device parameters: `population`);
+    method: "per-device" (default: each family fitted to every device alone, chosen by the summed
+    criterion, the population one parameter set shared by the devices unless their own fits reject it, then the
+    mean of their parameters: `population`; with fewer than MIN_DEVICES devices that have enough increments,
+    the pooled fit) or "pooled" (one fit of all increments);
     progress: show a progress bar (tqdm, on stderr); intervals: "analytic" (pooled: Jacobian sandwich;
     per-device: t over devices) or "bootstrap" (`bootstrap`: per-device, every family's per-device estimates
     resampled, n_boot times (default 2000); pooled: the best family refitted to n_boot (default 200) resamples
@@ -166,7 +175,8 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
     anchor: where between its two reads the model sees an increment (`pulse_data`: 0 the start, 0.5 the
     midpoint; default None: from the read and cycle noise of the data); likelihood: refine the best family's
     per-device fits by the exact likelihood of the increments (`likelihood`; method "per-device", the censored
-    mean on), which also measures each device's cycle and read noise."""
+    mean on), which also measures each device's cycle and read noise; the population is then always the mean of
+    the per-device fits (`population.fit_population`, shared off)."""
     if criterion not in ("aic", "bic"):
         raise ValueError(f"criterion must be 'aic' or 'bic', got {criterion!r}")
     if method not in ("per-device", "pooled"):
@@ -217,13 +227,15 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
         fam = specs.get(k)
         pooled = pooled_fits[k] = table if k == "tabulated" else fit_family(fam, start_data)
         if two_stage:
-            fits[k], per[k] = fit_population(fam, pooled, data, n_bins, progress)
-            if intervals == "bootstrap" and fam is not None and per[k]:
+            fits[k], per[k] = fit_population(fam, pooled, data, n_bins, progress, shared=not likelihood)
+            if intervals == "bootstrap" and fam is not None and per[k] and not fits[k].shared:
                 _bootstrap_devices(fam, fits[k], per[k], data, n_boot, seed)
         else:
             pooled.flags = identification(fam, pooled, data)
             fits[k] = pooled
     best = min(fits.values(), key=lambda f: getattr(f, criterion))
+    if best.shared and best.n != data.n:  # its one parameter set came from the per-device fits' subsample start
+        best = fits[best.kind] = refit_shared(specs[best.kind], best, data)
     ml = None
     if likelihood and best.kind != "tabulated" and per.get(best.kind):  # ranked by least squares, then refined
         fam = specs[best.kind]
@@ -236,7 +248,7 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
         data.quality["likelihood"] = ("applied: the best family's per-device fits refined by maximum likelihood"
                                       if ml is not None else f"not applied: the best family, {best.kind}, has no "
                                       "per-device parameters to refine")
-    if intervals == "bootstrap" and best.kind != "tabulated" and not per.get(best.kind):
+    if intervals == "bootstrap" and best.kind != "tabulated" and (best.shared or not per.get(best.kind)):
         bootstrap_pooled(specs[best.kind], best, data, n_boot or N_BOOT_POOLED, seed, progress)
         best.flags = identification(specs[best.kind], best, data)
     noise = estimate_noise(best, data, wmap.g_scale)
@@ -254,4 +266,5 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
     device = _export_device(best, noise, spread_info)
     mean_dev = device if cycle_noise else device.model_copy(update={"dw_min_std": 0.0})  # the increment model's
     overlay = [model_trace(mean_dev, traces, wmap, d) for d in range(min(2, traces.n_devices))]
-    return FitResult(wmap, fits, criterion, noise, spread_info, device, data, source, method, overlay)
+    return FitResult(wmap, fits, criterion, noise, spread_info, device, data, source,
+                     "per-device" if two_stage else "pooled", overlay)

@@ -8,6 +8,15 @@ the population mean (it does not need the pooled model to describe every device,
 spread: a pooled fit of devices with different bounds sees a smeared response). The family is chosen by the
 criterion summed over the devices' own fits (each device has its own parameters: k per device).
 
+Where the devices do not differ beyond their estimation noise, the family's population is the shared model:
+one parameter set (the least-squares fit of all increments) for every device. It is kept unless a
+likelihood-ratio test rejects it at SPREAD_LEVEL: sum over devices of n ln(RSS_shared / RSS_own) (Gaussian
+increments, a variance per device) against chi2 with k (devices - 1) degrees of freedom. Its criterion
+charges its k parameters once, over all increments. Averaging per-device parameters that
+trade off within one device's data leaves the response they share (16 PowStep devices without spread whose
+reads stop short of the bounds: inside the reads the mean of the per-device fits steps 13-26% above the truth,
+the shared fit 1-2%; docs/calibration.md).
+
 Identification: a parameter is flagged, not just given a number, when its box limit stops it, when its
 interval is wider than half its box, when its interval has zero width (no curvature: the data do not move
 it), or when it is a bound beyond the measured range of the reads by more than EXTRAPOLATED x the range.
@@ -30,6 +39,7 @@ from aimc.devices import parse_device
 
 EXTRAPOLATED = 0.1  # a bound further than this fraction of the measured range beyond it is extrapolated
 MIN_DEVICES = 3  # fewer fitted devices: the pooled fit is kept
+SPREAD_LEVEL = 0.05  # the devices' own parameter sets replace the shared one where it is rejected at this level
 OWN_STARTS = 2  # a device's fit starts from the pooled solution and the family's first starting points on its own data
 
 
@@ -67,11 +77,13 @@ def device_data(data: PulseData, d: int) -> PulseData:
 
 
 def fit_population(fam: Family | None, pooled: FamilyFit, data: PulseData, n_bins: int = 20,
-                   progress: bool = False) -> tuple[FamilyFit, dict[int, FamilyFit]]:
+                   progress: bool = False, shared: bool = True) -> tuple[FamilyFit, dict[int, FamilyFit]]:
     """(population fit, per-device fits by device index) of one family; `pooled`: a fit of all devices (or
     of a subsample of their increments), the per-device fits' start; fam None: the tabulated family
-    (per-device tables for the criterion, the pooled table as the population). With fewer than MIN_DEVICES
-    fittable devices: the pooled fit (its sandwich intervals) and no per-device fits."""
+    (per-device tables for the criterion, the pooled table as the population). shared: the shared model
+    where the devices' own fits do not reject it (`shared_or_own`); off: always the mean of the per-device
+    fits. With fewer than MIN_DEVICES fittable devices: the pooled fit (its sandwich intervals) and no
+    per-device fits."""
     used = fitted_devices(data)
     if len(used) < MIN_DEVICES:
         pooled.flags = identification(fam, pooled, data)
@@ -88,7 +100,49 @@ def fit_population(fam: Family | None, pooled: FamilyFit, data: PulseData, n_bin
                 per[d] = fit_family(fam, own, starts=[theta0, *fam.starts(own)[:OWN_STARTS]])
         except ValueError:  # a device whose table cannot be built: charged with the pooled table
             continue
-    return summarize(fam, pooled, per, data), per
+    population = summarize(fam, pooled, per, data)
+    if fam is None or not shared:
+        return population, per
+    return shared_or_own(fam, pooled, population, per, data), per
+
+
+def _device_rss(fit: FamilyFit, data: PulseData) -> tuple[np.ndarray, np.ndarray]:
+    """(rss, increments) of every device under the one parameter set of `fit`, of all of `data`."""
+    r = (data.dw - data.predict(fit.device)) * data.weight
+    return (np.bincount(data.device, r ** 2, minlength=data.n_devices),
+            np.bincount(data.device, minlength=data.n_devices))
+
+
+def _shared(fit: FamilyFit, data: PulseData, test: str) -> FamilyFit:
+    """`fit` (one parameter set) as the shared model of `data`'s devices: each device's part under it, and
+    `test`, the test that kept it."""
+    rss, n = _device_rss(fit, data)
+    return replace(fit, parts=tuple((float(rss[d]), int(n[d]), fit.k) for d in range(data.n_devices) if n[d]),
+                   shared=test)
+
+
+def shared_or_own(fam: Family, pooled: FamilyFit, population: FamilyFit, per: dict[int, FamilyFit],
+                  data: PulseData) -> FamilyFit:
+    """The shared model, `pooled` (the least-squares fit of all devices, or of a subsample of their increments:
+    `refit_shared`), unless the devices' own fits `per` reject it (module docstring); then the per-device
+    `population`."""
+    rss, _ = _device_rss(pooled, data)
+    ratio = sum(f.n * math.log(max(rss[d], 1e-300) / max(f.rss, 1e-300)) for d, f in per.items())
+    dof = pooled.k * (len(per) - 1)
+    p = float(stats.chi2.sf(ratio, dof))
+    if p < SPREAD_LEVEL:
+        return population
+    shared = _shared(pooled, data, f"one parameter set for all {data.n_devices} devices (their own sets: likelihood "
+                                   f"ratio {ratio:.1f} on {dof} degrees of freedom, p = {p:.2f})")
+    shared.flags = identification(fam, shared, data)
+    return shared
+
+
+def refit_shared(fam: Family, shared: FamilyFit, data: PulseData) -> FamilyFit:
+    """The shared model `shared` refitted on all increments of `data` from its parameters."""
+    out = _shared(fit_family(fam, data, starts=[list(shared.params.values())]), data, shared.shared)
+    out.flags = identification(fam, out, data)
+    return out
 
 
 def summarize(fam: Family | None, pooled: FamilyFit, per: dict[int, FamilyFit], data: PulseData) -> FamilyFit:

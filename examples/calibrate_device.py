@@ -25,7 +25,7 @@ result.save(out / "fit")
 for row in result.ranking_table()[:5]:
     print(f"{row['kind']:<14} dBIC {row['delta_bic']:10.1f}")
 best = result.best
-print(f"95% intervals: {best.interval}")
+print(f"95% intervals: {best.interval_text}")
 for p, v in best.params.items():
     lo, hi = best.ci95[p]
     print(f"  {p:<12} {v:10.4g} [{lo:.4g}, {hi:.4g}]   (preset: {getattr(device, p, None)})")

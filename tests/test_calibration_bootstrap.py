@@ -84,7 +84,7 @@ def test_bootstrap_coverage_of_simulated_populations():
 
 def test_pooled_bootstrap_of_the_best_family_only():
     res = fit(_traces(TRUTHS["SoftBounds"], 1, n_cycles=2, n_devices=4), kinds=["SoftBounds", "ConstantStep"],
-              intervals="bootstrap", n_boot=20, seed=2)
+              method="pooled", intervals="bootstrap", n_boot=20, seed=2)
     summary = res.summary()
     best = summary["families"][summary["best"]]
     assert best["interval"].startswith("bootstrap over 4 devices and their 8 cycles, 20 refits, expanded")

@@ -1,6 +1,7 @@
 """Per-device fits, then the population: on a population of 16 simulated soft-bounds devices with
 device-to-device spread the family chosen by the summed per-device criterion is the true one, and the true
-nominal parameters lie inside the 95% intervals over devices. Truths are the simulated configs."""
+nominal parameters lie inside the 95% intervals over devices; devices without spread share one parameter set.
+Truths are the simulated configs."""
 
 import numpy as np
 import pytest
@@ -33,15 +34,16 @@ def test_population_intervals_of_soft_bounds():
     assert res.best.kind == "SoftBounds"
 
 
-def test_cli_per_device_method(tmp_path):
+def test_cli_per_device_method_is_the_default(tmp_path):
     import json
 
     from aimc.calibration import write_csv
     from aimc.cli import main
-    tr = measure_cycles(TRUTHS["SoftBounds"], n_cycles=1, n_devices=4, read_noise=0.002, seed=1)
+    spread = TRUTHS["SoftBounds"].model_copy(update={"dw_min_dtod": 0.3})  # 4 devices, 1 cycle: a spread they show
+    tr = measure_cycles(spread, n_cycles=1, n_devices=4, read_noise=0.002, seed=1)
     csv = write_csv(tr, tmp_path / "sb.csv")
     out = tmp_path / "fit"
-    assert main(["fit", str(csv), "--out", str(out), "--method", "per-device", "--families", "SoftBounds,ConstantStep",
+    assert main(["fit", str(csv), "--out", str(out), "--families", "SoftBounds,ConstantStep",
                  "--intervals", "bootstrap", "--bootstrap", "500", "--quiet", "--elements", "4"]) == 0
     summary = json.loads((out / "fit.json").read_text())
     sb = summary["families"]["SoftBounds"]
@@ -49,3 +51,23 @@ def test_cli_per_device_method(tmp_path):
     assert sb["interval"].startswith("bootstrap over 4 devices (per-device estimates resampled), 500")
     report = (out / "report.html").read_text()
     assert sb["n_devices_fitted"] == 4 and "identified" in report and "bootstrap over 4 devices" in report
+
+
+def test_one_parameter_set_unless_the_devices_reject_it():
+    """Devices drawn without spread keep the shared model, the least-squares fit of all their increments, with
+    its k parameters charged once; a 30% spread of dw_min over 8 devices rejects it (likelihood-ratio test)."""
+    same = TRUTHS["SoftBounds"].model_copy(update=dict.fromkeys(("dw_min_dtod", "up_down_dtod", "w_max_dtod",
+                                                                 "w_min_dtod"), 0.0))
+    tr = measure_cycles(same, n_cycles=1, n_devices=8, read_noise=0.005, seed=2)  # a quarter of a step
+    f = fit(tr, kinds=["SoftBounds"], spread=False).fits["SoftBounds"]
+    pooled = fit(tr, kinds=["SoftBounds"], spread=False, method="pooled").fits["SoftBounds"]
+    assert f.shared and len(f.parts) == 8 and f.params == pytest.approx(pooled.params)
+    assert sum(rss for rss, _, _ in f.parts) == pytest.approx(pooled.rss)
+    n = np.array([n for _, n, _ in f.parts])
+    assert f.bic == pytest.approx(sum(k * np.log(rss / k) for rss, k, _ in f.parts) + 4 * np.log(n.sum()))
+    assert f.shared.startswith("one parameter set for all 8 devices") and f.interval == "Jacobian sandwich, normal"
+    assert f.summary()["interval"] == f.interval_text == f"{f.shared}; Jacobian sandwich, normal"
+    spread = TRUTHS["SoftBounds"].model_copy(update={"dw_min_dtod": 0.3})
+    f = fit(measure_cycles(spread, n_cycles=1, n_devices=8, read_noise=0.005, seed=2), kinds=["SoftBounds"],
+            spread=False).fits["SoftBounds"]
+    assert not f.shared and f.interval.startswith("over 8 devices")
