@@ -98,6 +98,22 @@ def running_estimate(v, m0, tau):
 
 
 @njit(cache=True)
+def auto_scale_estimates(x, d, m_x, m_d, tau):
+    """aihwkit 1.1.0's running estimates of max|x_b| and max|d_b| after each vector b of x (n, in), d (n, out)
+    (`running_estimate` of the vectors' largest magnitudes, from m_x and m_d)."""
+    n = x.shape[0]
+    vx, vd = np.empty(n), np.empty(n)
+    for b in range(n):
+        mx = md = 0.0
+        for j in range(x.shape[1]):
+            mx = max(mx, abs(x[b, j]))
+        for i in range(d.shape[1]):
+            md = max(md, abs(d[b, i]))
+        vx[b], vd[b] = mx, md
+    return running_estimate(vx, m_x, tau), running_estimate(vd, m_d, tau)
+
+
+@njit(cache=True)
 def _update(w, app, wn, resp, noise, seed, counter, x, d, lr, dw_min, pulsed, desired_bl, um, blm):
     """One piece's update of the fast array (the tile's update; write noise redraws the touched apparent
     weights). Returns (pulses, counter)."""

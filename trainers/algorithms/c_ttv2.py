@@ -27,9 +27,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.signal import lfilter
 
-from aimc.devices.chopped_transfer import TransferRule, chopped_transfer, running_estimate
+from aimc.devices.chopped_transfer import TransferRule, auto_scale_estimates, chopped_transfer
 from aimc.trainers.algorithms.latency import LatencyModel
 from aimc.trainers.algorithms.transfer import TransferOptimizer
 from aimc.trainers.layers import TileBlock
@@ -91,28 +90,13 @@ class CTTv2(TransferOptimizer):
         if not cfg.auto_scale:
             st["eta"] = base
             return base
-        tau = (1.0 - cfg.auto_momentum) / len(x)
-        mx = self._ema(np.abs(x).max(axis=1), st, "m_x", tau)
-        md = self._ema(np.abs(d).max(axis=1), st, "m_d", tau)
+        mx, md = auto_scale_estimates(x, d, float(st["m_x"]), float(st["m_d"]), (1.0 - cfg.auto_momentum) / len(x))
+        st["m_x"], st["m_d"] = float(mx[-1]), float(md[-1])
         scale = base * block.tile.update_cfg.desired_bl * self.dw_fast(block)
         prod = mx * md
         eta = np.where(prod > 0, scale / np.where(prod > 0, prod, 1.0), base)
         st["eta"] = float(eta[-1])
         return eta
-
-    @staticmethod
-    def _ema(v: np.ndarray, st: dict, key: str, tau: float) -> np.ndarray:
-        """Running estimate after each value of v (float64): m <- (1 - tau) m + tau v, values <= 0 skipped."""
-        v = v.astype(np.float64)
-        m0 = float(st[key])
-        if (v > 0).all():
-            if m0 <= 0:
-                m0 = v[0]
-            out = lfilter([tau], [1.0, tau - 1.0], v, zi=[(1.0 - tau) * m0])[0]
-        else:
-            out = running_estimate(v, m0, tau)
-        st[key] = float(out[-1])
-        return out
 
     def update_block(self, li, bi, block, x, d):
         st = self.tile_state[li][bi]
