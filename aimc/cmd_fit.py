@@ -25,6 +25,15 @@ def _replace_folder(tmp: Path, out: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def _population(result, kind: str) -> str:
+    """What a per-device fit made a family's population from (docs/calibration.md); '' for a pooled fit."""
+    if result.method != "per-device":
+        return ""
+    if kind == "tabulated":
+        return "  pooled table"
+    return "  one parameter set for all devices" if result.fits[kind].shared else "  mean of the per-device fits"
+
+
 def _run(args: argparse.Namespace) -> int:
     from aimc.calibration import fit, read_traces, write_report
 
@@ -49,7 +58,8 @@ def _run(args: argparse.Namespace) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     for row in result.ranking_table():
-        print(f"{row['kind']:<14} k={row['k']:<3} d{args.criterion.upper()}={row['delta_' + args.criterion]:10.1f}")
+        print(f"{row['kind']:<14} k={row['k']:<3} d{args.criterion.upper()}={row['delta_' + args.criterion]:10.1f}"
+              f"{_population(result, row['kind'])}")
     print(f"best: {result.best.kind}; device file {out}/device.json; report {out / 'report.html'}")
     ml = result.data.quality.get("likelihood", "")
     if ml.startswith("not applied"):

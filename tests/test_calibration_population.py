@@ -34,7 +34,7 @@ def test_population_intervals_of_soft_bounds():
     assert res.best.kind == "SoftBounds"
 
 
-def test_cli_per_device_method_is_the_default(tmp_path):
+def test_cli_per_device_method_is_the_default(tmp_path, capsys):
     import json
 
     from aimc.calibration import write_csv
@@ -48,6 +48,7 @@ def test_cli_per_device_method_is_the_default(tmp_path):
     summary = json.loads((out / "fit.json").read_text())
     sb = summary["families"]["SoftBounds"]
     assert summary["method"] == "per-device"
+    assert "SoftBounds     k=4   dBIC=       0.0  mean of the per-device fits" in capsys.readouterr().out
     assert sb["interval"].startswith("bootstrap over 4 devices (per-device estimates resampled), 500")
     report = (out / "report.html").read_text()
     assert sb["n_devices_fitted"] == 4 and "identified" in report and "bootstrap over 4 devices" in report
