@@ -34,7 +34,11 @@ from aimc.devices import UpdateConfig  # noqa: E402
 
 SIZES = (784, 256, 128, 10)
 VARIANTS = ("digital", "analog_sgd", "tiki_taka", "ttv2", "residual", "residual_v2", "multi_tile", "mixed_precision",
-            "c_ttv2", "agad", "c_ttv2_mb", "agad_mb", "c_ttv2_fast", "rider", "e_rider")
+            "c_ttv2", "agad", "c_ttv2_mb", "agad_mb", "c_ttv2_fast", "c_ttv2_paper", "agad_paper", "rider", "e_rider")
+# arXiv:2602.21321's Table 5 rates (its scripts': fast step 0.05 absolute, transfer_lr 0.3 scaled by lr, auto
+# granularity 1000, a regular chopper every 10 sweeps, one column read per mini-batch)
+PAPER_CHOPPED = dict(fast_lr=0.05, auto_scale=False, transfer_lr=0.3, scale_transfer_lr=True, auto_granularity=1000,
+                     in_chop_prob=0.1, in_chop_random=False, units_in_mbatch=True)
 
 
 def make_net():
@@ -52,7 +56,7 @@ def build(variant, base, a):
     if variant == "digital":
         return model, T.build_optimizer(model, T.DigitalSGDConfig(lr=0.1))
     # aihwkit's build_config("c-ttv2") / ("agad") give the fast update BL 5
-    bl = 5 if variant.startswith(("c_ttv2", "agad")) else 31
+    bl = 5 if variant.startswith(("c_ttv2", "agad")) and not variant.endswith("_paper") else 31
     tile = T.TileConfig(device=a.device, update=UpdateConfig(mode=a.mode, desired_bl=bl))
     T.convert(model, tile, seed=a.seed)
     lr, tlr = a.lr_analog, a.transfer_lr
@@ -71,6 +75,7 @@ def build(variant, base, a):
            # c-TTv2's fast-array work alone (chopper, auto-scaled fast update), no column read or transfer in the
            # run: what c_ttv2_mb and agad_mb cost at the least, whatever their reads and transfers cost
            "c_ttv2_fast": T.CTTv2Config(lr=lr, units_in_mbatch=True, transfer_every=1e9),
+           "c_ttv2_paper": T.CTTv2Config(lr=lr, **PAPER_CHOPPED), "agad_paper": T.AGADConfig(lr=lr, **PAPER_CHOPPED),
            "rider": T.RiderConfig(lr=lr, transfer_lr=tlr), "e_rider": T.ERiderConfig(lr=lr, transfer_lr=tlr)}[variant]
     return model, T.build_optimizer(model, cfg)
 

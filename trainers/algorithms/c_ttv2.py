@@ -131,11 +131,11 @@ class CTTv2(TransferOptimizer):
         """The uniforms the chopper switches of `reads` column reads take, in order: one per read where they
         switch at random, out_size after the read of the last column where out_chop_prob > 0. They come from
         the tile's seed and the step number, so a resumed run draws the same switches."""
-        if not reads:
-            return np.zeros(0)
         t = block.tile
         wraps = int(np.count_nonzero((int(st["col"]) + np.arange(reads)) % t.in_size == t.in_size - 1))
         n = reads * int(rule.chop_random) + (wraps * t.out_size if rule.out_chop_prob > 0 else 0)
+        if not n:  # regular switches draw nothing: no generator to seed
+            return np.zeros(0)
         return np.random.default_rng([t.seed & 0x7FFFFFFF, 0xC40B, self.steps]).random(n)
 
     # -- the transfer of one column -----------------------------------------------------------------------
