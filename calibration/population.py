@@ -106,18 +106,21 @@ def fit_population(fam: Family | None, pooled: FamilyFit, data: PulseData, n_bin
     return shared_or_own(fam, pooled, population, per, data), per
 
 
-def _device_rss(fit: FamilyFit, data: PulseData) -> tuple[np.ndarray, np.ndarray]:
-    """(rss, increments) of every device under the one parameter set of `fit`, of all of `data`."""
-    r = (data.dw - data.predict(fit.device)) * data.weight
-    return (np.bincount(data.device, r ** 2, minlength=data.n_devices),
+def _device_rss(r: np.ndarray, data: PulseData) -> tuple[np.ndarray, np.ndarray]:
+    """(rss, increments) of every device of `data` for its residuals r."""
+    return (np.bincount(data.device, (r * data.weight) ** 2, minlength=data.n_devices),
             np.bincount(data.device, minlength=data.n_devices))
 
 
 def _shared(fit: FamilyFit, data: PulseData, test: str) -> FamilyFit:
-    """`fit` (one parameter set) as the shared model of `data`'s devices: each device's part under it, and
-    `test`, the test that kept it."""
-    rss, n = _device_rss(fit, data)
-    return replace(fit, parts=tuple((float(rss[d]), int(n[d]), fit.k) for d in range(data.n_devices) if n[d]),
+    """`fit` (one parameter set, fitted to `data` or to a subsample: then its intervals are the subsample's)
+    as the shared model of all of `data`'s devices: residuals, diagnostics and each device's part under it,
+    and `test`, the test that kept it."""
+    fitted = data.predict(fit.device)
+    r = data.dw - fitted
+    rss, n = _device_rss(r, data)
+    return replace(fit, rss=float(rss.sum()), n=data.n, residuals=r, diagnostics=diagnostics(r, data, fitted),
+                   parts=tuple((float(rss[d]), int(n[d]), fit.k) for d in range(data.n_devices) if n[d]),
                    shared=test)
 
 
@@ -126,7 +129,7 @@ def shared_or_own(fam: Family, pooled: FamilyFit, population: FamilyFit, per: di
     """The shared model, `pooled` (the least-squares fit of all devices, or of a subsample of their increments:
     `refit_shared`), unless the devices' own fits `per` reject it (module docstring); then the per-device
     `population`."""
-    rss, _ = _device_rss(pooled, data)
+    rss, _ = _device_rss(data.dw - data.predict(pooled.device), data)
     ratio = sum(f.n * math.log(max(rss[d], 1e-300) / max(f.rss, 1e-300)) for d, f in per.items())
     dof = pooled.k * (len(per) - 1)
     p = float(stats.chi2.sf(ratio, dof))

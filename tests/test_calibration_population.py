@@ -72,3 +72,21 @@ def test_one_parameter_set_unless_the_devices_reject_it():
     f = fit(measure_cycles(spread, n_cycles=1, n_devices=8, read_noise=0.005, seed=2), kinds=["SoftBounds"],
             spread=False).fits["SoftBounds"]
     assert not f.shared and f.interval.startswith("over 8 devices")
+
+
+def test_shared_sets_from_a_subsample_start_are_refitted_on_all_increments(monkeypatch):
+    """Above START_SAMPLE increments the fit that starts the per-device fits is of a subsample: a shared
+    family's residuals and criterion still cover every increment, and the best one ends at the pooled
+    method's residual sum of squares (to 0.1%: both stop at scipy's ftol on a flat optimum)."""
+    import importlib
+    monkeypatch.setattr(importlib.import_module("aimc.calibration.fit"), "START_SAMPLE", 1000)
+    same = TRUTHS["SoftBounds"].model_copy(update=dict.fromkeys(("dw_min_dtod", "up_down_dtod", "w_max_dtod",
+                                                                 "w_min_dtod"), 0.0))
+    tr = measure_cycles(same, n_cycles=1, n_devices=8, read_noise=0.005, seed=2)
+    res = fit(tr, kinds=["SoftBounds", "LinearStep"], spread=False)
+    pooled = fit(tr, kinds=["SoftBounds"], spread=False, method="pooled").fits["SoftBounds"]
+    assert res.data.n > 1000 and res.best.kind == "SoftBounds"
+    for f in res.fits.values():
+        assert f.shared and f.n == res.data.n == len(f.residuals)
+        assert sum(rss for rss, _, _ in f.parts) == pytest.approx(f.rss)
+    assert res.best.rss == pytest.approx(pooled.rss, rel=1e-3)
