@@ -80,7 +80,8 @@ def register(sub) -> None:
                                                      "families power_ud and exponential_ud included)")
     p.add_argument("--criterion", choices=("bic", "aic"), default="bic", help="model selection criterion")
     p.add_argument("--method", choices=("per-device", "pooled"), default="per-device",
-                   help="each device alone, then the population (default; the pooled fit where fewer than 3 "
+                   help="each device alone, then the population: one parameter set for all devices unless their "
+                        "own sets reject it, else the mean of theirs (default; the pooled fit where fewer than 3 "
                         "devices have enough increments), or one fit of all devices pooled")
     p.add_argument("--intervals", choices=("analytic", "bootstrap"), default="analytic",
                    help="95%% intervals: analytic (pooled: Jacobian sandwich; per-device: t over devices) or "
@@ -92,8 +93,8 @@ def register(sub) -> None:
                         "device's table (--no-cycle-noise: the clipped mean step, the noise measured after the fit; "
                         "default: on where the cycle noise dominates the reads, anchor below 0.05)")
     p.add_argument("--likelihood", action="store_true",
-                   help="with --method per-device: refine the best family's per-device fits by the exact likelihood "
-                        "of the increments under cycle and read noise (slower; for cycle noise of several steps)")
+                   help="refine the best family's per-device fits (the default method) by the exact likelihood of "
+                        "the increments under cycle and read noise (slower; for cycle noise of several steps)")
     p.add_argument("--anchor", type=float, default=None, metavar="A",
                    help="regress each increment on the point at fraction A (0 to 0.5) between its two reads: 0.5 the "
                         "midpoint, 0 the start (default: from the read and cycle noise of the data)")
@@ -101,7 +102,7 @@ def register(sub) -> None:
     p.add_argument("--g-scale", type=float, default=None, help="conductance per unit weight (default: file or data)")
     p.add_argument("--bins", type=int, default=20, help="bins of the tabulated (non-parametric) fit")
     p.add_argument("--nodes", type=int, default=6, help="nodes of the PiecewiseStep fit")
-    p.add_argument("--no-spread", action="store_true", help="skip the per-device fits (device-to-device spread)")
+    p.add_argument("--no-spread", action="store_true", help="skip the device-to-device spread estimate")
     p.add_argument("--elements", type=int, default=64, help="elements simulated for the report's bands")
     p.add_argument("--seed", type=int, default=0, help="seed of the report's simulated elements and of the bootstrap")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
