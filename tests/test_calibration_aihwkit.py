@@ -98,7 +98,8 @@ KNOWN_MISSES = {
                              "and the BIC gaps between families move by a few hundred from run to run",
     ("PowStep", "per-device"): "passes in 6 of 13 runs (2026-12-05): PowStep chosen in all, the intervals hold "
                                "pow_gamma in 7 (misses [2.06, 2.49] to [2.10, 2.62] against 2.0: the mean of "
-                               "per-device estimates lies above it) and w_min in 12",
+                               "per-device estimates lies above it; aimc's own simulation of the device does the "
+                               "same) and w_min in 12",
     ("ReRamES", "per-device"): "ExpStep chosen (PowStep +1349 to +1816); refined by the likelihood, the truth is "
                                "inside 7, 5, 8, 8, 8, 4, 8, 8, 8 and 7 of 8 intervals over ten populations (71 "
                                "of 80): 90% on six of them",
