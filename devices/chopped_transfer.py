@@ -44,6 +44,7 @@ from numba import njit
 
 from aimc.devices.effects import NO_WRITE_NOISE, WRITE, redraw_kernel
 from aimc.devices.expected_update import expected_update_kernel
+from aimc.devices.loops import row_abs_max
 from aimc.devices.periphery import read_one_hot
 from aimc.devices.pulse_trains import clip_to_probability, plan_kernel
 from aimc.devices.pulsed_set import new_set, set_of_mask
@@ -100,17 +101,9 @@ def running_estimate(v, m0, tau):
 @njit(cache=True)
 def auto_scale_estimates(x, d, m_x, m_d, tau):
     """aihwkit 1.1.0's running estimates of max|x_b| and max|d_b| after each vector b of x (n, in), d (n, out)
-    (`running_estimate` of the vectors' largest magnitudes, from m_x and m_d)."""
-    n = x.shape[0]
-    vx, vd = np.empty(n), np.empty(n)
-    for b in range(n):
-        mx = md = 0.0
-        for j in range(x.shape[1]):
-            mx = max(mx, abs(x[b, j]))
-        for i in range(d.shape[1]):
-            md = max(md, abs(d[b, i]))
-        vx[b], vd[b] = mx, md
-    return running_estimate(vx, m_x, tau), running_estimate(vd, m_d, tau)
+    (C-contiguous float32): `running_estimate` of the vectors' largest magnitudes, from m_x and m_d."""
+    return (running_estimate(row_abs_max(x).astype(np.float64), m_x, tau),
+            running_estimate(row_abs_max(d).astype(np.float64), m_d, tau))
 
 
 @njit(cache=True)

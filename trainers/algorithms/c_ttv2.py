@@ -100,6 +100,7 @@ class CTTv2(TransferOptimizer):
 
     def update_block(self, li, bi, block, x, d):
         st = self.tile_state[li][bi]
+        x, d = np.ascontiguousarray(x, np.float32), np.ascontiguousarray(d, np.float32)  # a block's columns
         n = len(x)
         every = self.every(n, block)
         eta = self.fast_steps(st, block, x, d)
