@@ -234,7 +234,7 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
             pooled.flags = identification(fam, pooled, data)
             fits[k] = pooled
     best = min(fits.values(), key=lambda f: getattr(f, criterion))
-    if best.shared and best.n != data.n:  # its one parameter set came from the per-device fits' subsample start
+    if best.shared and start_data is not data:  # its one parameter set is the subsample fit that started them
         best = fits[best.kind] = refit_shared(specs[best.kind], best, data)
     ml = None
     if likelihood and best.kind != "tabulated" and per.get(best.kind):  # ranked by least squares, then refined

@@ -100,10 +100,16 @@ def fit_population(fam: Family | None, pooled: FamilyFit, data: PulseData, n_bin
                 per[d] = fit_family(fam, own, starts=[theta0, *fam.starts(own)[:OWN_STARTS]])
         except ValueError:  # a device whose table cannot be built: charged with the pooled table
             continue
-    population = summarize(fam, pooled, per, data)
+    r = pooled_residuals(pooled, data)
+    population = summarize(fam, pooled, per, data, r)
     if fam is None or not shared:
         return population, per
-    return shared_or_own(fam, pooled, population, per, data), per
+    return shared_or_own(fam, pooled, population, per, data, r), per
+
+
+def pooled_residuals(pooled: FamilyFit, data: PulseData) -> np.ndarray:
+    """The residuals of all of `data` under the `pooled` fit, which may be of a subsample."""
+    return pooled.residuals if pooled.n == data.n else data.dw - data.predict(pooled.device)
 
 
 def _device_rss(r: np.ndarray, data: PulseData) -> tuple[np.ndarray, np.ndarray]:
@@ -112,47 +118,50 @@ def _device_rss(r: np.ndarray, data: PulseData) -> tuple[np.ndarray, np.ndarray]
             np.bincount(data.device, minlength=data.n_devices))
 
 
-def _shared(fit: FamilyFit, data: PulseData, test: str) -> FamilyFit:
-    """`fit` (one parameter set, fitted to `data` or to a subsample: then its intervals are the subsample's)
-    as the shared model of all of `data`'s devices: residuals, diagnostics and each device's part under it,
-    and `test`, the test that kept it."""
-    fitted = data.predict(fit.device)
-    r = data.dw - fitted
-    rss, n = _device_rss(r, data)
-    return replace(fit, rss=float(rss.sum()), n=data.n, residuals=r, diagnostics=diagnostics(r, data, fitted),
-                   parts=tuple((float(rss[d]), int(n[d]), fit.k) for d in range(data.n_devices) if n[d]),
+def _shared(fit: FamilyFit, data: PulseData, test: str, r: np.ndarray | None = None) -> FamilyFit:
+    """`fit` (one parameter set) as the shared model of all of `data`'s devices, kept by `test`: each device's
+    part under it. r: the residuals of all of `data` where `fit` is of a subsample (its intervals stay the
+    subsample's); None where `fit` is of `data` itself."""
+    if r is not None:
+        fit = replace(fit, rss=float(np.sum((r * data.weight) ** 2)), n=data.n, residuals=r,
+                      diagnostics=diagnostics(r, data, data.dw - r))
+    rss, n = _device_rss(fit.residuals, data)
+    return replace(fit, parts=tuple((float(rss[d]), int(n[d]), fit.k) for d in range(data.n_devices) if n[d]),
                    shared=test)
 
 
 def shared_or_own(fam: Family, pooled: FamilyFit, population: FamilyFit, per: dict[int, FamilyFit],
-                  data: PulseData) -> FamilyFit:
+                  data: PulseData, r: np.ndarray) -> FamilyFit:
     """The shared model, `pooled` (the least-squares fit of all devices, or of a subsample of their increments:
-    `refit_shared`), unless the devices' own fits `per` reject it (module docstring); then the per-device
-    `population`."""
-    rss, _ = _device_rss(data.dw - data.predict(pooled.device), data)
+    `refit_shared`; r its residuals of all of `data`), unless the devices' own fits `per` reject it (module
+    docstring); then the per-device `population`."""
+    rss, _ = _device_rss(r, data)
     ratio = sum(f.n * math.log(max(rss[d], 1e-300) / max(f.rss, 1e-300)) for d, f in per.items())
     dof = pooled.k * (len(per) - 1)
     p = float(stats.chi2.sf(ratio, dof))
     if p < SPREAD_LEVEL:
         return population
     shared = _shared(pooled, data, f"one parameter set for all {data.n_devices} devices (their own sets: likelihood "
-                                   f"ratio {ratio:.1f} on {dof} degrees of freedom, p = {p:.2f})")
+                                   f"ratio {ratio:.1f} on {dof} degrees of freedom, p = {p:.2f})",
+                     None if pooled.n == data.n else r)
     shared.flags = identification(fam, shared, data)
     return shared
 
 
 def refit_shared(fam: Family, shared: FamilyFit, data: PulseData) -> FamilyFit:
-    """The shared model `shared` refitted on all increments of `data` from its parameters."""
+    """The shared model `shared` (of a subsample's fit) refitted on all increments of `data` from its
+    parameters."""
     out = _shared(fit_family(fam, data, starts=[list(shared.params.values())]), data, shared.shared)
     out.flags = identification(fam, out, data)
     return out
 
 
-def summarize(fam: Family | None, pooled: FamilyFit, per: dict[int, FamilyFit], data: PulseData) -> FamilyFit:
+def summarize(fam: Family | None, pooled: FamilyFit, per: dict[int, FamilyFit], data: PulseData,
+              pooled_r: np.ndarray | None = None) -> FamilyFit:
     """The population fit of per-device fits `per` (module docstring); devices without a fit of their own are
-    charged with the `pooled` fit's residuals and parameters."""
+    charged with the `pooled` fit's residuals (pooled_r, default `pooled_residuals`) and parameters."""
     kind = fam.kind if fam else "tabulated"
-    r = data.dw - data.predict(pooled.device)  # the pooled fit may be of a subsample
+    r = (pooled_residuals(pooled, data) if pooled_r is None else pooled_r).copy()
     parts = []
     for d in range(data.n_devices):
         sel = data.device == d

@@ -76,8 +76,9 @@ def test_one_parameter_set_unless_the_devices_reject_it():
 
 def test_shared_sets_from_a_subsample_start_are_refitted_on_all_increments(monkeypatch):
     """Above START_SAMPLE increments the fit that starts the per-device fits is of a subsample: a shared
-    family's residuals and criterion still cover every increment, and the best one ends at the pooled
-    method's residual sum of squares (to 0.1%: both stop at scipy's ftol on a flat optimum)."""
+    family's residuals and criterion still cover every increment, and the best one is refitted on all of them:
+    the pooled method's residual sum of squares (to 0.1%: both stop at scipy's ftol on a flat optimum) and
+    standard errors (a fit of the 1000 would give them about 1.6 times larger)."""
     import importlib
     monkeypatch.setattr(importlib.import_module("aimc.calibration.fit"), "START_SAMPLE", 1000)
     same = TRUTHS["SoftBounds"].model_copy(update=dict.fromkeys(("dw_min_dtod", "up_down_dtod", "w_max_dtod",
@@ -90,3 +91,5 @@ def test_shared_sets_from_a_subsample_start_are_refitted_on_all_increments(monke
         assert f.shared and f.n == res.data.n == len(f.residuals)
         assert sum(rss for rss, _, _ in f.parts) == pytest.approx(f.rss)
     assert res.best.rss == pytest.approx(pooled.rss, rel=1e-3)
+    for p, se in pooled.stderr.items():  # its intervals are of all increments, not of the 1000 of the start
+        assert res.best.stderr[p] == pytest.approx(se, rel=0.3), p
