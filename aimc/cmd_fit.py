@@ -31,7 +31,7 @@ def _population(result, kind: str) -> str:
         return ""
     if kind == "tabulated":
         return "  pooled table"
-    return "  one parameter set for all devices" if result.fits[kind].shared else "  mean of the per-device fits"
+    return "  one parameter set for all devices" if result.fits[kind].shared else "  median of the per-device fits"
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -81,11 +81,12 @@ def register(sub) -> None:
     p.add_argument("--criterion", choices=("bic", "aic"), default="bic", help="model selection criterion")
     p.add_argument("--method", choices=("per-device", "pooled"), default="per-device",
                    help="each device alone, then the population: one parameter set for all devices unless their "
-                        "own sets reject it, else the mean of theirs (default; the pooled fit where fewer than 3 "
+                        "own sets reject it, else the median of theirs (default; the pooled fit where fewer than 3 "
                         "devices have enough increments), or one fit of all devices pooled")
     p.add_argument("--intervals", choices=("analytic", "bootstrap"), default="analytic",
-                   help="95%% intervals: analytic (pooled: Jacobian sandwich; per-device: t over devices) or "
-                        "bootstrap over devices and cycles (percentile; pooled: the best family refitted per resample)")
+                   help="95%% intervals: analytic (pooled: Jacobian sandwich; per-device: order statistics of the "
+                        "median) or bootstrap over devices and cycles (percentile; pooled: the best family refitted "
+                        "per resample)")
     p.add_argument("--bootstrap", type=int, default=None, metavar="N",
                    help="resamples of --intervals bootstrap (default: 200 refits pooled, 2000 per-device)")
     p.add_argument("--cycle-noise", action=argparse.BooleanOptionalAction, default=None,

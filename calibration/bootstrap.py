@@ -32,7 +32,7 @@ from aimc.calibration.family_fit import FamilyFit, refit
 from aimc.calibration.pulse_data import PulseData
 
 N_BOOT_POOLED = 200  # default number of resamples of a pooled fit (each one a refit)
-N_BOOT_POPULATION = 2000  # default number of resamples of per-device estimates (each one a mean)
+N_BOOT_POPULATION = 2000  # default number of resamples of per-device estimates (each one a median)
 LEVEL = 0.95
 
 
@@ -79,16 +79,16 @@ def percentile_ci(samples: np.ndarray, names: tuple[str, ...] | list[str], n_uni
 
 
 def population_samples(theta: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
-    """Means over n devices drawn with replacement from the per-device estimates theta (n, k): (n_boot, k)."""
+    """Medians over n devices drawn with replacement from the per-device estimates theta (n, k): (n_boot, k)."""
     rng = np.random.default_rng([int(seed), 0xB007])
     idx = rng.integers(0, len(theta), size=(n_boot, len(theta)))
-    return theta[idx].mean(axis=1)
+    return np.median(theta[idx], axis=1)
 
 
 def bootstrap_population(fit: FamilyFit, theta: np.ndarray, n_boot: int = N_BOOT_POPULATION, seed: int = 0) -> None:
-    """Set the intervals of a per-device population fit (the mean of theta, per-device estimates (n, k)) to
-    expanded percentile intervals of that mean over n_boot device resamples; standard errors: the resamples'
-    std."""
+    """Set the intervals of a per-device population fit (the median of theta, per-device estimates (n, k)) to
+    expanded percentile intervals of that median over n_boot device resamples; standard errors: the
+    resamples' std."""
     samples = population_samples(theta, n_boot, seed)
     names = list(fit.params)
     fit.ci = percentile_ci(samples, names, len(theta))

@@ -157,26 +157,25 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
         source: str = "", method: str = "per-device", progress: bool = False, intervals: str = "analytic",
         n_boot: int | None = None, seed: int = 0, cycle_noise: bool | None = None,
         anchor: float | None = None, likelihood: bool = False) -> FitResult:
-    """Fit every family in `kinds` (default: all of the device layer) to the increments of `traces`, rank
-    them by `criterion` ("bic" or "aic"), estimate noise and device-to-device spread for the best one and
-    build the exported device. g_mid, g_scale: the weight map (default: `weight_map_for`); n_bins: bins of
-    the tabulated fit; n_nodes: nodes of the PiecewiseStep fit; spread: fit each device for the spread;
-    method: "per-device" (default: each family fitted to every device alone, chosen by the summed
-    criterion, the population one parameter set shared by the devices unless their own fits reject it, then the
-    mean of their parameters: `population`; with fewer than MIN_DEVICES devices that have enough increments,
-    the pooled fit) or "pooled" (one fit of all increments);
-    progress: show a progress bar (tqdm, on stderr); intervals: "analytic" (pooled: Jacobian sandwich;
-    per-device: t over devices) or "bootstrap" (`bootstrap`: per-device, every family's per-device estimates
-    resampled, n_boot times (default 2000); pooled: the best family refitted to n_boot (default 200) resamples
-    of devices and cycles), seeded by seed; cycle_noise: every family's increment model is the mean of the
-    clipped noisy step, the noise measured first on each device's own table (`variation.table_noise`); off:
-    the clipped mean step, the noise measured after the fit only; None (default): on where the anchor used is
-    below CENSORED_ANCHOR (cycle noise dominates the reads; docs/calibration.md compares);
-    anchor: where between its two reads the model sees an increment (`pulse_data`: 0 the start, 0.5 the
-    midpoint; default None: from the read and cycle noise of the data); likelihood: refine the best family's
-    per-device fits by the exact likelihood of the increments (`likelihood`; method "per-device", the censored
-    mean on), which also measures each device's cycle and read noise; the population is then always the mean of
-    the per-device fits (`population.fit_population`, shared off)."""
+    """Fit every family in `kinds` (default: all of the device layer) to the increments of `traces`, rank them by
+    `criterion` ("bic" or "aic"), estimate noise and device-to-device spread for the best one and build the exported
+    device. g_mid, g_scale: the weight map (default: `weight_map_for`); n_bins: bins of the tabulated fit; n_nodes:
+    nodes of the PiecewiseStep fit; spread: fit each device for the spread; method: "per-device" (default: each
+    family fitted to every device alone, chosen by the summed criterion, the population one parameter set shared by
+    the devices unless their own fits reject it, then the median of their parameters: `population`; with fewer than
+    MIN_DEVICES devices that have enough increments, the pooled fit) or "pooled" (one fit of all increments);
+    progress: show a progress bar (tqdm, on stderr); intervals: "analytic" (pooled: Jacobian sandwich; per-device:
+    the median's order-statistic interval) or "bootstrap" (`bootstrap`: per-device, every family's per-device
+    estimates resampled, n_boot times (default 2000); pooled: the best family refitted to n_boot (default 200)
+    resamples of devices and cycles), seeded by seed; cycle_noise: every family's increment model is the mean of the
+    clipped noisy step, the noise measured first on each device's own table (`variation.table_noise`); off: the
+    clipped mean step, the noise measured after the fit only; None (default): on where the anchor used is below
+    CENSORED_ANCHOR (cycle noise dominates the reads; docs/calibration.md compares); anchor: where between its two
+    reads the model sees an increment (`pulse_data`: 0 the start, 0.5 the midpoint; default None: from the read and
+    cycle noise of the data); likelihood: refine the best family's per-device fits by the exact likelihood of the
+    increments (`likelihood`; method "per-device", the censored mean on), which also measures each device's cycle
+    and read noise; the population is then always the median of the per-device fits (`population.fit_population`,
+    shared off)."""
     if criterion not in ("aic", "bic"):
         raise ValueError(f"criterion must be 'aic' or 'bic', got {criterion!r}")
     if method not in ("per-device", "pooled"):

@@ -1,6 +1,8 @@
 """Round trips against IBM aihwkit 1.1.0: pulse traces of populations of 16 devices with aihwkit's own
 device-to-device spread, simulated by aihwkit itself, are fitted; the family must be the simulated one and the
-truth (aihwkit's parameters) must lie inside the 95% bootstrap interval for >= 90% of the fitted parameters.
+truth (aihwkit's parameters) must lie inside the 95% interval for >= 90% of the fitted parameters, counted over
+the intervals of POPULATIONS populations (one population's 6 to 8 intervals all hold the truth only about 70% of
+the time even when each holds it with probability 0.95, so a single population cannot test the 90%).
 
 aihwkit runs in a subprocess of its own interpreter (`AIMC_AIHWKIT_PYTHON`, default ~/aihwkit-venv/bin/python,
 as in tests/test_devices_aihwkit.py); the tests skip without it. One pulse per update: bit length 1, update
@@ -114,10 +116,17 @@ CANDIDATES = ["ConstantStep", "SoftBounds", "LinearStep", "ExpStep", "PowStep", 
 OPTIONS = {("ReRamES", "per-device"): {"likelihood": True}}
 
 
-def _round_trip(name: str, method: str) -> tuple[str, list[bool]]:
+POPULATIONS = {"per-device": 8, "pooled": 1}  # seeds of each round trip (the pooled fit's misses are wide)
+
+
+def _round_trip(name: str, method: str, seed: int) -> tuple[str, list[bool]]:
+    """(family chosen, truth inside each interval of the true family) for one population: per-device with the
+    default intervals (the median's order statistics), pooled with the bootstrap over devices and cycles."""
     spec, kind, truth = CASES[name]
-    res = fit(aihwkit_traces(spec), kinds=CANDIDATES, spread=False, method=method, intervals="bootstrap",
-              n_boot=100 if method == "pooled" else None, **OPTIONS.get((name, method), {}))
+    pooled = method == "pooled"
+    res = fit(aihwkit_traces(spec, seed=seed), kinds=CANDIDATES, spread=False, method=method,
+              intervals="bootstrap" if pooled else "analytic", n_boot=100 if pooled else None,
+              **OPTIONS.get((name, method), {}))
     return res.best.kind, [lo <= truth[p] <= hi for p, (lo, hi) in res.fits[kind].ci95.items()]
 
 
@@ -128,5 +137,6 @@ def _round_trip(name: str, method: str) -> tuple[str, list[bool]]:
 def test_aihwkit_population_round_trip(name, method, request):
     if (name, method) in KNOWN_MISSES:  # run all the same: an XPASS shows a miss that went away
         request.applymarker(pytest.mark.xfail(reason=KNOWN_MISSES[name, method], strict=False))
-    best, hits = _round_trip(name, method)
-    assert best == CASES[name][1] and np.mean(hits) >= 0.9, (best, hits)
+    found = [_round_trip(name, method, seed) for seed in range(POPULATIONS[method])]
+    kinds, hits = [best for best, _ in found], [h for _, own in found for h in own]
+    assert kinds == [CASES[name][1]] * len(found) and np.mean(hits) >= 0.9, (kinds, np.mean(hits), found)

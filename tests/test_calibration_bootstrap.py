@@ -1,13 +1,15 @@
 """Bootstrap intervals over devices and cycles: the cycle structure comes from the measurement protocol, the
-device resample of a mean matches the closed-form percentile interval, and on simulated populations of our
+expanded percentile interval of a mean is the t-interval, the device resample of a median has the closed-form
+distribution, and on simulated populations of our
 own families (truth: the simulated configs) the true nominal value lies inside the 95% interval for at least
 90% of the fitted parameters."""
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from aimc.calibration import fit, measure_cycles, pulse_data, weight_map_for
-from aimc.calibration.bootstrap import cycle_ids, expanded_tail, population_samples, resample
+from aimc.calibration.bootstrap import cycle_ids, percentile_ci, population_samples, resample
 from aimc.devices import Exponential, Linear, Power, SoftBounds
 
 SB_SPREAD = dict(dw_min_dtod=0.1, up_down_dtod=0.01, w_max_dtod=0.05, w_min_dtod=0.05, dw_min_std=0.3)
@@ -46,16 +48,30 @@ def test_cycles_follow_the_protocol_and_resamples_keep_them_whole():
     assert np.all(follows[1:, 0] == (blocks[1:, 0] == blocks[:-1, -1] + 1)) and not follows[0, 0]
 
 
-def test_device_resample_of_a_mean_matches_the_closed_form():
+def test_expanded_percentile_interval_of_a_mean_is_the_t_interval():
     theta = np.random.default_rng(0).normal(size=(16, 2)) * [1.0, 0.1] + [5.0, -1.0]
-    samples = population_samples(theta, 20000, seed=3)
-    tail = expanded_tail(16)
-    lo, hi = np.quantile(samples, [tail, 1 - tail], axis=0)
+    means = theta[np.random.default_rng(3).integers(0, 16, size=(20000, 16))].mean(axis=1)
+    ci = percentile_ci(means, ["a", "b"], 16)
     # the bootstrap distribution of a mean of n draws from the empirical distribution has sd = std(ddof=0) /
     # sqrt(n); the expanded tail stretches its normal quantile by sqrt(n / (n - 1)): the t-interval
     half = 2.131450 * theta.std(axis=0, ddof=1) / 4.0  # t(0.975, 15) = 2.131450
-    np.testing.assert_allclose(0.5 * (hi - lo), half, rtol=0.05)
-    assert np.all(np.abs(0.5 * (hi + lo) - theta.mean(axis=0)) < 0.1 * half)
+    for j, p in enumerate("ab"):
+        lo, hi = ci[p]
+        assert 0.5 * (hi - lo) == pytest.approx(half[j], rel=0.05)
+        assert abs(0.5 * (hi + lo) - theta[:, j].mean()) < 0.1 * half[j]
+
+
+def test_device_resample_of_a_median_matches_the_closed_form():
+    n, m = 15, 7  # odd n: the median of a resample is its (m + 1)-th smallest value, one of the estimates
+    theta = np.random.default_rng(0).normal(size=(n, 2)) * [1.0, 0.1] + [5.0, -1.0]
+    samples = population_samples(theta, 20000, seed=3)
+    # P(median* <= x_(k)) = P(at least m + 1 of n draws are among the k smallest) = P(Binomial(n, k / n) > m)
+    cdf = stats.binom.sf(m, n, np.arange(n + 1) / n)
+    for j in range(2):
+        ranks = np.searchsorted(np.sort(theta[:, j]), samples[:, j]) + 1
+        assert np.all(np.sort(theta[:, j])[ranks - 1] == samples[:, j])  # every resampled median is an estimate
+        freq = np.bincount(ranks, minlength=n + 1)[1:] / len(samples)
+        np.testing.assert_allclose(freq, np.diff(cdf), atol=0.01)
 
 
 def test_per_device_bootstrap_covers_the_truth():

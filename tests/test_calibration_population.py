@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from aimc.calibration import fit, measure_cycles
+from aimc.calibration.population import median_interval
 from aimc.devices import SoftBounds
 
 SPREAD = dict(dw_min_dtod=0.1, up_down_dtod=0.01, w_max_dtod=0.05, w_min_dtod=0.05, dw_min_std=0.3)
@@ -48,7 +49,7 @@ def test_cli_per_device_method_is_the_default(tmp_path, capsys):
     summary = json.loads((out / "fit.json").read_text())
     sb = summary["families"]["SoftBounds"]
     assert summary["method"] == "per-device"
-    assert "SoftBounds     k=4   dBIC=       0.0  mean of the per-device fits" in capsys.readouterr().out
+    assert "SoftBounds     k=4   dBIC=       0.0  median of the per-device fits" in capsys.readouterr().out
     assert sb["interval"].startswith("bootstrap over 4 devices (per-device estimates resampled), 500")
     report = (out / "report.html").read_text()
     assert sb["n_devices_fitted"] == 4 and "identified" in report and "bootstrap over 4 devices" in report
@@ -93,3 +94,15 @@ def test_shared_sets_from_a_subsample_start_are_refitted_on_all_increments(monke
     assert res.best.rss == pytest.approx(pooled.rss, rel=1e-3)
     for p, se in pooled.stderr.items():  # its intervals are of all increments, not of the 1000 of the start
         assert res.best.stderr[p] == pytest.approx(se, rel=0.3), p
+
+
+@pytest.mark.parametrize("n, rank, coverage", [(16, 4, 0.978729), (9, 2, 0.960938), (5, 1, 0.9375), (3, 1, 0.75)])
+def test_median_interval_is_distribution_free(n, rank, coverage):
+    # ranks and coverage: 1 - 2 P(Binomial(n, 1/2) < rank), the largest rank at >= 95%, else (min, max)
+    (lo, hi), c, cov = median_interval(np.arange(n, 0, -1.0)[:, None] * [1.0, -2.0])
+    assert c == rank and cov == pytest.approx(coverage, abs=1e-6)
+    assert lo.tolist() == [rank, -2.0 * (n + 1 - rank)] and hi.tolist() == [n + 1 - rank, -2.0 * rank]
+    # the coverage holds for any continuous population: skewed estimates around a median of 0
+    draws = np.random.default_rng(1).lognormal(0.0, 1.0, size=(20000, n)) - 1.0
+    (lo, hi), _, _ = median_interval(draws.T)
+    assert np.mean((lo <= 0.0) & (0.0 <= hi)) == pytest.approx(coverage, abs=0.01)
