@@ -164,8 +164,11 @@ def _least_squares(fam: Family, data: PulseData, starts: list[list[float]], diff
             return (on.dw - on.predict(fam.fast_config(theta))) * on.weight / on.dw0
 
         x0 = np.clip(np.array(x0, float), lo + 1e-9 * (hi - lo), hi - 1e-9 * (hi - lo))
-        return optimize.least_squares(resid, x0, jac=jac or _jacobian(fam, on, x0, hi - lo), bounds=(lo, hi),
-                                      x_scale="jac", method="trf", max_nfev=MAX_NFEV)
+        # a trial step into extreme parameters (a steep exponential) can overflow the residuals: least_squares
+        # rejects a non-finite trial and shrinks its step, so numpy's overflow warnings there say nothing
+        with np.errstate(over="ignore", invalid="ignore"):
+            return optimize.least_squares(resid, x0, jac=jac or _jacobian(fam, on, x0, hi - lo), bounds=(lo, hi),
+                                          x_scale="jac", method="trf", max_nfev=MAX_NFEV)
 
     best = min((run(search, x0, "2-point" if differences else None) for x0 in starts), key=lambda res: res.cost)
     return (best if search is data else run(data, best.x)), lo, hi
