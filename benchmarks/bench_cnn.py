@@ -7,7 +7,7 @@ Algorithm settings as benchmarks/bench_fcn.py (`build`). A step = zero_grad + fo
 optimizer step; variants timed in interleaved rounds, median; ratios against digital in the same run. With
 --aihwkit-python also runs benchmarks/aihwkit/bench_chopped_aihwkit.py --model cnn.
 
-    python3 benchmarks/bench_cnn.py [--steps 5] [--variants digital,c_ttv2] [--json out.json]
+    python3 benchmarks/bench_cnn.py [--steps 10] [--rounds 12] [--variants digital,c_ttv2] [--json out.json]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from aimc.models import build_model  # noqa: E402
 
 
 def main():
-    a = parse_args(__doc__, steps=5, rounds=2, warmup=2, batch=8, aihwkit_script="bench_chopped_aihwkit.py")
+    a = parse_args(__doc__, steps=10, rounds=12, warmup=3, batch=8, aihwkit_script="bench_chopped_aihwkit.py")
     data = [(torch.rand(a.batch, 1, 28, 28), torch.randint(0, 10, (a.batch,))) for _ in range(20)]
     base = build_model(R1CNNConfig())
     variants = a.variants.split(",")
