@@ -24,7 +24,7 @@ def element_args(device: DeviceConfig) -> tuple:
     return (np.ascontiguousarray(p.ep[0]), p.code, p.consts, p.grid, p.tab_up, p.tab_dn, float(device.dw_min))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def mean_steps_kernel(w, up, er, code, consts, grid, tab_up, tab_dn, dw_min):
     """Mean step magnitude (weight units) of the element at each weight w[i], up where up[i], else down."""
     out = np.empty(len(w))
@@ -47,7 +47,7 @@ def _room(x, up, lo, hi, anchor):
     return max(hi - x if up else x - lo, 0.0) / (1.0 - anchor)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def single_pulse_kernel(x, up, er, code, consts, grid, tab_up, tab_dn, dw_min, lo, hi, anchor):
     """(start, s, increment) of single pulses seen from their anchors x: the start x -+ anchor s(x), the mean
     step magnitude s there, and the clipped mean increment +-min(s, (w_max - x)^+ / (1 - anchor)) (up; down
@@ -178,7 +178,7 @@ def _grad_rows(code, w, up, er, consts, grid, tab_up, tab_dn, g, c0, t_up, t_dn,
         s[i], ds_dw[i] = _step_grad(code, up[i], w[i], er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_dn)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _grad_pass(w, up, er, code, consts, grid, tab_up, tab_dn, g):
     """(s, ds/dw) of `_step_grad` at every w[i], ds/dp added into row i of g. One loop per family code, each with
     the code a constant (`_grad_rows` inlined): with the code a variable, the branches of the other families
@@ -214,7 +214,7 @@ def _censored_slopes(mu, sd, behind, ahead):
     return 1.0 - above - below, dens, above, -below
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def single_pulse_grad_kernel(x, up, er, code, consts, grid, tab_up, tab_dn, lo, hi, anchor, sigma, additive, g0,
                              out):
     """d increment / d p of `single_pulse_kernel`'s increments into out, shape (n, P + 2): p as in `_step_grad`,

@@ -100,7 +100,7 @@ def _mills(x: float) -> float:
     return math.exp(-0.5 * x * x - _HALF_LOG_2PI - _log_ndtr(x))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _nll_grad(s: float, sd: float, a: float, b: float, y: float, read_sd: float, g: np.ndarray) -> float:
     """`_nll` and, into g, its derivatives with respect to (s, sd, a, b, log read_sd)."""
     sd = max(sd, 1e-12)
@@ -145,7 +145,7 @@ def _nll_grad(s: float, sd: float, a: float, b: float, y: float, read_sd: float,
     return -(top + math.log(total))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def increment_nll(s, sd, a, b, y, read_sd):
     """Negative log-density of each increment y (module docstring); s, sd, a, b, y arrays of one length."""
     out = np.empty(len(y))

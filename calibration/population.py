@@ -25,6 +25,11 @@ trade off within one device's data leaves the response they share (16 PowStep de
 reads stop short of the bounds: inside the reads the mean of the per-device fits steps 13-26% above the truth,
 the shared fit 1-2%; docs/calibration.md).
 
+Threads: the devices' own fits run on as many threads as the Numba kernels use (`numba.get_num_threads()`,
+NUMBA_NUM_THREADS; the increment kernels release the GIL), each fit alone, so the results do not depend on
+the thread count; 16 devices of the reram_sb preset, 3 cycles, every family: 31.7 s on one thread of a
+2-core Zen 4, 26.8 s on two (benchmarks/bench_fit.py, docs/calibration.md).
+
 Identification: a parameter is flagged, not just given a number, when its box limit stops it, when its
 interval is wider than half its box, when its interval has zero width (no curvature: the data do not move
 it), or when it is a bound beyond the measured range of the reads by more than EXTRAPOLATED x the range.
@@ -33,8 +38,10 @@ it), or when it is a bound beyond the measured range of the reads by more than E
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
+import numba
 import numpy as np
 from scipy import stats
 from tqdm import tqdm
@@ -97,17 +104,24 @@ def fit_population(fam: Family | None, pooled: FamilyFit, data: PulseData, n_bin
         pooled.flags = identification(fam, pooled, data)
         return pooled, {}
     theta0 = np.array(list(pooled.params.values()))
-    per: dict[int, FamilyFit] = {}
     kind = fam.kind if fam else "tabulated"
-    for d in tqdm(used, desc=f"{kind} per device", unit="device", disable=not progress, leave=False):
+
+    def own_fit(d: int) -> FamilyFit | None:
         try:
             if fam is None:  # a device's table spans the population's plateaus
-                per[d] = fit_tabulated(data.subset(data.device == d), n_bins)
-            else:  # a family's box and starts come from the device's own plateaus
-                own = device_data(data, d)
-                per[d] = fit_family(fam, own, starts=[theta0, *fam.starts(own)[:OWN_STARTS]])
+                return fit_tabulated(data.subset(data.device == d), n_bins)
+            own = device_data(data, d)  # a family's box and starts come from the device's own plateaus
+            return fit_family(fam, own, starts=[theta0, *fam.starts(own)[:OWN_STARTS]])
         except ValueError:  # a device whose table cannot be built: charged with the pooled table
-            continue
+            return None
+
+    pool = ThreadPoolExecutor(min(len(used), numba.get_num_threads()))  # module docstring: threads
+    try:  # results in device order, whichever finishes first
+        fits = list(tqdm(pool.map(own_fit, used), total=len(used), desc=f"{kind} per device", unit="device",
+                         disable=not progress, leave=False))
+    finally:  # an interrupt drops the fits not started
+        pool.shutdown(cancel_futures=True)
+    per = {d: f for d, f in zip(used, fits) if f is not None}
     r = pooled_residuals(pooled, data)
     population = summarize(fam, pooled, per, data, r)
     if fam is None or not shared:

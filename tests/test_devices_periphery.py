@@ -141,37 +141,36 @@ def test_a_zero_input_reads_zero_under_noise_management():
 
 @pytest.mark.parametrize("transposed", [False, True])
 def test_product_blocks_are_exact_and_independent_of_the_thread_count(transposed):
-    """The product's unrolled blocks (four outputs, two samples) and their remainders: every shape from 1 to
-    9 samples and outputs against the float64 product within float32 rounding, bit for bit the same on one
-    thread as on two (the blocks change with the thread count, each output's summation order does not) and as
-    each output (sample) computed alone."""
+    """The read's product in unrolled blocks (four outputs, two samples) and their remainders: for every shape
+    from 1 to 9 samples and outputs, an exact read (no converters, noise or bounds) is the float64 product
+    within float32 rounding, bit for bit the same on one thread as on two (the blocks change with the thread
+    count, each output's summation order does not) and as each sample (each output of the dot form) read
+    alone. transposed: the weight is a transposed view, as in backward reads."""
     import numba
 
-    from aimc.devices.periphery import _product
-
+    cfg = PeripheryConfig(inp_bound=1e9, inp_bits=None, out_bound=1e9, out_bits=None, out_noise=0.0,
+                          noise_management=False, bound_management=False)
     rng = _rng()
     before = numba.get_num_threads()
+
+    def read(w, x):
+        return analog_mvm(np.ascontiguousarray(w.T).T if transposed else w, x, cfg, Stream(0))
+
     try:
         for batch in range(1, 10):
             for out in range(1, 10):
                 x = rng.normal(0, 1, (batch, 37)).astype(np.float32)
-                w = rng.normal(0, 1, (37, out) if transposed else (out, 37)).astype(np.float32)
+                w = rng.normal(0, 1, (out, 37)).astype(np.float32)
                 ys = []
                 for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
                     numba.set_num_threads(threads)
-                    y = np.zeros((batch, out), np.float32)
-                    _product(w, transposed, x, y)
-                    ys.append(y)
-                want = x.astype(np.float64) @ (w if transposed else w.T).astype(np.float64)
-                np.testing.assert_allclose(ys[0], want, rtol=1e-5, atol=1e-4)
+                    ys.append(read(w, x))
+                np.testing.assert_allclose(ys[0], x.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-5, atol=1e-4)
                 assert np.array_equal(ys[0], ys[1])
-                for i in range(out if not transposed else batch):  # one output (sample) at a time: the same bits
-                    one = np.zeros((batch, 1) if not transposed else (1, out), np.float32)
-                    if transposed:
-                        _product(w, True, x[i:i + 1], one)
-                        assert np.array_equal(one[0], ys[0][i])
-                    else:
-                        _product(np.ascontiguousarray(w[i:i + 1]), False, x, one)
-                        assert np.array_equal(one[:, 0], ys[0][:, i])
+                for o in range(out if not transposed else 0):  # one output at a time (a one-column transposed
+                    # weight is summed over its rows in vector order instead)
+                    assert np.array_equal(read(np.ascontiguousarray(w[o:o + 1]), x)[:, 0], ys[0][:, o])
+                for b in range(batch):  # one sample at a time
+                    assert np.array_equal(read(w, x[b:b + 1])[0], ys[0][b])
     finally:
         numba.set_num_threads(before)
