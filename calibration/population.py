@@ -27,8 +27,8 @@ the shared fit 1-2%; docs/calibration.md).
 
 Threads: the devices' own fits run on as many threads as the Numba kernels use (`numba.get_num_threads()`,
 NUMBA_NUM_THREADS; the increment kernels release the GIL), each fit alone, so the results do not depend on
-the thread count; 16 devices of the reram_sb preset, 3 cycles, every family: 31.7 s on one thread of a
-2-core Zen 4, 26.8 s on two (benchmarks/bench_fit.py, docs/calibration.md).
+the thread count; 16 devices of the reram_sb preset, 3 cycles, every family: 29.1-30.8 s on one thread of
+a 2-core Zen 4, 23.3-25.4 s on two (benchmarks/bench_fit.py, docs/calibration.md).
 
 Identification: a parameter is flagged, not just given a number, when its box limit stops it, when its
 interval is wider than half its box, when its interval has zero width (no curvature: the data do not move
