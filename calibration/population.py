@@ -183,7 +183,7 @@ def median_interval(theta: np.ndarray, level: float = 0.95) -> tuple[tuple[np.nd
     (n, k), the c-th smallest and largest values, c the largest rank whose coverage 1 - 2 P(Binomial(n, 1/2) < c)
     is at least `level` (module docstring); with too few rows for that, c = 1 (min, max)."""
     n = len(theta)
-    ranks = np.arange(1, n // 2 + 1)
+    ranks = np.arange(1, max(n // 2, 1) + 1)  # one row: its value, coverage 0
     coverage = 1 - 2 * stats.binom.cdf(ranks - 1, n, 0.5)
     ok = ranks[coverage >= level]
     c = int(ok[-1]) if len(ok) else 1

@@ -96,7 +96,8 @@ def test_shared_sets_from_a_subsample_start_are_refitted_on_all_increments(monke
         assert res.best.stderr[p] == pytest.approx(se, rel=0.3), p
 
 
-@pytest.mark.parametrize("n, rank, coverage", [(16, 4, 0.978729), (9, 2, 0.960938), (5, 1, 0.9375), (3, 1, 0.75)])
+@pytest.mark.parametrize("n, rank, coverage", [(16, 4, 0.978729), (9, 2, 0.960938), (5, 1, 0.9375), (3, 1, 0.75),
+                                            (1, 1, 0.0)])
 def test_median_interval_is_distribution_free(n, rank, coverage):
     # ranks and coverage: 1 - 2 P(Binomial(n, 1/2) < rank), the largest rank at >= 95%, else (min, max)
     (lo, hi), c, cov = median_interval(np.arange(n, 0, -1.0)[:, None] * [1.0, -2.0])
