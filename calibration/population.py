@@ -197,14 +197,14 @@ def summarize(fam: Family | None, pooled: FamilyFit, per: dict[int, FamilyFit], 
     charged with the `pooled` fit's residuals (pooled_r, default `pooled_residuals`) and parameters."""
     kind = fam.kind if fam else "tabulated"
     r = (pooled_residuals(pooled, data) if pooled_r is None else pooled_r).copy()
+    pooled_rss, counts = _device_rss(r, data)
     parts = []
     for d in range(data.n_devices):
-        sel = data.device == d
         if d in per:
-            r[sel] = per[d].residuals
+            r[data.device == d] = per[d].residuals
             parts.append((per[d].rss, per[d].n, per[d].k))
-        elif sel.any():  # a sparse device: residuals of the pooled model, its parameters charged in full
-            parts.append((float(np.sum((r[sel] * data.weight[sel]) ** 2)), int(sel.sum()), pooled.k))
+        elif counts[d]:  # a sparse device: residuals of the pooled model, its parameters charged in full
+            parts.append((float(pooled_rss[d]), int(counts[d]), pooled.k))
     fitted = data.dw - r
     rss = float(np.sum((r * data.weight) ** 2))
     if fam is None:
