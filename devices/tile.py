@@ -24,6 +24,7 @@ from aimc.devices.one_sided_array import OneSidedArray
 from aimc.devices.periphery import PeripheryConfig, analog_mvm
 from aimc.devices.response import DeviceConfig
 from aimc.devices.rng import Stream
+from aimc.devices.threshold import threshold_counts, threshold_counts_cols
 from aimc.devices.update import UpdateConfig
 
 
@@ -215,3 +216,64 @@ class AnalogTile:
         self.stream.counter = int(state["read_counter"])
         self.reads = int(state["reads"])
         self.invalidate(layout=True)
+
+    # -- what the algorithms ask of a tile ---------------------------------------------------------------
+    def granularity(self, index: int) -> float:
+        """dw_min of array `index`'s device (weight units): the step of one pulse, the threshold unit."""
+        return self.arrays[index].params.granularity
+
+    def bounds(self, index: int) -> tuple[float, float]:
+        """(w_min, w_max) of array `index`'s device (weight units; elements may vary about them)."""
+        return self.arrays[index].device.bounds
+
+    def has_reset(self, index: int) -> bool:
+        """Whether array `index` has a reset value (aihwkit's families: reset, reset_dtod, reset_std)."""
+        return getattr(self.arrays[index], "effects", None) is not None
+
+    def array_seed(self, index: int) -> int:
+        """The seed of array `index` (seed * 1009 + index, masked), for draws an algorithm keys to the array."""
+        return self.arrays[index].seed
+
+    def reset_columns(self, index: int, cols: np.ndarray) -> None:
+        """Reset the columns `cols` of array `index` to their reset values (ConductanceArray.reset)."""
+        self.arrays[index].reset(cols)
+        self.invalidate()
+
+    def reference(self, index: int, cols: np.ndarray | None = None) -> np.ndarray:
+        """A copy of array `index`'s reference (out, in), or of its columns `cols` (out, len(cols))."""
+        ref = self.arrays[index].reference
+        return ref.copy() if cols is None else ref[:, cols]
+
+    def set_reference(self, index: int, values: np.ndarray, cols: np.ndarray | None = None) -> None:
+        """Program array `index`'s reference (all of it, or its columns `cols`) to `values`, which the reads
+        subtract from then on."""
+        ref = self.arrays[index].reference
+        if cols is None:
+            ref[...] = values
+        else:
+            ref[:, cols] = values
+        self.invalidate(layout=True)
+
+    def latch_reference(self, index: int) -> None:
+        """Program array `index`'s reference to its present weights (the end of a zero shift: reads of the
+        array are 0 at the point reached)."""
+        a = self.arrays[index]
+        a.reference[...] = a.w
+        self.invalidate(layout=True)
+
+    def threshold_pulses(self, buffer: np.ndarray, counts: np.ndarray, threshold: float, max_pulses: int,
+                         index: int = 0, cols: np.ndarray | None = None, single: bool = False) -> int:
+        """Fire whole pulses into array `index` where |buffer| >= threshold * dw_min: n = sign floor(|buffer| /
+        dw_min) (at most max_pulses; one with `single`), taken off the buffer (in place). With `cols` only
+        those columns are thresholded and counts is cleared there afterwards. counts: (out, in) int64 scratch
+        space of the caller. Returns pulses fired."""
+        dw = self.granularity(index)
+        if cols is None:
+            n = threshold_counts(buffer, counts, dw, float(threshold), int(max_pulses), single)
+        else:
+            n = threshold_counts_cols(buffer, cols.astype(np.int64), counts, dw, float(threshold), int(max_pulses),
+                                      single)
+        fired = self.pulse(counts, index) if n else 0
+        if cols is not None:
+            counts[:, cols] = 0
+        return fired
