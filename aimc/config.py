@@ -23,7 +23,7 @@ from aimc.common.errors import ConfigError
 from aimc.common.validation import STRICT, format_validation_error
 from aimc.devices import DEVICE_TAGS, load_device
 from aimc.devices.drift import DriftParameter
-from aimc.trainers.config import ALGORITHMS, AnalogSGDConfig, TileConfig, TrainerConfig
+from aimc.trainers import ALGORITHMS, AnalogSGDConfig, TileConfig, TrainerConfig
 
 Activation = Literal["sigmoid", "relu", "tanh"]
 

@@ -7,24 +7,27 @@
 """
 
 from aimc.trainers import guards  # noqa: F401  (refuses torch optimizers on analog layers)
-from aimc.trainers.algorithms import OPTIMIZERS, AnalogOptimizer, LatencyModel, build_optimizer
-from aimc.trainers.config import (
-                             ALGORITHMS,
-                             AGADConfig,
-                             AnalogSGDConfig,
-                             CTTv2Config,
-                             DigitalSGDConfig,
-                             ERiderConfig,
-                             MixedPrecisionConfig,
-                             MultiTileConfig,
-                             ResidualConfig,
-                             ResidualV2Config,
-                             RiderConfig,
-                             TikiTakaConfig,
-                             TileConfig,
-                             TrainerConfig,
-                             TTv2Config,
+from aimc.trainers.algorithms import (
+    ALGORITHMS,
+    OPTIMIZERS,
+    AGADConfig,
+    AnalogOptimizer,
+    AnalogSGDConfig,
+    CTTv2Config,
+    DigitalSGDConfig,
+    ERiderConfig,
+    LatencyModel,
+    MixedPrecisionConfig,
+    MultiTileConfig,
+    ResidualConfig,
+    ResidualV2Config,
+    RiderConfig,
+    TikiTakaConfig,
+    TrainerConfig,
+    TTv2Config,
+    build_optimizer,
 )
+from aimc.trainers.config import TileConfig
 from aimc.trainers.convert import convert, digital_layers, to_digital
 from aimc.trainers.layers import AnalogConv1d, AnalogConv2d, AnalogLinear, analog_layers
 

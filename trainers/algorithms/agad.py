@@ -22,10 +22,38 @@ target / (the largest change of Pref at the latches since), so that the referenc
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
+from pydantic import Field
 
-from aimc.trainers.algorithms.c_ttv2 import CTTv2
+from aimc.trainers.algorithms.c_ttv2 import CTTv2, CTTv2Config
+
+
+class AGADConfig(CTTv2Config):
+    """AGAD (aihwkit 1.1.0 DynamicTransferCompound; Rasch et al. 2024): c-TTv2 whose reads are taken relative to
+    a reference latched from the running mean of the reads at each chopper switch; no writes into C during the
+    first chopper period. Defaults are aihwkit's `build_config("agad")`."""
+
+    algorithm: Literal["agad"] = "agad"
+    in_chop_prob: float = Field(0.1, gt=0, le=1, description="1 / chopper period: the input choppers switch "
+                                "every N_s = max(ceil(1 / in_chop_prob), 2) sweeps (and at random with this "
+                                "probability per read when in_chop_random)")
+    in_chop_random: bool = Field(False, description="also switch at random with probability in_chop_prob per read")
+    tail_weightening: float = Field(5.0, gt=0, description="running mean rate beta = min(tail_weightening / N_s, 1)")
+    buffer_cap: float = Field(0.0, ge=0, description="if > 0 (and not forget_buffer), |H| <= buffer_cap * "
+                              "transfer_bl")
+    experimental_correct_accumulation: bool = Field(False, description="divide the buffer increment by the reads "
+                                                    "of the column in the current chopper phase so far, at most "
+                                                    "1 / dw_A (exact with regular switching)")
+    experimental_fast_lr_feedback: bool = Field(False, description="rescale the fast step once per "
+                                                "experimental_feedback_mod chopper periods (n_in |transfer_every| "
+                                                "N_s updates) by target / (largest change of the reference at its "
+                                                "latches since): aihwkit 1.1.0's C++-only option")
+    experimental_feedback_target: float = Field(0.1, gt=0, description="feedback target as a fraction of the fast "
+                                                "device's w_max - dw_A, w_max = n_states dw_A / 2 (clipped to "
+                                                "[dw_A, w_max])")
+    experimental_feedback_mod: int = Field(1, ge=1, description="chopper periods between two feedback steps")
 
 
 class AGAD(CTTv2):
@@ -33,6 +61,7 @@ class AGAD(CTTv2):
     its chopper switched since its last read)."""
 
     algorithm = "agad"
+    config = AGADConfig
 
     def init_extra(self, st, block):
         shape = (block.tile.out_size, block.tile.in_size)

@@ -5,14 +5,22 @@
 
 from __future__ import annotations
 
-from aimc.trainers.algorithms.base import AnalogOptimizer
+from typing import Literal
+
+from aimc.trainers.algorithms.base import AlgorithmConfig, AnalogOptimizer
+
+
+class AnalogSGDConfig(AlgorithmConfig):
+    """Analog SGD: the gradient pulsed into the single array (R1 Sec. 3)."""
+
+    algorithm: Literal["analog_sgd"] = "analog_sgd"
 
 
 class AnalogSGD(AnalogOptimizer):
     """Analog SGD: W <- W - lr d^T x pulsed into the single array of each tile (R1 eq. 5 in expectation:
     W <- W + dW F(W) - |dW| G(W), dW = -lr grad)."""
 
-    algorithm = "analog_sgd"
+    config = AnalogSGDConfig
 
     def update_block(self, li, bi, block, x, d):
         self.gradient_update(block, x, d, 0)

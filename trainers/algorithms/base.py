@@ -9,9 +9,12 @@ Its `step()`:
    (each algorithm decides which array gets the gradient pulses);
 3. runs the algorithm's transfer schedule (`after_step`).
 
-Rates convention (trainers/config.py): `lr` is the gradient step, W <- W - lr * d^T x for the array that
-takes the gradient; `transfer_lr` the transfer step, W <- W + transfer_lr * read(P). Neither is scaled by
-the other.
+Rates convention: `lr` is always the gradient step in weight units per unit gradient, W <- W - lr * d^T x
+for the array that takes the gradient; `transfer_lr` the transfer step, W <- W + transfer_lr * read(P).
+Neither is scaled by the other.
+
+Each algorithm is one module with its config (an `AlgorithmConfig` whose `algorithm` Literal names it) and
+its optimizer (whose `config` class attribute is that config); `registry.py` lists the optimizers.
 """
 
 from __future__ import annotations
@@ -21,21 +24,41 @@ from dataclasses import asdict
 
 import numpy as np
 import torch
+from pydantic import Field
 from torch import nn
 
+from aimc.common.validation import Float32Config
 from aimc.trainers.algorithms.latency import LatencyModel
 from aimc.trainers.layers import AnalogLayer, TileBlock, analog_layers
 from aimc.trainers.state import state_to_numpy, state_to_torch
 
 
+class AlgorithmConfig(Float32Config):
+    """What the config of every training algorithm has; each adds `algorithm: Literal[name]`, its tag."""
+
+    lr: float = Field(0.05, gt=0, description="gradient step (weight units per unit gradient)")
+
+
+def algorithm_name(config: type[AlgorithmConfig]) -> str:
+    """The name of the algorithm a config class is for: the default of its `algorithm` Literal."""
+    return config.model_fields["algorithm"].default
+
+
 class AnalogOptimizer(torch.optim.Optimizer):
-    """Base class; subclasses set `algorithm` and `update_block`, and where they differ `gains()`,
-    `init_block`, `after_step` and `update_latency`.
+    """Base class; subclasses set `config` (their config class, which names the algorithm) and
+    `update_block`, and where they differ `gains()`, `init_block`, `after_step` and `update_latency`.
 
     `tile_state[layer][tile]` is each tile's algorithm state (buffers, column pointers); keys that start
     with "_" are scratch space, left out of the checkpoint."""
 
+    config: type[AlgorithmConfig]
     algorithm = "base"
+
+    def __init_subclass__(cls, **kwargs):
+        """An optimizer class that sets `config` is the algorithm of that config's name."""
+        super().__init_subclass__(**kwargs)
+        if "config" in cls.__dict__:
+            cls.algorithm = algorithm_name(cls.config)
 
     def __init__(self, model: nn.Module, cfg):
         self.cfg = cfg

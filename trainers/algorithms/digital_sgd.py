@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
+from pydantic import Field
 from torch import nn
 
+from aimc.trainers.algorithms.base import AlgorithmConfig, algorithm_name
 from aimc.trainers.algorithms.latency import LatencyModel
 from aimc.trainers.layers import analog_layers
+
+
+class DigitalSGDConfig(AlgorithmConfig):
+    """Floating-point SGD on the digital model (the reference)."""
+
+    algorithm: Literal["sgd"] = "sgd"
+    lr: float = Field(0.1, gt=0, description="SGD learning rate")
 
 
 class DigitalSGD(torch.optim.SGD):
     """torch.optim.SGD on all parameters of a digital model, with the costs()/latency_estimate() API of
     the analog optimizers (no chip: zero pulses, zero reads)."""
 
-    algorithm = "sgd"
+    config = DigitalSGDConfig
+    algorithm = algorithm_name(DigitalSGDConfig)
 
     def __init__(self, model: nn.Module, cfg):
         if analog_layers(model):

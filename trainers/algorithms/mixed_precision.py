@@ -5,33 +5,39 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 import torch
+from pydantic import Field
 
-from aimc.devices.threshold import threshold_counts
-from aimc.trainers.algorithms.base import AnalogOptimizer
+from aimc.trainers.algorithms.base import AlgorithmConfig, AnalogOptimizer
+from aimc.trainers.algorithms.transfer_parts import ThresholdBuffer
+
+
+class MixedPrecisionConfig(AlgorithmConfig):
+    """Mixed precision: digital gradient accumulator; whole pulses fired where it reaches dw_min (R3 baseline)."""
+
+    algorithm: Literal["mixed_precision"] = "mixed_precision"
+    threshold: float = Field(1.0, gt=0, description="pulse threshold in units of dw_min")
 
 
 class MixedPrecision(AnalogOptimizer):
-    """Mixed precision: a digital accumulator X <- X - lr d^T x (float32, exact gradient); where
-    |X| >= threshold * dw_min, n = floor(|X| / dw_min) pulses (at most desired_bl) of sign(X) are fired
-    into W (ConductanceArray.pulse) and X -= n dw_min."""
+    """Mixed precision: a digital accumulator X <- X - lr d^T x (float32, exact gradient; a `ThresholdBuffer`
+    in the tile state under "X"); where |X| >= threshold * dw_min, n = floor(|X| / dw_min) pulses (at most
+    desired_bl) of sign(X) are fired into W and X -= n dw_min."""
 
-    algorithm = "mixed_precision"
+    config = MixedPrecisionConfig
+
+    def __init__(self, model, cfg: MixedPrecisionConfig):
+        self.accumulator = ThresholdBuffer(cfg.threshold, key="X")
+        super().__init__(model, cfg)
 
     def update_block(self, li, bi, block, x, d):
         st = self.tile_state[li][bi]
-        a = block.tile.arrays[0]
-        acc = st.get("X")
-        if acc is None:
-            acc = st["X"] = np.zeros(a.shape, np.float32)
-        counts = st.get("_counts")
-        if counts is None:
-            counts = st["_counts"] = np.zeros(a.shape, np.int64)
+        acc = self.accumulator.of(st, block.tile)
         xt = torch.from_numpy(np.ascontiguousarray(x, np.float32))
         dt = torch.from_numpy(np.ascontiguousarray(d, np.float32))
         torch.from_numpy(acc).addmm_(dt.T, xt, alpha=-self.lr)
-        n = threshold_counts(acc, counts, a.params.granularity, float(self.cfg.threshold),
-                             int(block.tile.update_cfg.desired_bl), False)
-        if n:
-            self.counts["update_pulses"] += block.tile.pulse(counts, 0)
+        self.counts["update_pulses"] += self.accumulator.fire(block.tile, st, acc, 0,
+                                                              int(block.tile.update_cfg.desired_bl))

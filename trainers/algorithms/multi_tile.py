@@ -6,18 +6,39 @@
 from __future__ import annotations
 
 import logging
+from typing import Literal
 
-import numpy as np
+from pydantic import Field
 
 from aimc.trainers.algorithms.latency import LatencyModel
-from aimc.trainers.algorithms.transfer import TransferOptimizer
-from aimc.trainers.layers import TileBlock
+from aimc.trainers.algorithms.transfer import TransferConfig, TransferOptimizer
+from aimc.trainers.algorithms.zero_shift import ZERO_SHIFT_MODE, ZeroShiftMode
 
 LOG = logging.getLogger("aimc.trainers")
 
 AGGRESSIVE_SWITCHES = 4  # R3 Algorithm 1, LossPlateau: switches 1-4 when the epoch loss rose once
 WINDOW = 5  # later switches: at least RISES_IN_WINDOW rises among the last WINDOW epoch-to-epoch changes
 RISES_IN_WINDOW = 2
+
+
+class MultiTileConfig(TransferConfig):
+    """Multi-tile residual learning (R3): N+1 arrays, W_bar = sum_n gamma^n W(n), transfer every T_n."""
+
+    algorithm: Literal["multi_tile"] = "multi_tile"
+    n_tiles: int = Field(4, ge=2, le=10, description="number of arrays N + 1")
+    gamma: float = Field(0.5, gt=0, lt=1, description="geometric gain between consecutive arrays")
+    period_ratio: float | None = Field(None, ge=1, description="ratio of the transfer periods of consecutive "
+                                       "arrays: T_n = transfer_every * round(period_ratio^(N - n)); None: 1/gamma "
+                                       "(R3 Appendix K's MNIST runs: 5)")
+    transfer_lr_growth: float = Field(1.0, gt=0, description="the transfer out of array N - k has the rate "
+                                      "transfer_lr * transfer_lr_growth^k (k = 0 the fastest; R3 Appendix K: 1.2)")
+    zero_shift: bool = Field(True, description="zero-shift the fast arrays before training")
+    zero_shift_cycles: int | None = Field(None, ge=1, description="up/down pulse pairs of the zero shift; None: "
+                                                               "the device's number of states (slow on big layers)")
+    zero_shift_mode: ZeroShiftMode = Field("cycles", description=ZERO_SHIFT_MODE)
+    warm_start: bool = Field(False, description="R3 Algorithm 1's warm start: the fastest array is transferred "
+                             "into one array at a time, the slowest first, moving on when the epoch training loss "
+                             "plateaus; the cascade starts after the last switch")
 
 
 def loss_plateau(losses: list[float], switches: int) -> bool:
@@ -42,7 +63,7 @@ class MultiTile(TransferOptimizer):
     T_N steps at transfer_lr, k = 0 first; k moves to the next array when the epoch training loss plateaus
     (`loss_plateau`, checked by `end_epoch`), and once k reaches N the cascade above runs."""
 
-    algorithm = "multi_tile"
+    config = MultiTileConfig
 
     def __init__(self, model, cfg):
         self.warm_array = 0 if cfg.warm_start else cfg.n_tiles - 1  # k; N (= fast): warm start over
@@ -64,11 +85,9 @@ class MultiTile(TransferOptimizer):
                                                            else r ** (big_n - n))))
                 for n in range(1, big_n + 1)]
 
-    def transfer_columns(self, block: TileBlock, st: dict, src: int, dst: int, cols: np.ndarray) -> None:
-        """W_dst[:, cols] += transfer_lr * transfer_lr_growth^(N - src) * read(W_src[:, cols])."""
-        v = self.read_columns(block, src, cols)
-        lr = self.cfg.transfer_lr * self.cfg.transfer_lr_growth ** (self.fast - src)
-        self.transfer_update(block, dst, cols, v, lr)
+    def transfer_rate(self, src: int) -> float:
+        """The step of a transfer out of array `src`: transfer_lr * transfer_lr_growth^(N - src)."""
+        return self.cfg.transfer_lr * self.cfg.transfer_lr_growth ** (self.fast - src)
 
     def after_step(self):
         periods = self.periods()

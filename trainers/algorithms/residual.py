@@ -6,35 +6,56 @@ an EMA buffer and single threshold pulses.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Literal
 
-from aimc.trainers.algorithms.buffered_transfer import BufferedTransfer
+from pydantic import Field
+
 from aimc.trainers.algorithms.latency import LatencyModel
-from aimc.trainers.algorithms.transfer import TransferOptimizer
+from aimc.trainers.algorithms.transfer import TransferConfig, TransferOptimizer
+from aimc.trainers.algorithms.transfer_parts import ReadEMA, ThresholdBuffer
+from aimc.trainers.algorithms.zero_shift import ZERO_SHIFT_MODE, ZeroShiftMode
+
+
+class ResidualConfig(TransferConfig):
+    """Residual learning (R1 Sec. 4): mixed weight W + gamma P, gradient at the mixed weight, zero-shifted P."""
+
+    algorithm: Literal["residual"] = "residual"
+    gamma: float = Field(0.5, gt=0, description="gain of the residual array P in the mixed weight")
+    zero_shift: bool = Field(True, description="zero-shift P to its symmetric point before training")
+    zero_shift_cycles: int | None = Field(None, ge=1, description="up/down pulse pairs of the zero shift; None: "
+                                                               "the device's number of states (slow on big layers)")
+    zero_shift_mode: ZeroShiftMode = Field("cycles", description=ZERO_SHIFT_MODE)
+
+
+class ResidualV2Config(ResidualConfig):
+    """Residual learning v2 (R1 Sec. 5): EMA buffer H of P's reads, one-pulse threshold transfer into W."""
+
+    algorithm: Literal["residual_v2"] = "residual_v2"
+    buffer_beta: float = Field(0.1, gt=0, le=1, description="EMA rate of the buffer H <- (1-b) H + b read(P)")
+    threshold: float = Field(1.0, gt=0, description="transfer threshold in units of dw_min")
 
 
 class Residual(TransferOptimizer):
     """Residual learning: W_bar = W + gamma P in the forward pass, so the gradient is taken at the mixed
     weight; P zero-shifted (ConductanceArray.zero_shift) before training when cfg.zero_shift."""
 
-    algorithm = "residual"
+    config = ResidualConfig
 
-    def gains(self):
-        return [1.0, float(self.cfg.gamma)]
+    def __init__(self, model, cfg: ResidualConfig):
+        super().__init__(model, cfg, fast_gain=cfg.gamma)
 
 
-class ResidualV2(BufferedTransfer, Residual):
+class ResidualV2(TransferOptimizer):
     """Residual learning v2: mixed weight W + gamma P, zero-shifted P, and an EMA buffer
     H <- (1 - buffer_beta) H + buffer_beta read(P[:, j]); where |H| >= threshold * dw_min one pulse of
     sign(H) is fired into W and H -= sign(H) dw_min. (transfer_lr is not used: a transfer moves W by
     one pulse per element.)"""
 
-    algorithm = "residual_v2"
-    single_pulse = True
+    config = ResidualV2Config
 
-    def accumulate(self, h, cols, v):
-        b = np.float32(self.cfg.buffer_beta)
-        h[:, cols] = (np.float32(1.0) - b) * h[:, cols] + b * v.T
+    def __init__(self, model, cfg: ResidualV2Config):
+        super().__init__(model, cfg, fast_gain=cfg.gamma, buffer=ThresholdBuffer(cfg.threshold, single_pulse=True),
+                         fold=ReadEMA(cfg.buffer_beta))
 
     def update_latency(self, lm: LatencyModel) -> float:
         per_transfer = self.cfg.n_columns * (lm.t_mvm + lm.t_pulse + lm.t_pre)

@@ -2,7 +2,7 @@
 "Dynamic Symmetric Point Tracking", arXiv:2602.21321, Algorithms 2 and 3).
 
 Array 0 of a tile is the main array W, array 1 the residual array P; Q is a digital reference (per tile,
-float32) and Q~ the reference P is read against (array 1's `reference`, the analog copy of Q). With the
+float32) and Q~ the reference P is read against (array 1's reference, the analog copy of Q). With the
 chopper c = +-1 (always +1 for RIDER):
 
     mixed weight:  W_bar = W + gamma c (P - Q~)                       (the gradient is taken here)
@@ -25,70 +25,82 @@ tile, drawn per step.
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
+from pydantic import Field
 
-from aimc.trainers.algorithms.buffered_transfer import BufferedTransfer
+from aimc.trainers.algorithms.transfer import TransferConfig, TransferOptimizer
+from aimc.trainers.algorithms.transfer_parts import ReadSum, ReferenceTracking, ThresholdBuffer
+from aimc.trainers.algorithms.zero_shift import ZERO_SHIFT_MODE, ZeroShiftMode
 
-
-class Rider(BufferedTransfer):
-    """RIDER. Tile state: Q (the digital reference), c (the chopper sign) and, with a threshold, the buffer H.
-    Costs add reference_writes, the elements of Q~ programmed."""
-
-    algorithm = "rider"
-
-    def gains(self):
-        return [1.0, float(self.cfg.gamma)]
-
-    def init_block(self, li, bi, block, fresh):
-        super().init_block(li, bi, block, fresh)  # the optional zero shift: Q~ = the estimate of the SP
-        self.counts.setdefault("reference_writes", 0)
-        self.tile_state[li][bi].update(Q=block.tile.arrays[1].reference.copy(), c=1.0)
-
-    def update_block(self, li, bi, block, x, d):
-        c = float(self.tile_state[li][bi]["c"])
-        self.gradient_update(block, x, d if c > 0 else -d, 1, self.fast_lr)
-
-    def transfer_columns(self, block, st, src, dst, cols):
-        ref = block.tile.arrays[1].reference
-        q = st["Q"]
-        v = self.read_columns(block, 1, cols)  # (n, out): P - Q~
-        q[:, cols] += np.float32(self.cfg.tracking_rate) * (v.T + ref[:, cols] - q[:, cols])  # eta (P - Q_k)
-        signal = np.float32(st["c"]) * v
-        if self.cfg.threshold is None:
-            self.transfer_update(block, 0, cols, signal, self.cfg.transfer_lr)
-        else:
-            h = self.buffer(st, block)
-            self.accumulate(h, cols, signal)
-            self.fire(block, st, h, cols)
-        self.track(block, st, cols)
-
-    def track(self, block, st, cols) -> None:
-        """RIDER: the read reference follows Q at once."""
-        block.tile.arrays[1].reference[:, cols] = st["Q"][:, cols]
-        block.tile.invalidate(layout=True)
-        self.counts["reference_writes"] += block.tile.out_size * len(cols)
+CHOPPER_DRAWS = 0xE41D  # stream key of E-RIDER's random chopper switches
 
 
-class ERider(Rider):
+class RiderConfig(TransferConfig):
+    """RIDER (arXiv:2602.21321, Algorithm 2): residual learning whose reference Q tracks the symmetric point of P
+    on the fly: mixed weight W + gamma (P - Q), Q <- (1 - tracking_rate) Q + tracking_rate P per read column,
+    W <- W + transfer_lr (P - Q); no zero shift needed."""
+
+    algorithm: Literal["rider"] = "rider"
+    gamma: float = Field(0.1, gt=0, description="gain of P - Q in the mixed weight")
+    tracking_rate: float = Field(0.1, gt=0, le=1, description="EMA rate eta of the digital reference Q, per read "
+                                 "of a column (Q <- (1 - eta) Q + eta P)")
+    threshold: float | None = Field(None, gt=0, description="None: each read moves W by a pulsed update of "
+                                    "transfer_lr c (P - Q~) (Eq. 11b / 18b); a number: the reads accumulate in a "
+                                    "digital buffer H += transfer_lr c (P - Q~) that fires whole pulses into W "
+                                    "where |H| >= threshold * dw_min (as TT-v2, and as the paper's aihwkit runs "
+                                    "transfer through DynamicTransferCompound's buffer)")
+    zero_shift: bool = Field(False, description="zero-shift P before training as well (not needed by RIDER)")
+    zero_shift_cycles: int | None = Field(None, ge=1, description="pulse pairs (or pulses) of that zero shift")
+    zero_shift_mode: ZeroShiftMode = Field("cycles", description=ZERO_SHIFT_MODE)
+
+
+class ERiderConfig(RiderConfig):
+    """E-RIDER (arXiv:2602.21321, Algorithm 3): RIDER with a chopper c = +-1 per tile on the gradient of P and in the
+    mixed weight W + gamma c (P - Q~); the analog reference Q~ is reprogrammed to Q at each chopper switch."""
+
+    algorithm: Literal["e_rider"] = "e_rider"
+    chop_prob: float = Field(0.05, gt=0, le=1, description="chopper switching per step: probability "
+                             "(chop_random) or 1 / period in steps, period max(ceil(1 / chop_prob), 2)")
+    chop_random: bool = Field(True, description="switch at random (Eq. 17 of arXiv:2602.21321) or regularly")
+
+
+def rider_parts(cfg: RiderConfig, every_read: bool) -> dict:
+    """The transfer parts of RIDER and E-RIDER: the mixed weight's gain gamma, the tracked reference, and with
+    a threshold the buffer H += transfer_lr c (P - Q~)."""
+    parts = dict(fast_gain=cfg.gamma, reference=ReferenceTracking(cfg.tracking_rate, every_read))
+    if cfg.threshold is not None:
+        parts.update(buffer=ThresholdBuffer(cfg.threshold), fold=ReadSum(cfg.transfer_lr))
+    return parts
+
+
+class Rider(TransferOptimizer):
+    """RIDER. Tile state: Q (the digital reference), c (the chopper sign, +1) and, with a threshold, the buffer
+    H. Costs add reference_writes, the elements of Q~ programmed."""
+
+    config = RiderConfig
+
+    def __init__(self, model, cfg: RiderConfig):
+        super().__init__(model, cfg, **rider_parts(cfg, every_read=True))
+
+
+class ERider(TransferOptimizer):
     """E-RIDER: RIDER with a chopper per tile; Q~ reprogrammed to Q at each switch."""
 
-    algorithm = "e_rider"
+    config = ERiderConfig
 
-    def track(self, block, st, cols):
-        """E-RIDER: Q~ changes only at a chopper switch."""
+    def __init__(self, model, cfg: ERiderConfig):
+        super().__init__(model, cfg, **rider_parts(cfg, every_read=False))
 
     def after_step(self):
         super().after_step()
         p = self.cfg.chop_prob
         tiles = [(b, st) for layer, sts in zip(self.layers, self.tile_state) for b, st in zip(layer.blocks, sts)]
         if self.cfg.chop_random:
-            flips = np.random.default_rng([0xE41D, self.layers[0].seed, self.steps]).random(len(tiles)) < p
+            flips = np.random.default_rng([CHOPPER_DRAWS, self.layers[0].seed, self.steps]).random(len(tiles)) < p
         else:
             flips = np.full(len(tiles), self.steps % max(math.ceil(1.0 / p), 2) == 0)
         for (b, st), flip in zip(tiles, flips):
             if flip:
-                st["c"] = -float(st["c"])
-                b.tile.arrays[1].reference[...] = st["Q"]
-                b.tile.set_stack([1.0, float(self.cfg.gamma) * st["c"]])
-                self.counts["reference_writes"] += st["Q"].size
+                self.counts["reference_writes"] += self.reference.switch(b.tile, st, float(self.cfg.gamma))

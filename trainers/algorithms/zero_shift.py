@@ -15,6 +15,7 @@ by pulses and the reference array is programmed to the value reached. Two pulse 
 from __future__ import annotations
 
 import logging
+from typing import Literal
 
 import numpy as np
 
@@ -22,21 +23,24 @@ from aimc.devices import AnalogTile
 
 LOG = logging.getLogger("aimc.trainers")
 
+ZeroShiftMode = Literal["cycles", "random"]
+ZERO_SHIFT_MODE = ("how the zero shift drives P to its symmetric point: \"cycles\", alternating up/down pulse pairs "
+                   "(Kim et al. 2019; zero_shift_cycles pairs); \"random\", zero_shift_cycles single pulses of "
+                   "random sign (Algorithm 1 of arXiv:2602.21321; default count the device's number of states)")
+
 
 def zero_shift(tile: AnalogTile, index: int, mode: str, count: int | None) -> int:
     """Zero-shift array `index` of `tile` (mode "cycles" or "random", `count` pairs or pulses per element);
     returns the pulses fired."""
     if mode == "cycles":
         return tile.zero_shift(index, count)
-    a = tile.arrays[index]
-    lo, hi = a.device.bounds
-    n = int(count) if count is not None else int(np.ceil((hi - lo) / a.params.granularity))
+    lo, hi = tile.bounds(index)
+    n = int(count) if count is not None else int(np.ceil((hi - lo) / tile.granularity(index)))
     rng = np.random.default_rng([tile.seed & 0x7FFFFFFF, 0x25F, index])
     fired = 0
     for _ in range(n):
-        fired += tile.pulse(rng.integers(0, 2, a.shape, dtype=np.int64) * 2 - 1, index)
-    a.reference[...] = a.w
-    tile.invalidate(layout=True)
+        fired += tile.pulse(rng.integers(0, 2, (tile.out_size, tile.in_size), dtype=np.int64) * 2 - 1, index)
+    tile.latch_reference(index)
     return fired
 
 
