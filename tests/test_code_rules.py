@@ -1,5 +1,7 @@
 """The code's own rules: the import contracts of pyproject.toml (application > trainers | calibration > devices
-> common), ruff clean, no private name imported across modules, no module over 500 lines.
+> common), ruff clean, no private name imported across modules, no module over 500 lines, code outside the
+device layer asks a tile through its methods (never its arrays, counters or private state), and no optimizer
+class chain deeper than three below torch's Optimizer.
 
 import-linter reads a package from one folder, while the layers live in the repository's top-level folders
 (setuptools' package-dir); the contract test lays the package out as it installs, then lints that copy."""
@@ -18,6 +20,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE_FOLDERS = ("aimc", "devices", "trainers", "calibration", "benchmarks", "examples", "scripts", "tests")
 MAX_MODULE_LINES = 500
+TILE_CLIENT_FOLDERS = ("aimc", "trainers", "calibration", "examples", "benchmarks")  # outside aimc.devices
+TILE_COUNTERS = frozenset({"counter", "pulses", "reads", "stream"})  # the tile's and arrays' own counts
+NAMEDTUPLE_API = frozenset({"_replace", "_asdict", "_fields", "_make"})  # public despite the underscore
+# The chopped transfer's optimizers read the fast array's device through `tile.arrays` until their kernel
+# moves into the device layer; then this exemption goes.
+CHOPPED_KERNEL_FILES = frozenset({"trainers/algorithms/c_ttv2.py", "trainers/algorithms/agad.py"})
+MAX_OPTIMIZER_DEPTH = 3  # classes from AnalogOptimizer (level 1) down to an algorithm
 
 
 def _sources(folders=SOURCE_FOLDERS) -> list[Path]:
@@ -82,3 +91,82 @@ def test_no_module_is_over_500_lines():
     long = [f"{p.relative_to(ROOT)}: {n}" for p in _sources(SOURCE_FOLDERS[:4])
             if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES]
     assert not long, "\n".join(long)
+
+
+def _own_private_names(tree: ast.Module) -> set[str]:
+    """The `_names` a module defines itself: functions, classes, names, and attributes of `self` it assigns."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name)
+              and node.value.id in ("self", "cls")):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return {n for n in names if n.startswith("_")}
+
+
+def _imported_modules(tree: ast.Module) -> set[str]:
+    return {(a.asname or a.name).split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+            for a in node.names}
+
+
+def tile_state_reaches(source: str, where: str) -> list[str]:
+    """Where `source` touches a tile's state from outside the device layer: any `.arrays`, a write to a
+    counter (`x.reads += 1`, `x.stream.counter = k`) of an object other than `self`, or a `_name` attribute
+    of another object that the module does not define itself (modules' and named tuples' names aside)."""
+    tree = ast.parse(source, where)
+    own, modules = _own_private_names(tree), _imported_modules(tree)
+    found = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in targets:
+            if (isinstance(t, ast.Attribute) and t.attr in TILE_COUNTERS
+                    and not (isinstance(t.value, ast.Name) and t.value.id == "self")):
+                found.append(f"{where}:{t.lineno} writes {ast.unparse(t)}")
+        if not isinstance(node, ast.Attribute):
+            continue
+        base = node.value
+        if node.attr == "arrays":
+            found.append(f"{where}:{node.lineno} {ast.unparse(node)}")
+        elif (node.attr.startswith("_") and not node.attr.startswith("__") and node.attr not in own
+              and node.attr not in NAMEDTUPLE_API
+              and not (isinstance(base, ast.Name) and base.id in {"self", "cls", *modules})
+              and not (isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "super")):
+            found.append(f"{where}:{node.lineno} {ast.unparse(node)}")
+    return found
+
+
+def test_code_outside_the_devices_asks_the_tile_not_its_arrays():
+    """Algorithms, the application and calibration use AnalogTile's methods; its arrays, counters and
+    private state are the device layer's."""
+    found = []
+    for path in _sources(TILE_CLIENT_FOLDERS):
+        where = path.relative_to(ROOT).as_posix()
+        if where not in CHOPPED_KERNEL_FILES:
+            found += tile_state_reaches(path.read_text(), where)
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("line", ["v = block.tile.arrays[1].reference[:, cols]", "tile.reads += 3",
+                                  "tile.stream.counter = 0", "tile._dirty = True", "w = layer.tiles[0]._w"])
+def test_a_reach_into_a_tile_is_found(line):
+    assert tile_state_reaches(f"def f(block, tile, layer, cols):\n    {line}\n", "planted.py")
+
+
+def test_own_private_names_and_modules_are_not_reaches():
+    source = ("import os\nclass A:\n    def _x(self):\n        self.reads = 0\n\n"
+              "def f(a, t):\n    a._x()\n    os._exit(0)\n    return t._replace(k=1)\n")
+    assert tile_state_reaches(source, "fine.py") == []
+
+
+def test_no_optimizer_class_chain_is_deeper_than_three():
+    """AnalogOptimizer is level 1, a shared base (TransferOptimizer) level 2, an algorithm at most level 3."""
+    from aimc.trainers import OPTIMIZERS, AnalogOptimizer
+
+    exempt = {"c_ttv2", "agad"}  # the chopped transfer's optimizers, as CHOPPED_KERNEL_FILES
+    deep = {name: [c.__name__ for c in cls.__mro__ if issubclass(c, AnalogOptimizer)]
+            for name, cls in OPTIMIZERS.items() if name not in exempt}
+    assert {n: m for n, m in deep.items() if len(m) > MAX_OPTIMIZER_DEPTH} == {}
