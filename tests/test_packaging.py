@@ -19,7 +19,7 @@ def _python(code: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_layers_import_from_outside_the_repository(tmp_path):
-    out = _python("import " + ", ".join(LAYERS) + "; import aimc.cli", tmp_path)
+    out = _python("import " + ", ".join(LAYERS) + "; import aimc.commands.cli", tmp_path)
     assert out.returncode == 0, out.stderr
 
 
