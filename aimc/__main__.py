@@ -1,5 +1,5 @@
 """`python -m aimc`: the `aimc` command line."""
 
-from aimc.cli import run
+from aimc.commands.cli import run
 
 run()

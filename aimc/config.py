@@ -120,7 +120,7 @@ def parse_time(text: str) -> float:
 
 
 class RetentionConfig(BaseModel):
-    """Retention after training (aimc.retention): run by `aimc train` once the run is finished, with the
+    """Retention after training (aimc.runs.retention): run by `aimc train` once the run is finished, with the
     same meaning as `aimc retention`'s options. Changes no training result (left out of the config hash)."""
 
     model_config = STRICT

@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from aimc import devices  # noqa: E402,F401  first: it sets the OpenMP spin policy before torch starts (devices/threads.py)
+from aimc import devices  # noqa: E402,F401  first: importing aimc sets the OpenMP spin policy (aimc/__init__.py)
 from aimc import trainers as T  # noqa: E402
 from aimc.devices import UpdateConfig  # noqa: E402
 

@@ -149,8 +149,8 @@ def main() -> int:
     if a.effects:
         return effect_costs(a)
 
-    # devices first: it sets GOMP_SPINCOUNT (unless set) before torch starts its OpenMP pool, as the
-    # aimc command does (devices/threads.py)
+    # aimc first: importing it sets GOMP_SPINCOUNT (unless set) before torch starts its OpenMP pool, as the
+    # aimc command does (aimc/__init__.py)
     import torch
 
     from aimc.devices import ConductanceArray, SoftBounds, UpdateConfig, set_kernel_threads

@@ -1,4 +1,10 @@
-"""aimc device layer: resistive elements, crossbar arrays, pulse kernels and read periphery (numpy only)."""
+"""aimc device layer: resistive elements, crossbar arrays, pulse kernels and read periphery (numpy only).
+
+Importing it limits numpy's BLAS to `AIMC_BLAS_THREADS` threads (default 1) for the whole process
+(`limit_blas_threads`, threadpoolctl): spinning BLAS threads slow the parallel Numba kernel that follows a
+BLAS call up to 10x (devices/threads.py). Set AIMC_BLAS_THREADS=0 before the import to leave BLAS as it is,
+or `threadpoolctl.threadpool_limits` after it to change the limit.
+"""
 
 import warnings
 

@@ -9,27 +9,24 @@ torch and Numba each run an OpenMP thread pool (GNU libgomp); by default an idle
 300,000 rounds before it sleeps, so on 2 cores each pool starves the other (R1's FCN step took 45x the
 digital step under load). Passive pools (no spinning) cure that but pay a wake-up at every kernel start;
 a short spin keeps back-to-back kernels fast (FCN step, Analog SGD / digital in one run on 2 cores: 4.3x
-passive, 3.7x with 100,000 rounds, 3.3x with 30,000; benchmarks/bench_fcn.py). Importing the device layer
-therefore sets GOMP_SPINCOUNT=30000 unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set already; a runtime
-reads it when it starts, so import `aimc` before torch (the `aimc` command does).
+passive, 3.7x with 100,000 rounds, 3.3x with 30,000; benchmarks/bench_fcn.py). Importing `aimc` (any of
+its layers) therefore sets GOMP_SPINCOUNT=30000 unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set already
+(`aimc/__init__.py`); a runtime reads it when it starts, so import `aimc` before torch (the `aimc` command
+does).
 """
 
 from __future__ import annotations
 
 import os
 
-SPIN_ROUNDS = "30000"
-if "OMP_WAIT_POLICY" not in os.environ:
-    os.environ.setdefault("GOMP_SPINCOUNT", SPIN_ROUNDS)
+import numba
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+from threadpoolctl import threadpool_limits
 
-import numba  # noqa: E402
-from llvmlite import ir  # noqa: E402
-from numba import types  # noqa: E402
-from numba.core import cgutils  # noqa: E402
-from numba.extending import intrinsic  # noqa: E402
-from threadpoolctl import threadpool_limits  # noqa: E402
-
-from aimc.common.errors import ConfigError  # noqa: E402
+from aimc.common.errors import ConfigError
 
 _BLAS_LIMIT = None
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from state_helpers import same_state
 
-from aimc.cli import EXIT_BAD_INPUT, EXIT_FAILED, main
-from aimc.results import RunFolder
+from aimc.commands.cli import EXIT_BAD_INPUT, EXIT_FAILED, main
+from aimc.runs.run_folder import RunFolder
 
 TINY = ["--set", "epochs=1", "--set", "data.n_train=20", "--set", "data.n_test=20", "--quiet"]
 RESIDUAL = """name = "k"
@@ -65,7 +65,7 @@ def test_a_full_disk_is_named_with_the_file(tmp_path, capsys, monkeypatch):
 def test_one_process_per_run_folder_and_a_dead_holders_lock_is_taken_over(tmp_path, capsys):
     out = tmp_path / "run"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom aimc.folder_lock import folder_lock\n"
+        [sys.executable, "-c", "import sys, time\nfrom aimc.runs.folder_lock import folder_lock\n"
          "with folder_lock(sys.argv[1], 'training run'):\n    print('held', flush=True)\n    time.sleep(120)",
          str(out)], stdout=subprocess.PIPE, text=True)
     try:

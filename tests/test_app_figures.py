@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_hex
 
-import aimc.sweep_summary as sweep_summary
-import aimc.train as train
+import aimc.runs.curves as curves
+import aimc.sweeps.summary as sweep_summary
 from aimc.common import figures
 from aimc.config import validate_config
-from aimc.sweep_file import parse_sweep
+from aimc.runs.experiment import run_experiment
+from aimc.sweeps.sweep_file import parse_sweep
 
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 BASE = {"name": "tiny", "epochs": 1, "batch_size": 10, "model": {"name": "fcn", "hidden": [8]},
@@ -28,7 +29,7 @@ BASE = {"name": "tiny", "epochs": 1, "batch_size": 10, "model": {"name": "fcn", 
 
 @pytest.fixture
 def captured(monkeypatch):
-    """The figures that train and sweep_summary save, drawn, before they are closed."""
+    """The figures that the run curves and the sweep summary save, drawn, before they are closed."""
     found = []
 
     def capture(fig, path, dpi=120):
@@ -36,7 +37,7 @@ def captured(monkeypatch):
         found.append((Path(path).name, fig))
         return figures.save_figure(fig, path, dpi)
 
-    monkeypatch.setattr(train, "save_figure", capture)
+    monkeypatch.setattr(curves, "save_figure", capture)
     monkeypatch.setattr(sweep_summary, "save_figure", capture)
     return found
 
@@ -73,7 +74,7 @@ def test_learning_curves(tmp_path, captured):
     hist = [{"epoch": e, "test_accuracy": 0.1 + 0.2 * e, "test_loss": 2.3 / (1 + e),
              "train_loss": None if e == 0 else 2.2 / (1 + e)} for e in range(4)]
     cfg = validate_config({**BASE, "compare": [{"algorithm": "sgd"}, {"algorithm": "residual"}], "trainer": None})
-    train.write_curves({"sgd": hist, "residual": hist}, tmp_path / "curves", f"tiny: {train.describe(cfg)}")
+    curves.write_curves({"sgd": hist, "residual": hist}, tmp_path / "curves", f"tiny: {curves.describe(cfg)}")
     assert (tmp_path / "curves.pdf").read_bytes()[:5] == b"%PDF-"
     (_, fig), = captured
     acc, loss = fig.axes
@@ -85,7 +86,7 @@ def test_learning_curves(tmp_path, captured):
     assert loss.get_yscale() == "log" and "1" in shown and "0.5" in shown  # a factor 4: log, plain labels
     assert not any("$" in t or "^" in t for t in shown)  # no 10^x
     narrow = [{**r, "test_loss": 2.30 - 0.01 * r["epoch"], "train_loss": None} for r in hist]
-    train.write_curves({"analog_sgd": narrow}, tmp_path / "narrow")
+    curves.write_curves({"analog_sgd": narrow}, tmp_path / "narrow")
     loss = captured[1][1].axes[1]
     shown = [t.get_text() for t in loss.get_yticklabels() if t.get_text()]
     assert loss.get_yscale() == "linear" and len(shown) >= 3 and "2.3" in shown  # no log tick in 2.27..2.30
@@ -154,7 +155,7 @@ def test_tensorboard_logs_the_epoch_metrics(tmp_path):
 
     cfg = validate_config({**BASE, "log": {"tensorboard": True}})
     assert cfg.hash() == validate_config(BASE).hash()  # where metrics go changes no result
-    train.run_experiment(cfg, tmp_path / "run")
+    run_experiment(cfg, tmp_path / "run")
     events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
     events.Reload()
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]

@@ -1,4 +1,4 @@
-"""Ctrl-C held until the training loop asks (aimc.interrupts): the first SIGINT waits for `check`, a second
+"""Ctrl-C held until the training loop asks (aimc.runs.interrupts): the first SIGINT waits for `check`, a second
 one raises at once, the handler is put back afterwards, and errors raised from an interrupt are known."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from aimc.interrupts import caused_by_interrupt, steps_interruptible
+from aimc.runs.interrupts import caused_by_interrupt, steps_interruptible
 
 
 @pytest.fixture(autouse=True)

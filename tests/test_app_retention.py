@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from aimc.cli import main
+from aimc.commands.cli import main
 from aimc.common.errors import ConfigError
 from aimc.config import validate_config
 from aimc.devices.drift import DriftParameter
-from aimc.retention import COLUMNS, parse_time, retention
-from aimc.train import run_experiment
+from aimc.runs.experiment import run_experiment
+from aimc.runs.retention import COLUMNS, parse_time, retention
 
 NU = 0.1
 DEVICE = {"kind": "SoftBounds", "w_max_dtod": 0.0, "w_min_dtod": 0.0,  # no element with both bounds > 0

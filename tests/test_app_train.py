@@ -10,11 +10,12 @@ import pytest
 import torch
 from state_helpers import same_state
 
-import aimc.train
-from aimc.cli import main
+import aimc.runs.training
+from aimc.commands.cli import main
 from aimc.config import validate_config
-from aimc.results import RunFolder, read_jsonl
-from aimc.train import TrainingDiverged, run_experiment, train_run
+from aimc.runs.experiment import run_experiment
+from aimc.runs.run_folder import RunFolder, read_jsonl
+from aimc.runs.training import TrainingDiverged, train_run
 
 TINY = {"name": "t", "epochs": 3, "batch_size": 10, "model": {"hidden": [16]},
         "data": {"n_train": 200, "n_test": 100}, "tile": {"device": "r1_power_1"}}
@@ -62,7 +63,7 @@ def test_resume_after_interruption_is_bit_exact(tmp_path, monkeypatch, trainer):
     cfg = _cfg(trainer, tile={"device": "r1_power_1", "update": {"mode": "pulsed"}})
     train_run(cfg, tmp_path / "whole")
 
-    evaluate, calls = aimc.train.evaluate, []
+    evaluate, calls = aimc.runs.training.evaluate, []
 
     def interrupted(*args):
         calls.append(1)
@@ -70,13 +71,13 @@ def test_resume_after_interruption_is_bit_exact(tmp_path, monkeypatch, trainer):
             raise KeyboardInterrupt
         return evaluate(*args)
 
-    monkeypatch.setattr(aimc.train, "evaluate", interrupted)
+    monkeypatch.setattr(aimc.runs.training, "evaluate", interrupted)
     with pytest.raises(KeyboardInterrupt):
         train_run(cfg, tmp_path / "cut")
     cut = RunFolder(tmp_path / "cut")
     assert cut.read_manifest()["status"] == "interrupted"
     assert [p.name for p in cut.checkpoints()] == ["epoch-0001.pt"]
-    monkeypatch.setattr(aimc.train, "evaluate", evaluate)
+    monkeypatch.setattr(aimc.runs.training, "evaluate", evaluate)
     train_run(cfg, tmp_path / "cut")
 
     whole = RunFolder(tmp_path / "whole")
@@ -164,6 +165,6 @@ def test_more_threads_than_numba_started_with_is_refused_before_any_write(tmp_pa
 def test_an_empty_config_file_says_it_runs_the_defaults(tmp_path, capsys, monkeypatch):
     empty = tmp_path / "empty.toml"
     empty.write_text("# nothing set\n")
-    monkeypatch.setattr(aimc.train, "train_run", lambda cfg, out, progress: {"test_accuracy": 0.5})
+    monkeypatch.setattr(aimc.runs.training, "train_run", lambda cfg, out, progress: {"test_accuracy": 0.5})
     assert main(["train", str(empty), "--out", str(tmp_path / "run"), "--quiet"]) == 0
     assert f"config file {str(empty)!r} is empty: every field takes its default" in capsys.readouterr().err

@@ -62,7 +62,7 @@ def test_cli_anchor(tmp_path):
     import json
 
     from aimc.calibration import write_csv
-    from aimc.cli import main
+    from aimc.commands.cli import main
     tr = measure_cycles(ConstantStep(dw_min=0.01, dw_min_std=0.5, dw_min_dtod=0.0), n_pulses=200, n_cycles=1,
                         n_devices=4, read_noise=READ, seed=1)
     csv = write_csv(tr, tmp_path / "cs.csv")

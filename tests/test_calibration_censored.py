@@ -10,7 +10,7 @@ import pytest
 from aimc.calibration import fit, measure_cycles, write_csv
 from aimc.calibration.censored import clipped_normal_moments
 from aimc.calibration.pulse_data import compose, predict
-from aimc.cli import main
+from aimc.commands.cli import main
 from aimc.devices import ConstantStep, SoftBounds
 
 NO_SPREAD = dict(dw_min_dtod=0.0, up_down_dtod=0.0, w_max_dtod=0.0, w_min_dtod=0.0)

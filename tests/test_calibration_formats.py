@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from aimc.calibration import TraceFormatError, fit, measure_cycles, read_matrix, read_runs
-from aimc.cli import main
+from aimc.commands.cli import main
 from aimc.devices import SoftBounds
 
 NO_SPREAD = dict(dw_min_dtod=0.0, up_down_dtod=0.0, w_max_dtod=0.0, w_min_dtod=0.0)

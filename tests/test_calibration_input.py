@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aimc.calibration import TraceFormatError, read_csv
-from aimc.cli import main
+from aimc.commands.cli import main
 from aimc.common.errors import ConfigError
 
 HEAD = "device,pulse,polarity,conductance [uS]\n"

@@ -18,7 +18,7 @@ from aimc.calibration.likelihood import (
     outlying,
     total_nll,
 )
-from aimc.cli import main
+from aimc.commands.cli import main
 from aimc.devices import ConstantStep
 
 NO_SPREAD = dict(dw_min_dtod=0.0, up_down_dtod=0.0, w_max_dtod=0.0, w_min_dtod=0.0)

@@ -39,7 +39,7 @@ def test_cli_per_device_method_is_the_default(tmp_path, capsys):
     import json
 
     from aimc.calibration import write_csv
-    from aimc.cli import main
+    from aimc.commands.cli import main
     spread = TRUTHS["SoftBounds"].model_copy(update={"dw_min_dtod": 0.3})  # 4 devices, 1 cycle: a spread they show
     tr = measure_cycles(spread, n_cycles=1, n_devices=4, read_noise=0.002, seed=1)
     csv = write_csv(tr, tmp_path / "sb.csv")

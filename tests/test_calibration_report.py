@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from aimc.calibration import device_numbers, implicit_penalty, measure_cycles, write_csv, write_report
-from aimc.cli import main
+from aimc.commands.cli import main
 from aimc.devices import Linear, load_device
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -14,12 +15,19 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("aimc.devices", "aimc.trainers", "aimc.calibration", "aimc.common")
 
 
+def _source_packages() -> set[str]:
+    """Every folder with an `__init__.py` under the package-dir folders of pyproject.toml, as its import name."""
+    package_dir = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    return {".".join((package, *init.parent.relative_to(ROOT / folder).parts))
+            for package, folder in package_dir.items() for init in (ROOT / folder).rglob("__init__.py")}
+
+
 def _python(code: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
 def test_layers_import_from_outside_the_repository(tmp_path):
-    out = _python("import " + ", ".join(LAYERS) + "; import aimc.cli", tmp_path)
+    out = _python("import " + ", ".join(LAYERS) + "; import aimc.commands.cli", tmp_path)
     assert out.returncode == 0, out.stderr
 
 
@@ -30,8 +38,9 @@ def test_layer_folders_are_not_top_level_packages(tmp_path, name):
 
 
 def test_wheel_holds_one_import_package(tmp_path):
-    """A regular (non-editable) build: every file of the wheel is under `aimc/` or its dist-info, the layer
-    folders land as aimc's subpackages, and the package data and type marker ship. Built from a copy, so that
+    """A regular (non-editable) build: every file of the wheel is under `aimc/` or its dist-info, every
+    package of the source folders (the layers, the application's sub-packages) lands as aimc's subpackage,
+    and the package data and type marker ship. Built from a copy, so that
     the build leaves nothing in the repository."""
     src = tmp_path / "src"
     for name in ("aimc", "devices", "trainers", "calibration"):
@@ -46,8 +55,8 @@ def test_wheel_holds_one_import_package(tmp_path):
     (wheel,) = tmp_path.glob("aimc-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names} == {"aimc", wheel.name.split("-py3")[0] + ".dist-info"}
-    for layer in LAYERS:
-        assert f"{layer.replace('.', '/')}/__init__.py" in names
+    for package in _source_packages():  # a sub-package left out of [tool.setuptools] packages is missing
+        assert f"{package.replace('.', '/')}/__init__.py" in names, package
     for data in ("aimc/py.typed", "aimc/data/mnist_small.npz", "aimc/devices/response.py"):
         assert data in names
 

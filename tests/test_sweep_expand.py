@@ -9,7 +9,7 @@ import pytest
 
 from aimc.common.errors import ConfigError
 from aimc.config import validate_config
-from aimc.sweep_file import load_sweep, parse_sweep
+from aimc.sweeps.sweep_file import load_sweep, parse_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = {"trainer": {"algorithm": "analog_sgd", "lr": 0.05}, "model": {"name": "fcn", "hidden": [8]},

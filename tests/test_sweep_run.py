@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aimc.cli import main
-from aimc.executors import InlineExecutor, LocalExecutor, execute_run, make_task
-from aimc.sweep import SweepRunner, run_sweep
-from aimc.sweep_file import load_sweep, parse_sweep
-from aimc.sweep_summary import summarize
+from aimc.commands.cli import main
+from aimc.sweeps.executors import InlineExecutor, LocalExecutor, execute_run, make_task
+from aimc.sweeps.runner import SweepRunner, run_sweep
+from aimc.sweeps.summary import summarize
+from aimc.sweeps.sweep_file import load_sweep, parse_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ROOT / "examples/sweeps/small.toml"
@@ -229,7 +229,7 @@ def test_a_killed_driver_takes_its_workers_along_and_the_rerun_matches(small_loc
 @pytest.mark.slow  # starts a Dask LocalCluster of 2 workers (about 27 s on CI's 2 cores)
 def test_small_sweep_on_a_dask_local_cluster(small_local, tmp_path):
     pytest.importorskip("distributed")
-    from aimc.executors import DaskExecutor
+    from aimc.sweeps.executors import DaskExecutor
 
     _, local_out = small_local
     s = parse_sweep({**tomllib.loads(SMALL.read_text()), "seeds": [0]})  # seed 0 of each point: 4 runs

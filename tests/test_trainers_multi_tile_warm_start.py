@@ -12,8 +12,8 @@ from optimizer_helpers import exact_model
 
 from aimc import trainers as T
 from aimc.config import validate_config
-from aimc.results import RunFolder, read_jsonl
-from aimc.train import train_run
+from aimc.runs.run_folder import RunFolder, read_jsonl
+from aimc.runs.training import train_run
 from aimc.trainers.algorithms.multi_tile import loss_plateau
 
 

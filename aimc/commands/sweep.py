@@ -25,10 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Exit status 0 when every run finished, 1 when some failed (130 when interrupted: aimc.cli)."""
-    from aimc.executors import DaskExecutor, InlineExecutor, LocalExecutor
-    from aimc.sweep import run_sweep
-    from aimc.sweep_file import load_sweep
+    """Exit status 0 when every run finished, 1 when some failed (130 when interrupted: aimc.commands.cli)."""
+    from aimc.sweeps.executors import DaskExecutor, InlineExecutor, LocalExecutor
+    from aimc.sweeps.runner import run_sweep
+    from aimc.sweeps.sweep_file import load_sweep
 
     if args.workers is not None and args.workers < 0:
         raise ValueError(f"--workers {args.workers}: give 0 or more")

@@ -9,7 +9,7 @@ import signal
 import sys
 
 import aimc
-from aimc import cmd_fit, cmd_report, cmd_retention, cmd_sweep, cmd_train
+from aimc.commands import fit, report, retention, sweep, train
 
 
 def _fmt(v: float) -> str:
@@ -43,11 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("devices", help="list the device presets with their key figures")
     p.add_argument("--sources", action="store_true", help="also print where each preset's numbers come from")
     p.set_defaults(func=_cmd_devices)
-    cmd_train.register(sub)
-    cmd_sweep.register(sub)
-    cmd_fit.register(sub)
-    cmd_report.register(sub)
-    cmd_retention.register(sub)
+    train.register(sub)
+    sweep.register(sub)
+    fit.register(sub)
+    report.register(sub)
+    retention.register(sub)
     return parser
 
 

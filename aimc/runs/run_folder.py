@@ -25,7 +25,7 @@ import aimc
 from aimc.common.errors import ConfigError
 from aimc.common.files import atomic_write_bytes, atomic_write_text, json_safe
 from aimc.config import ExperimentConfig
-from aimc.timestamps import timestamp
+from aimc.runs.timestamps import timestamp
 from aimc.toml_writer import to_toml
 
 STATUSES = ("running", "finished", "failed", "diverged", "interrupted")

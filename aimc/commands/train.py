@@ -52,7 +52,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
                                   where="the default job")
         out = Path(args.out) if args.out else Path("runs") / f"{cfg.name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
-    from aimc.train import TrainingDiverged, comparison_table, run_comparison, run_retention, train_run
+    from aimc.runs.comparison import comparison_table, run_comparison
+    from aimc.runs.experiment import run_retention
+    from aimc.runs.training import TrainingDiverged, train_run
 
     args.resume_hint = f"aimc train --resume {out}"  # for the one-line message on Ctrl-C
     print(f"aimc train: {cfg.name} -> {out}", file=sys.stderr)

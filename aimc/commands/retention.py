@@ -37,7 +37,7 @@ def _drift(items: list[str]):
 
 def _run(args: argparse.Namespace) -> int:
     from aimc.config import RetentionConfig
-    from aimc.retention import finished_config, retention
+    from aimc.runs.retention import finished_config, retention
 
     drift = _drift(args.drift)
     base = finished_config(Path(args.run)).retention or RetentionConfig()  # the run's own table: the defaults

@@ -31,8 +31,8 @@ from aimc.config import ExperimentConfig, parse_time, validate_config
 from aimc.datasets import load_dataset
 from aimc.devices.drift import DriftParameter
 from aimc.devices.drift_compensation import compensate, probe_readout
-from aimc.results import RunFolder
-from aimc.train import analog_tiles, build, evaluate
+from aimc.runs.network import analog_tiles, build, evaluate
+from aimc.runs.run_folder import RunFolder
 
 COLUMNS = ("algorithm", "time", "time_s", "test_accuracy", "test_accuracy_compensated", "compensation_scale")
 """retention.csv's columns: compensation_scale is the mean of the tiles' output scales (1: no drift)."""

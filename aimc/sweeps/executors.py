@@ -23,9 +23,9 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from aimc.timestamps import timestamp
+from aimc.runs.timestamps import timestamp
 
-DEFAULT_RUNNER = "aimc.train:run_experiment"
+DEFAULT_RUNNER = "aimc.runs.experiment:run_experiment"
 
 
 def make_task(config: dict[str, Any], config_hash: str, out_dir: str, runner: str = DEFAULT_RUNNER

@@ -1,9 +1,9 @@
 """Parameter sweeps: the resumable run loop over a sweep's runs and the sweep folder.
 
 Folder layout: `manifest.json`, `sweep.json` (the sweep as resolved), `summary.csv`, `summary.md`,
-`summary.html`, `figures/`, and `runs/<config hash>/`: the run folder of `aimc.train.run_experiment`, plus `result.json`
-(written by the sweep when the run finished) or `error.txt` (when it failed). The sweep file and its
-expansion are in `aimc.sweep_file`, the summary and figures in `aimc.sweep_summary`.
+`summary.html`, `figures/`, and `runs/<config hash>/`: the run folder of `aimc.runs.experiment.run_experiment`,
+plus `result.json` (written by the sweep when the run finished) or `error.txt` (when it failed). The sweep file and its
+expansion are in `aimc.sweeps.sweep_file`, the summary and figures in `aimc.sweeps.summary`.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from tqdm import tqdm
 
 import aimc
 from aimc.common.files import atomic_write_text
-from aimc.executors import DEFAULT_RUNNER, Executor, LocalExecutor, make_task
-from aimc.folder_lock import folder_lock
-from aimc.results import RunFolder, write_config, write_json
-from aimc.sweep_file import Run, Sweep
-from aimc.sweep_summary import RESULT_FILE, read_result, write_summary
-from aimc.timestamps import timestamp
+from aimc.runs.folder_lock import folder_lock
+from aimc.runs.run_folder import RunFolder, write_config, write_json
+from aimc.runs.timestamps import timestamp
+from aimc.sweeps.executors import DEFAULT_RUNNER, Executor, LocalExecutor, make_task
+from aimc.sweeps.summary import RESULT_FILE, read_result, write_summary
+from aimc.sweeps.sweep_file import Run, Sweep
 
 STATUSES = ("pending", "running", "done", "failed")
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from aimc.common.errors import ConfigError
-from aimc.timestamps import timestamp
+from aimc.runs.timestamps import timestamp
 
 LOCK_NAME = ".lock"
 

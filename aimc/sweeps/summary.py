@@ -14,9 +14,9 @@ import numpy as np
 
 from aimc.common.figures import figure_style, label, log_spaced, pyplot, save_figure, scale
 from aimc.common.files import atomic_write_text
-from aimc.sweep_file import Dim, Sweep
-from aimc.sweep_page import write_page
-from aimc.train import algorithm_words, device_words
+from aimc.runs.curves import algorithm_words, device_words
+from aimc.sweeps.page import write_page
+from aimc.sweeps.sweep_file import Dim, Sweep
 
 RESULT_FILE = "result.json"
 

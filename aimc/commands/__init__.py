@@ -1,0 +1,1 @@
+"""The `aimc` command line: the parser and exit statuses (`cli`) and one module per sub-command."""
