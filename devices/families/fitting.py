@@ -13,6 +13,8 @@ from typing import Protocol
 
 import numpy as np
 
+from aimc.devices.device_base import DeviceBase
+
 
 class MeasuredRange(Protocol):
     """What a box or a start reads of the data (aimc.calibration.pulse_data.PulseData): the plateau estimates
@@ -51,14 +53,14 @@ class Family:
         out.update(self.fields(theta) if self.fields else {k: float(v) for k, v in zip(self.params, theta)})
         return out
 
-    def fast_config(self, theta: np.ndarray):
+    def fast_config(self, theta: np.ndarray) -> DeviceBase:
         """Config without validation (inside the optimiser, where the box keeps parameters valid): a copy of
         `_template` with the fields of theta (pydantic's model_copy, a tenth of model_construct's time, which
         resolves every default again)."""
         return self._template.model_copy(update=self.config_fields(theta))
 
     @functools.cached_property
-    def _template(self):
+    def _template(self) -> DeviceBase:
         """The family's config with every field at its default but the fixed ones, unvalidated."""
         return self.cls.model_construct(**self.config_fields(np.zeros(len(self.params))))
 
