@@ -9,8 +9,7 @@ acts on g: its step is the family's step at g = w + ref and g is clipped to the 
 steps are written in distances to them. subtract_symmetry_point also adds sp to the element's reset value
 (aihwkit 1.1.0's binary), so reset and decay drive w to sp, not to 0.
 
-A reference device is fitted as its element's family (SoftBounds, PowStep): a reference only shifts the weight
-that is read.
+A reference device is fitted as its element's family: a reference only shifts the weight that is read.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from aimc.devices.effects import ElementEffects
 
 class Reference(BaseModel):
     """The reference fields both devices share, and the shift of the drawn bounds by the reference (a mixin
-    before the element's family: `class PowStepReference(Reference, PowStep)`)."""
+    listed before the element's family among a device's bases)."""
 
     reference_mean: float = Field(0.0, description="mean reference subtracted from every element (weight units)")
     reference_std: float = Field(0.0, ge=0, description="device-to-device std of the reference (weight units)")
