@@ -10,7 +10,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from aimc.calibration.families import Family
-from aimc.calibration.increment_kernels import JACOBIAN_CODES, noise_form, single_pulse_jacobian
+from aimc.calibration.increment_kernels import noise_form, single_pulse_jacobian
 from aimc.calibration.pulse_data import PulseData
 from aimc.devices import DeviceConfig, Tabulated, parse_device
 
@@ -140,7 +140,7 @@ def _jacobian(fam: Family, on: PulseData, x0: np.ndarray, width: np.ndarray):
     cycle noise, if any, is additive or multiplicative; else "2-point" (scipy's forward differences, one model
     evaluation per parameter)."""
     device = fam.fast_config(x0)
-    if np.any(on.k != 1) or noise_form(device) == "other" or device.nominal().code not in JACOBIAN_CODES:
+    if np.any(on.k != 1) or noise_form(device) == "other":
         return "2-point"
     h, x, up = JACOBIAN_STEP * width, np.ascontiguousarray(on.x), np.ascontiguousarray(on.up)
     scale, work = -(on.weight / on.dw0)[:, None], {}

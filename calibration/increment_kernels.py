@@ -4,7 +4,9 @@ thousand increments each (one device), where the device layer's per-call set-up 
 (one nominal element and one parallel kernel launch per polarity) cost more than the steps themselves.
 
 The arithmetic is that of `DeviceBase.q_plus` / `q_minus` times dw_min (the same `element_step`, rounded as
-step / dw_min * dw_min), so the model's values are bit for bit those of the device layer's."""
+step / dw_min * dw_min), so the model's values are bit for bit those of the device layer's. The analytic
+Jacobian takes each family's derivative of its step (`step_derivative` of its module in aimc.devices.families,
+dispatched on the family code by `element_step_derivatives`)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from aimc.devices import DeviceConfig
-from aimc.devices.response_step import CONST, EXP_R1, EXP_STEP, LINEAR, POWER, SOFT_REF, TABLE, element_step
+from aimc.devices.response_step import element_step, element_step_derivatives
 
 
 def element_args(device: DeviceConfig) -> tuple:
@@ -68,142 +70,6 @@ def single_pulse_kernel(x, up, er, code, consts, grid, tab_up, tab_dn, dw_min, l
 
 
 @njit(cache=True, inline="always")
-def _step_grad(code, up, w, er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_dn):
-    """(s, ds/dw) of the element's mean step magnitude at w (`element_step`'s formulas, float64), adding ds/dp
-    into row i of g, p = (the 6 element columns, consts from offset c0, tab_up from t_up, tab_dn from t_dn). Where a
-    max(., 0) clamps the step to 0, every derivative is 0."""
-    k = 0 if up else 1
-    dw = er[0, k]
-    if code == CONST:
-        g[i, k] += 1.0
-        return dw, 0.0
-    if code == LINEAR:
-        gam = er[0, 4 + k]
-        q = 1.0 - gam * w
-        if dw * q <= 0.0:
-            return 0.0, 0.0
-        g[i, k] += q
-        g[i, 4 + k] -= dw * w
-        return dw * q, -dw * gam
-    span = er[0, 2] - er[0, 3]
-    if span <= 0.0:
-        return 0.0, 0.0
-    sg = 1.0 - 2.0 * k
-    if code == EXP_STEP:
-        a, gam, amp = consts[2], er[0, 4 + k], consts[k]
-        z = 2.0 * a * w / span + consts[3]
-        e = np.exp(sg * gam * z)
-        q = 1.0 - amp * e
-        if q <= 0.0:
-            return 0.0, 0.0
-        dz = -dw * amp * e * sg * gam  # ds/dz
-        g[i, k] += q
-        g[i, c0 + k] -= dw * e
-        g[i, 4 + k] -= dw * amp * e * sg * z
-        g[i, 2] -= dz * 2.0 * a * w / (span * span)
-        g[i, 3] += dz * 2.0 * a * w / (span * span)
-        g[i, c0 + 2] += dz * 2.0 * w / span
-        g[i, c0 + 3] += dz
-        return dw * q, dz * 2.0 * a / span
-    if code == TABLE:
-        t = (w - er[0, 3]) / span
-        tab = tab_up if up else tab_dn
-        off = t_up if up else t_dn
-        n = len(grid)
-        slope = 0.0
-        if t <= grid[0]:
-            val = tab[0]
-            j, f = 0, 0.0
-        elif t >= grid[n - 1]:
-            val = tab[n - 1]
-            j, f = n - 2, 1.0
-        else:
-            j = np.searchsorted(grid, t) - 1
-            f = (t - grid[j]) / (grid[j + 1] - grid[j])
-            val = tab[j] + f * (tab[j + 1] - tab[j])
-            slope = (tab[j + 1] - tab[j]) / (grid[j + 1] - grid[j])
-        if val <= 0.0:
-            return 0.0, 0.0
-        g[i, k] += val
-        g[i, off + j] += dw * (1.0 - f)
-        g[i, off + j + 1] += dw * f
-        dt = dw * slope  # ds/dt, t = (w - w_min) / span
-        g[i, 2] -= dt * t / span
-        g[i, 3] += dt * (t - 1.0) / span
-        return dw * val, dt / span
-    dist = sg * (er[0, 2 + k] - w)  # POWER, EXP_R1, SOFT_REF: distance to the bound the pulse moves toward
-    if dist <= 0.0:
-        return 0.0, 0.0
-    gam = er[0, 4 + k]
-    if code == SOFT_REF:
-        g[i, k] += dist * gam
-        g[i, 4 + k] += dw * dist
-        g[i, 2 + k] += dw * gam * sg
-        return dw * dist * gam, -dw * gam * sg
-    v = dist * consts[0] / span
-    if code == POWER:
-        pv = v ** gam
-        s = dw * pv
-        dv = gam * s / v  # dw gam v^(gam - 1), v > 0 here
-        g[i, k] += pv
-        g[i, 4 + k] += s * np.log(v)
-    elif gam < 1e-9:  # EXP_R1 in its linear limit
-        s, dv = dw * v, dw
-        g[i, k] += v
-    else:  # EXP_R1
-        denom = consts[1 + k]
-        shared = denom == denom
-        if not shared:
-            denom = np.expm1(gam)
-        em, ev = np.expm1(gam * v), np.exp(gam * v)
-        s = dw * em / denom
-        dv = dw * gam * ev / denom
-        g[i, k] += em / denom
-        g[i, 4 + k] += dw * v * ev / denom
-        if shared:
-            g[i, c0 + 1 + k] -= s / denom
-        else:
-            g[i, 4 + k] -= s * np.exp(gam) / denom
-    g[i, c0] += dv * dist / span
-    g[i, 2 + k] += dv * consts[0] / span * sg
-    g[i, 2] -= dv * v / span
-    g[i, 3] += dv * v / span
-    return s, -dv * consts[0] / span * sg
-
-
-@njit(cache=True, inline="always")
-def _grad_rows(code, w, up, er, consts, grid, tab_up, tab_dn, g, c0, t_up, t_dn, s, ds_dw) -> None:
-    """s[i], ds_dw[i] = `_step_grad` at every w[i]; inlined where code is a constant (`_grad_pass`)."""
-    for i in range(len(w)):
-        s[i], ds_dw[i] = _step_grad(code, up[i], w[i], er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_dn)
-
-
-@njit(cache=True, nogil=True)
-def _grad_pass(w, up, er, code, consts, grid, tab_up, tab_dn, g):
-    """(s, ds/dw) of `_step_grad` at every w[i], ds/dp added into row i of g. One loop per family code, each with
-    the code a constant (`_grad_rows` inlined): with the code a variable, the branches of the other families
-    made the loop 20 times slower (0.45 ms against 0.02 ms for 9000 LinearStep steps)."""
-    n, nc, nt = len(w), len(consts), len(tab_up)
-    c0, t_up, t_dn = 6, 6 + nc, 6 + nc + nt
-    s, ds_dw = np.empty(n), np.empty(n)
-    if code == CONST:
-        _grad_rows(CONST, w, up, er, consts, grid, tab_up, tab_dn, g, c0, t_up, t_dn, s, ds_dw)
-    elif code == LINEAR:
-        _grad_rows(LINEAR, w, up, er, consts, grid, tab_up, tab_dn, g, c0, t_up, t_dn, s, ds_dw)
-    elif code == EXP_STEP:
-        _grad_rows(EXP_STEP, w, up, er, consts, grid, tab_up, tab_dn, g, c0, t_up, t_dn, s, ds_dw)
-    elif code == TABLE:
-        _grad_rows(TABLE, w, up, er, consts, grid, tab_up, tab_dn, g, c0, t_up, t_dn, s, ds_dw)
-    elif code == POWER:
-        _grad_rows(POWER, w, up, er, consts, grid, tab_up, tab_dn, g, c0, t_up, t_dn, s, ds_dw)
-    elif code == EXP_R1:
-        _grad_rows(EXP_R1, w, up, er, consts, grid, tab_up, tab_dn, g, c0, t_up, t_dn, s, ds_dw)
-    else:
-        _grad_rows(SOFT_REF, w, up, er, consts, grid, tab_up, tab_dn, g, c0, t_up, t_dn, s, ds_dw)
-    return s, ds_dw
-
-
-@njit(cache=True, inline="always")
 def _censored_slopes(mu, sd, behind, ahead):
     """(dM/dmu, dM/dsd, dM/dahead, dM/dbehind) of M = E[clip(X, -behind, ahead)], X ~ N(mu, sd^2), sd > 0
     (`censored`): the probability inside, phi(alpha) - phi(beta), the probability above and minus the
@@ -217,19 +83,20 @@ def _censored_slopes(mu, sd, behind, ahead):
 @njit(cache=True, nogil=True)
 def single_pulse_grad_kernel(x, up, er, code, consts, grid, tab_up, tab_dn, lo, hi, anchor, sigma, additive, g0,
                              out):
-    """d increment / d p of `single_pulse_kernel`'s increments into out, shape (n, P + 2): p as in `_step_grad`,
-    then the bounds lo, hi that clip the step (the start x -+ anchor s(x) moves with p: chain rule); g0 (n, P):
-    work space. Both are the caller's, reused from call to call (`single_pulse_jacobian`). sigma > 0: the
-    increment is the censored mean of the noisy step (`pulse_data.predict`), its std sigma s (multiplicative) or
-    sigma times the element's dw_up / dw_down (additive)."""
+    """d increment / d p of `single_pulse_kernel`'s increments into out, shape (n, P + 2): p as in
+    `element_step_derivatives` (the element columns, consts, tab_up, tab_dn), then the bounds lo, hi that clip the
+    step (the start x -+ anchor s(x) moves with p: chain rule); g0 (n, P): work space. Both are the caller's,
+    reused from call to call (`single_pulse_jacobian`). sigma > 0: the increment is the censored mean of the noisy
+    step (`pulse_data.predict`), its std sigma s (multiplicative) or sigma times the element's dw_up / dw_down
+    (additive)."""
     n, n_p = len(x), 6 + len(consts) + 2 * len(tab_up)
     g0[:] = 0.0
     out[:] = 0.0
-    s0, _ = _grad_pass(x, up, er, code, consts, grid, tab_up, tab_dn, g0)
+    s0, _ = element_step_derivatives(x, up, er, code, consts, grid, tab_up, tab_dn, g0)
     start = np.empty(n)
     for i in range(n):
         start[i] = _start(x[i], up[i], s0[i], anchor)
-    s, ds_dw = _grad_pass(start, up, er, code, consts, grid, tab_up, tab_dn, out)
+    s, ds_dw = element_step_derivatives(start, up, er, code, consts, grid, tab_up, tab_dn, out)
     inv = 1.0 / (1.0 - anchor)
     for i in range(n):
         room = _room(x[i], up[i], lo, hi, anchor)
@@ -260,7 +127,6 @@ def single_pulse_grad_kernel(x, up, er, code, consts, grid, tab_up, tab_dn, lo, 
                 out[i, j] = sign * (out[i, j] - c * g0[i, j])
 
 
-JACOBIAN_CODES = (CONST, LINEAR, POWER, EXP_R1, EXP_STEP, TABLE, SOFT_REF)
 _SQRT2 = math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 

@@ -23,6 +23,7 @@ from aimc.devices import (  # noqa: E402
     characteristics,
     chopped_transfer,
     coincidences,
+    device_base,
     effective_weight,
     effects,
     expected_update,
@@ -35,43 +36,39 @@ from aimc.devices import (  # noqa: E402
     pulsed_set,
     pulsed_update,
     pulses,
-    reference_families,
     response_step,
     rng,
     threads,
     threshold,
 )
-from aimc.devices.aihwkit_families import (  # noqa: E402
-    ConstantStep,
-    ExpStep,
-    LinearStep,
-    PiecewiseStep,
-    PowStep,
-    SoftBounds,
-    soft_bounds_pmax,
-)
 from aimc.devices.array import ConductanceArray  # noqa: E402
 from aimc.devices.device_base import ElementParams  # noqa: E402
+from aimc.devices.families import FAMILY_MODULES  # noqa: E402
+from aimc.devices.families.constant import ConstantStep, Ideal  # noqa: E402
+from aimc.devices.families.exp_step import ExpStep  # noqa: E402
+from aimc.devices.families.exponential import Exponential  # noqa: E402
+from aimc.devices.families.linear import Linear, LinearStep, SoftBounds, soft_bounds_pmax  # noqa: E402
+from aimc.devices.families.power import Power, PowStep, PowStepReference  # noqa: E402
+from aimc.devices.families.soft_bounds_reference import SoftBoundsReference  # noqa: E402
+from aimc.devices.families.table import PiecewiseStep, Tabulated  # noqa: E402
 from aimc.devices.jit_cache import flush_stale  # noqa: E402
 from aimc.devices.one_sided import OneSided  # noqa: E402
 from aimc.devices.one_sided_array import OneSidedArray  # noqa: E402
-from aimc.devices.paper_families import Exponential, Ideal, Linear, Power  # noqa: E402
 from aimc.devices.periphery import PeripheryConfig, analog_mvm  # noqa: E402
 from aimc.devices.presets import PRESETS, Preset, expand_preset_table, get_preset, load_device  # noqa: E402
-from aimc.devices.reference_families import PowStepReference, SoftBoundsReference  # noqa: E402
 from aimc.devices.response import DEVICE_KINDS, DEVICE_TAGS, DeviceConfig, device_schema, parse_device  # noqa: E402
 from aimc.devices.rng import Stream  # noqa: E402
-from aimc.devices.tabulated import Tabulated  # noqa: E402
 from aimc.devices.tile import AnalogTile  # noqa: E402
 from aimc.devices.update import UpdateConfig  # noqa: E402
 
 CACHED_MODULES = (rng, prefetch, bits, normals, threads, loops, response_step, pulses, pulse_trains, coincidences,
                   pulsed_update, expected_update, characteristics, effective_weight, effects, periphery, threshold,
-                  one_sided_update, reference_families, chopped_transfer, pulsed_set)
+                  one_sided_update, chopped_transfer, pulsed_set, *FAMILY_MODULES)
 """Every module with cached Numba kernels: a change to any of them flushes all their caches, because a
 kernel's cache does not notice a change in a kernel it inlines from another module."""
-# before any kernel runs: no stale cached kernels
-flush_stale(list(CACHED_MODULES), [])
+# before any kernel runs: no stale cached kernels (device_base: the parameter columns and family codes the
+# kernels bake in)
+flush_stale(list(CACHED_MODULES), [device_base])
 
 __all__ = [
     "AnalogTile", "check_kernel_threads", "ConductanceArray", "ConstantStep", "DEVICE_KINDS", "DEVICE_TAGS",

@@ -1,11 +1,11 @@
-"""What every response family of one resistive element shares: its drawn per-element parameters and the
-config base class.
+"""What every response family of one resistive element shares: the layout of its drawn per-element
+parameters, the codes that name the families' steps, the drawn parameters of an array and the config base class.
 
 A pulse moves an element's weight w by `+dw_min * q_plus(w)` (up) or `-dw_min * q_minus(w)` (down), plus
 cycle-to-cycle noise, then clips to the element's bounds ([R1] Wu et al., NeurIPS 2025, arXiv:2502.06309,
-eq. 2). A family (devices.paper_families, devices.aihwkit_families, devices.tabulated) gives the nominal
-response (no device-to-device spread) and draws the per-element parameters of an array (`draw`), which
-the Numba kernels then evaluate pulse by pulse (devices.response_step).
+eq. 2). A family (a module of devices.families) gives the nominal response (no device-to-device spread) and
+draws the per-element parameters of an array (`draw`), which the Numba kernels then evaluate pulse by pulse
+(devices.response_step, which dispatches on the family's code to its step).
 """
 
 from __future__ import annotations
@@ -16,8 +16,14 @@ import numpy as np
 from pydantic import Field
 
 from aimc.common.validation import Float32Config
-from aimc.devices.characteristics import element_steps_kernel, symmetric_point_kernel
-from aimc.devices.response_step import DW_DOWN, DW_UP, N_ELEMENT_PARAMS, W_MAX, W_MIN
+
+# response family codes: which family's step the kernels take (devices.response_step.element_step)
+CONST, LINEAR, POWER, EXP_R1, EXP_STEP, TABLE, SOFT_REF = 0, 1, 2, 3, 4, 5, 6
+# columns of the element parameter array `ep`
+DW_UP, DW_DOWN, W_MAX, W_MIN, GAMMA_UP, GAMMA_DOWN = 0, 1, 2, 3, 4, 5
+N_ELEMENT_PARAMS = 6
+# the same columns as unsigned offsets: unsigned indices carry no negative-index wraparound code
+U_DW_UP, U_W_MAX, U_W_MIN, U_GAMMA_UP = (np.uint64(c) for c in (DW_UP, W_MAX, W_MIN, GAMMA_UP))
 
 
 @dataclass
@@ -165,6 +171,9 @@ class DeviceBase(Float32Config):
                              float(self.dw_min_std), self._additive(), self.granularity)
 
     def _q(self, w, up: bool) -> np.ndarray:
+        # imported here: the kernels dispatch to the family modules, which import this module
+        from aimc.devices.characteristics import element_steps_kernel
+
         w = np.asarray(w, dtype=float)
         p = self.nominal()
         flat = w.reshape(1, -1)
@@ -194,5 +203,7 @@ class DeviceBase(Float32Config):
         NaN when q_plus = q_minus everywhere (no asymmetry: every weight is symmetric); a bound when one
         direction dominates everywhere (alternating pulses drift to that bound).
         """
+        from aimc.devices.characteristics import symmetric_point_kernel  # as in _q
+
         p = self.nominal()
         return float(symmetric_point_kernel(*p.response)[0, 0])

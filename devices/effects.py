@@ -17,10 +17,10 @@ import numpy as np
 from numba import njit, prange, uint64
 from pydantic import BaseModel, Field, model_serializer
 
+from aimc.devices.device_base import DW_DOWN, DW_UP, W_MAX, W_MIN
 from aimc.devices.drift import DriftParameter
 from aimc.devices.normals import BLOCK, fill_normals
 from aimc.devices.pulsed_set import row_columns
-from aimc.devices.response_step import DW_DOWN, DW_UP, W_MAX, W_MIN
 from aimc.devices.rng import stream_seed
 
 EFFECT_STREAMS = uint64(1) << uint64(50)

@@ -20,7 +20,11 @@ from typing import Annotated, Literal, Union
 from pydantic import Field, model_validator
 
 from aimc.common.validation import Float32Config
-from aimc.devices.aihwkit_families import ConstantStep, ExpStep, LinearStep, PiecewiseStep, PowStep, SoftBounds
+from aimc.devices.families.constant import ConstantStep
+from aimc.devices.families.exp_step import ExpStep
+from aimc.devices.families.linear import LinearStep, SoftBounds
+from aimc.devices.families.power import PowStep
+from aimc.devices.families.table import PiecewiseStep
 from aimc.devices.periphery import PeripheryConfig
 from aimc.devices.update import UpdateConfig
 

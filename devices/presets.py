@@ -13,12 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aimc.common.errors import ConfigError
-from aimc.devices.aihwkit_families import ConstantStep, ExpStep, LinearStep, SoftBounds
 from aimc.devices.device_base import DeviceBase
+from aimc.devices.families.constant import ConstantStep, Ideal
+from aimc.devices.families.exp_step import ExpStep
+from aimc.devices.families.exponential import Exponential
+from aimc.devices.families.linear import Linear, LinearStep, SoftBounds
+from aimc.devices.families.power import Power
+from aimc.devices.families.soft_bounds_reference import SoftBoundsReference
 from aimc.devices.one_sided import OneSided
-from aimc.devices.paper_families import Exponential, Ideal, Linear, Power
 from aimc.devices.periphery import PeripheryConfig
-from aimc.devices.reference_families import SoftBoundsReference
 from aimc.devices.response import DeviceConfig, parse_device
 from aimc.devices.update import UpdateConfig
 

@@ -1,10 +1,10 @@
 """The device config: every response family of one resistive element under one tagged union (`kind`).
 
-The families: R1's paper families (devices.paper_families: `ideal`, `linear`, `power`, `exponential`),
-aihwkit 1.1.0's pulsed families (devices.aihwkit_families: `ConstantStep`, `LinearStep`, `SoftBounds`,
-`ExpStep`, `PowStep`, `PiecewiseStep`; devices.reference_families: `SoftBoundsReference`,
-`PowStepReference`), a measured response on a grid (devices.tabulated: `tabulated`) and aihwkit's one-sided
-unit cell of two such devices (devices.one_sided: `OneSided`).
+The families (devices.families, one module per step law): R1's paper families (`ideal`, `linear`, `power`,
+`exponential`), aihwkit 1.1.0's pulsed families (`ConstantStep`, `LinearStep`, `SoftBounds`, `ExpStep`,
+`PowStep`, `PiecewiseStep`) and reference devices (`SoftBoundsReference`, `PowStepReference`), a measured
+response on a grid (`tabulated`) and aihwkit's one-sided unit cell of two such devices (devices.one_sided:
+`OneSided`).
 aihwkit's families carry its write noise, decay, diffusion, reset, corrupt devices (devices.effects) and
 drift of an idle array (devices.drift).
 """
@@ -17,11 +17,14 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from aimc.common.errors import ConfigError
 from aimc.common.validation import format_validation_error
-from aimc.devices.aihwkit_families import ConstantStep, ExpStep, LinearStep, PiecewiseStep, PowStep, SoftBounds
+from aimc.devices.families.constant import ConstantStep, Ideal
+from aimc.devices.families.exp_step import ExpStep
+from aimc.devices.families.exponential import Exponential
+from aimc.devices.families.linear import Linear, LinearStep, SoftBounds
+from aimc.devices.families.power import Power, PowStep, PowStepReference
+from aimc.devices.families.soft_bounds_reference import SoftBoundsReference
+from aimc.devices.families.table import PiecewiseStep, Tabulated
 from aimc.devices.one_sided import OneSided
-from aimc.devices.paper_families import Exponential, Ideal, Linear, Power
-from aimc.devices.reference_families import PowStepReference, SoftBoundsReference
-from aimc.devices.tabulated import Tabulated
 
 DeviceConfig = Annotated[
     Union[Ideal, Linear, Power, Exponential, ConstantStep, LinearStep, SoftBounds, ExpStep, PowStep,
