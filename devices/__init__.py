@@ -13,13 +13,15 @@ warnings.filterwarnings("ignore", r"(?s).*no transformation for parallel executi
                                   r"def (pulsed_update_kernel|pulse_columns_kernel)", NumbaPerformanceWarning)
 
 from aimc.devices import (  # noqa: E402
+    array_update,
     bits,
     characteristics,
-    chopped_transfer,
     coincidences,
+    column_read,
     effective_weight,
     effects,
     expected_update,
+    kernel_bundles,
     loops,
     normals,
     one_sided_update,
@@ -59,11 +61,12 @@ from aimc.devices.tabulated import Tabulated  # noqa: E402
 from aimc.devices.tile import AnalogTile  # noqa: E402
 from aimc.devices.update import UpdateConfig  # noqa: E402
 
-CACHED_MODULES = (rng, prefetch, bits, normals, threads, loops, response_step, pulses, pulse_trains, coincidences,
-                  pulsed_update, expected_update, characteristics, effective_weight, effects, periphery, threshold,
-                  one_sided_update, reference_families, chopped_transfer, pulsed_set)
-"""Every module with cached Numba kernels: a change to any of them flushes all their caches, because a
-kernel's cache does not notice a change in a kernel it inlines from another module."""
+CACHED_MODULES = (rng, prefetch, bits, normals, threads, loops, response_step, kernel_bundles, pulses, pulse_trains,
+                  coincidences, pulsed_update, expected_update, characteristics, effective_weight, effects, periphery,
+                  threshold, one_sided_update, reference_families, pulsed_set, array_update, column_read)
+"""Every module with cached Numba kernels (and kernel_bundles, the kernels' argument types): a change to any of
+them flushes all their caches, because a kernel's cache does not notice a change in a kernel it inlines from
+another module."""
 # before any kernel runs: no stale cached kernels
 flush_stale(list(CACHED_MODULES), [])
 

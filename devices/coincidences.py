@@ -127,24 +127,22 @@ def _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
     return fired
 
 
-def coincidence_update_kernel(w, x_lists, x_counts, d, lr_sign, d_masks,
-                              ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
+def coincidence_update_kernel(w, trains, d, lr_sign, params, seed, counter) -> int:
     """Apply the coincidences of x and d pulse trains to w (float32, in place), sample after sample and
-    slot after slot, as the hardware does.
+    slot after slot, as the hardware does; params the elements' ElementKernelParams (devices.kernel_bundles).
 
     In slot t of sample b, element (i, j) gets one pulse where d's train i and x's train j both fire
-    (bit t of d_masks[b, i]; j in x_lists[b, t, :x_counts[b, t]] & INDEX, slot_lists_kernel), down when
-    lr_sign * d[b, i] * x[b, j] > 0 (the SGD sign: W -= lr d x^T; the sign of x[b, j] is the entry's
-    NEGATIVE bit). Row i draws its noise from stream i. The cost follows the number of
+    (trains = (x_lists, x_counts, d_masks): bit t of d_masks[b, i]; j in x_lists[b, t, :x_counts[b, t]] & INDEX,
+    slot_lists_kernel), down when lr_sign * d[b, i] * x[b, j] > 0 (the SGD sign: W -= lr d x^T; the sign of
+    x[b, j] is the entry's NEGATIVE bit). Row i draws its noise from stream i. The cost follows the number of
     pulses. Returns pulses fired.
 
     A Python function: it calls coincide_rows_parallel with the argument types the pulsed update kernel
     gives it (a writable NO_WRITE_NOISE, an int64 counter), so both share one compilation (about 30 s cold).
     """
     fired = np.zeros(w.shape[0], np.int64)
-    coincide_rows_parallel(fired, w, x_lists, x_counts, d, float(lr_sign), d_masks,
-                           ep, int(code), consts, grid, tab_up, tab_dn, float(sigma), bool(additive), int(seed),
-                           int(counter), w, NO_WRITE_NOISE, 0)
+    params = params._replace(code=int(params.code), sigma=float(params.sigma), additive=bool(params.additive))
+    coincide_rows_parallel(fired, w, trains, d, float(lr_sign), params, int(seed), int(counter), w, NO_WRITE_NOISE, 0)
     return int(fired.sum())
 
 
@@ -159,13 +157,14 @@ def ring_size(cols: int) -> int:
 
 
 @njit(cache=True, parallel=True)
-def coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
-                           ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter,
-                           app, wn, wn_counter) -> None:
-    """coincide_row for every row, in parallel; fired[i] gets row i's pulses. Each thread takes the noise
-    ring of its id: a ring allocated per row (with its reference counting) cost as much as the noise
-    it saved in a small update. With write noise (wn with rows) each row's pulsed elements are then
-    redrawn (redraw_pulsed_row), from work arrays of the thread's id too."""
+def coincide_rows_parallel(fired, w, trains, d, lr_sign, params, seed, counter, app, wn, wn_counter) -> None:
+    """coincide_row for every row, in parallel; fired[i] gets row i's pulses; trains = (x_lists, x_counts,
+    d_masks), params the elements' ElementKernelParams. Each thread takes the noise ring of its id: a ring
+    allocated per row (with its reference counting) cost as much as the noise it saved in a small update.
+    With write noise (wn with rows) each row's pulsed elements are then redrawn (redraw_pulsed_row), from
+    work arrays of the thread's id too."""
+    x_lists, x_counts, d_masks = trains
+    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
     threads = kernel_thread_count()
     rings = np.empty((threads, ring_size(w.shape[1])), np.float32)
     for i in prange(w.shape[0]):
@@ -185,9 +184,9 @@ def coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
 @njit(cache=True)
 def row_samples(d_masks, rows: int) -> np.ndarray:
     """The samples whose d train fires on each row: bit b % 64 of word (b // 64, i) is set where d_masks[b, i]
-    is not 0. One pass along d_masks' rows, which vectorizes; the redraw used to walk each row's samples down a
-    column of d_masks, one strided load per sample and row: the small update's redraw (512 x 512, batch 64,
-    warm caches, one thread) took 0.054 ms that way and 0.041 ms with this pass (Zen 4, 2026-12-05)."""
+    is not 0. One pass along d_masks' rows, which vectorizes, where a walk of each row's samples down a column
+    of d_masks takes one strided load per sample and row: the small update's redraw (512 x 512, batch 64,
+    warm caches, one thread) takes 0.041 ms with this pass and 0.054 ms with that walk (Zen 4, 2026-12-05)."""
     batch = d_masks.shape[0]
     samples = np.zeros(((batch + 63) // 64, rows), np.uint64)
     for b in range(batch):

@@ -17,6 +17,7 @@ from pydantic import Field
 
 from aimc.common.validation import Float32Config
 from aimc.devices.characteristics import element_steps_kernel, symmetric_point_kernel
+from aimc.devices.kernel_bundles import ElementKernelParams
 from aimc.devices.response_step import DW_DOWN, DW_UP, N_ELEMENT_PARAMS, W_MAX, W_MIN
 
 
@@ -51,14 +52,10 @@ class ElementParams:
         self.__dict__.update(state, ep=kernel_params(ep) if ep.dtype == np.float32 else ep)
 
     @property
-    def response(self) -> tuple:
-        """Arguments (ep, code, consts, grid, tab_up, tab_dn) of the kernels' element_step."""
-        return (self.ep, self.code, self.consts, self.grid, self.tab_up, self.tab_dn)
-
-    @property
-    def noise(self) -> tuple:
-        """Arguments (sigma, additive) of the kernels' cycle-to-cycle noise."""
-        return (self.sigma, self.additive)
+    def kernel(self) -> ElementKernelParams:
+        """The parameters as the kernels take them: one typed bundle (devices.kernel_bundles)."""
+        return ElementKernelParams(self.ep, self.code, self.consts, self.grid, self.tab_up, self.tab_dn, self.sigma,
+                                   self.additive)
 
 
 def kernel_params(ep: np.ndarray) -> np.ndarray:
@@ -169,7 +166,7 @@ class DeviceBase(Float32Config):
         p = self.nominal()
         flat = w.reshape(1, -1)
         ep = np.broadcast_to(p.ep, (1, flat.shape[1], N_ELEMENT_PARAMS))  # one shared row, as draw() gives
-        step = element_steps_kernel(flat, up, ep, p.code, p.consts, p.grid, p.tab_up, p.tab_dn)
+        step = element_steps_kernel(flat, up, p.kernel._replace(ep=ep))
         return (step / self.dw_min).reshape(w.shape)
 
     def q_plus(self, w) -> np.ndarray:
@@ -195,4 +192,4 @@ class DeviceBase(Float32Config):
         direction dominates everywhere (alternating pulses drift to that bound).
         """
         p = self.nominal()
-        return float(symmetric_point_kernel(*p.response)[0, 0])
+        return float(symmetric_point_kernel(p.kernel)[0, 0])

@@ -14,45 +14,25 @@ import numpy as np
 from numba import njit, prange, uint32, uint64
 
 from aimc.devices.bits import lowest_bit
-from aimc.devices.loops import total, zeros
+from aimc.devices.loops import total
 from aimc.devices.normals import BLOCK, fill_normals
-from aimc.devices.pulse_trains import INDEX, fill_train, plan_kernel, slot_counts_of, slot_lists_of
+from aimc.devices.pulse_trains import INDEX
+from aimc.devices.pulsed_update import draw_trains
 from aimc.devices.pulses import noisy_pulse
 from aimc.devices.rng import stream_seed
 
 
-@njit(cache=True)
-def _trains(x, d, lr, dw_min, desired_bl, update_management, bl_management, seed, counter):
-    """Pulse trains of x (streams 0 .. B-1) and d (streams B .. 2B-1) with x's slot lists, as
-    pulsed_update_kernel draws them. Returns (x_lists, x_counts, d_masks)."""
-    batch = x.shape[0]
-    bl, x_scale, d_scale = plan_kernel(x, d, abs(lr), dw_min, desired_bl, update_management, bl_management)
-    max_bl = 1
-    for b in range(batch):
-        max_bl = max(max_bl, bl[b])
-    x_masks = zeros(x.shape, np.uint32)
-    d_masks = zeros(d.shape, np.uint32)
-    x_lists = np.empty((batch, max_bl, x.shape[1]), np.uint32)
-    x_counts = zeros((batch, max_bl), np.int32)
-    d_counts = zeros((batch, max_bl), np.int32)
-    for b in range(batch):
-        fill_train(x, b, x_scale[b], bl[b], seed, counter, b, x_masks)
-        slot_lists_of(x_masks, x, b, bl[b] == 1, x_lists, x_counts)
-        fill_train(d, b, d_scale[b], bl[b], seed, counter, batch + b, d_masks)
-        slot_counts_of(d_masks, b, bl[b] == 1, d_counts)
-    return x_lists, x_counts, d_masks
-
-
 @njit(cache=True, parallel=True)
-def one_sided_update_kernel(w_plus, w_minus, x, d, lr, dw_min, desired_bl, update_management, bl_management,
-                            ep_plus, ep_minus, code, consts_plus, consts_minus, grid, tab_up, tab_dn, sigma,
-                            additive, seed, counter) -> int:
+def one_sided_update_kernel(w_plus, w_minus, x, d, settings, params_plus, params_minus, seed, counter) -> int:
     """W -= lr d^T x on a one-sided cell: every coincidence of the pulse trains (devices.pulsed_update) is
     one up pulse, into w_plus (G+) where lr d x < 0, into w_minus (G-) where lr d x > 0. w_plus, w_minus
-    (out, in) float32 in place, with their own element parameters; x (B, in), d (B, out) float32. Returns
-    pulses fired."""
-    x_lists, x_counts, d_masks = _trains(x, d, lr, dw_min, desired_bl, update_management, bl_management,
-                                         seed, counter)
+    (out, in) float32 in place, with their own element parameters (params_plus, params_minus:
+    ElementKernelParams of the same family and noise); x (B, in), d (B, out) float32; settings the update's
+    UpdateSettings (devices.kernel_bundles). Returns pulses fired."""
+    ep_plus, code, consts_plus, grid, tab_up, tab_dn, sigma, additive = params_plus
+    ep_minus, consts_minus = params_minus.ep, params_minus.consts
+    x_lists, x_counts, d_masks, _ = draw_trains(x, d, settings, seed, counter, 0)
+    lr = settings.lr
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     rows = w_plus.shape[0]
     fired = np.zeros(rows, np.int64)
