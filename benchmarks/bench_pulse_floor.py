@@ -167,7 +167,7 @@ def main() -> int:
         "scatter_noise": (lambda: scatter_noise_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks, step, sigma,
                                                        arr.seed, 0, normals), reset),
         "coincidences_noiseless": (lambda: coincidence_update_kernel(arr.w, (x_lists, x_counts, d_masks), d, 1.0,
-                                                                     prm.kernel._replace(sigma=0.0), arr.seed, 0),
+                                                                     (*prm.kernel[:6], 0.0, False), arr.seed, 0),
                                    reset),
         "coincidences": (lambda: coincidence_update_kernel(arr.w, (x_lists, x_counts, d_masks), d, 1.0, prm.kernel,
                                                            arr.seed, 0), reset),

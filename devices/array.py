@@ -7,7 +7,6 @@ import numpy as np
 from aimc.devices.array_update import (
     COUNTER,
     PULSES,
-    ArrayHandle,
     expected_array_update,
     pulse_array,
     update_array,
@@ -25,7 +24,7 @@ from aimc.devices.effects import (
     decay_kernel,
     redraw_kernel,
 )
-from aimc.devices.kernel_bundles import UpdateSettings
+from aimc.devices.kernel_bundles import update_settings
 from aimc.devices.periphery import PeripheryConfig, analog_mvm
 from aimc.devices.pulsed_set import NO_SET, set_of_mask
 from aimc.devices.pulses import alternate_kernel
@@ -97,12 +96,13 @@ class ConductanceArray:
         """Count n pulses fired into the array by a kernel that does not count them itself."""
         self._counts[PULSES] += int(n)
 
-    def handle(self) -> ArrayHandle:
+    def handle(self) -> tuple:
         """The array as the update protocol (devices.array_update) and kernels of other layers take it: its
-        weights, element parameters, seed and counters, which those kernels advance in place."""
+        weights, element parameters, seed and counters, which those kernels advance in place; the fields of
+        ArrayHandle as a plain tuple (devices.kernel_bundles says why)."""
         wn = NO_WRITE_NOISE if self.hidden is None else self.write_std
-        return ArrayHandle(self._target, self.w, self.reference, wn, self.params.kernel, float(self.params.granularity),
-                           self.seed, self._counts)
+        return (self._target, self.w, self.reference, wn, self.params.kernel, float(self.params.granularity),
+                self.seed, self._counts)  # devices.array_update.ArrayHandle's fields
 
     def state_dict(self) -> dict:
         """Everything needed to continue bit-exactly: weights (and the hidden ones), reference, counters,
@@ -251,9 +251,7 @@ class ConductanceArray:
             raise ValueError(f"x has {x.shape[0]} samples, d has {d.shape[0]}")
         granularity = float(self.params.granularity)
         if cfg.mode == "pulsed":
-            settings = UpdateSettings(float(lr), granularity, int(cfg.desired_bl), bool(cfg.update_management),
-                                      bool(cfg.update_bl_management))
-            return int(update_array(self.handle(), x, d, settings, True))
+            return int(update_array(self.handle(), x, d, update_settings(lr, granularity, cfg), True))
         dw = mean_update(x, d, lr, granularity, cfg)  # numpy's matmul: the sum order of the expected update
         return int(expected_array_update(self.handle(), np.ascontiguousarray(dw, np.float64), granularity))
 

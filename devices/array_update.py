@@ -3,9 +3,9 @@ into chosen columns, each with its order of the array's call counter, the write-
 count. ConductanceArray's update and pulse call it, and so do kernels of other layers that interleave an
 array's updates with reads and pulses (trainers.algorithms.chopped_kernel), so both give the same weights.
 
-An array enters as an ArrayHandle (ConductanceArray.handle): its weight arrays, element parameters, seed and
-its counters, an int64 array that these functions advance in place (the array's `counter` and `pulses` read
-it).
+An array enters as an ArrayHandle (ConductanceArray.handle, a plain tuple of its fields from Python:
+devices.kernel_bundles): its weight arrays, element parameters, seed and its counters, an int64 array that
+these functions advance in place (the array's `counter` and `pulses` read it).
 """
 
 from __future__ import annotations
@@ -60,12 +60,12 @@ def update_array(a: ArrayHandle, x, d, settings, pulsed: bool) -> int:
     `settings` (devices.kernel_bundles): the pulsed update (devices.pulsed_update, its write-noise redraw
     inside, counter after the update's) or the expected one (expected_array_update of the clipped mean change,
     devices.update.mean_update, here summed in the order of Numba's matmul). Returns pulses fired."""
+    a = ArrayHandle(*a)
     if not pulsed:
-        lr = settings.lr
-        _, x_scale, d_scale = plan_kernel(x, d, abs(lr), settings.granularity, settings.desired_bl,
-                                          settings.update_management, settings.bl_management)
+        lr, granularity, desired_bl, update_management, bl_management = settings
+        _, x_scale, d_scale = plan_kernel(x, d, abs(lr), granularity, desired_bl, update_management, bl_management)
         dw = np.float32(-lr) * (clip_to_probability(d, d_scale).T @ clip_to_probability(x, x_scale))
-        return expected_array_update(a, dw.astype(np.float64), settings.granularity)
+        return expected_array_update(a, dw.astype(np.float64), granularity)
     counter = next_counter(a)
     wn_counter = next_counter(a) if a.wn.shape[0] > 0 else 0  # the redraw's counter follows the update's
     n = pulsed_update_kernel(a.w, x, d, settings, a.params, a.seed, counter, a.app, a.wn, wn_counter)
@@ -77,6 +77,7 @@ def update_array(a: ArrayHandle, x, d, settings, pulsed: bool) -> int:
 def skip_update(a: ArrayHandle) -> None:
     """Advance a's call counter as update_array does for an update that fires no pulse (no sample with x and d
     both nonzero), without running it: the weights would not change."""
+    a = ArrayHandle(*a)
     next_counter(a)
     if a.wn.shape[0] > 0:
         next_counter(a)
@@ -86,6 +87,7 @@ def skip_update(a: ArrayHandle) -> None:
 def expected_array_update(a: ArrayHandle, dw, granularity: float) -> int:
     """The expected update of array a by the desired change dw (out, in) float64 (devices.expected_update),
     then the write-noise redraw of the elements it moved, with a counter of its own. Returns pulses fired."""
+    a = ArrayHandle(*a)
     marked = new_set(a.w.shape[0], a.w.shape[1], a.wn.shape[0] > 0)  # the kernel marks it with write noise
     n = expected_update_kernel(a.w, dw, granularity, a.params, a.seed, next_counter(a), marked)
     if a.wn.shape[0] > 0:
@@ -100,6 +102,7 @@ def pulse_array(a: ArrayHandle, counts, cols) -> int:
     (int64, increasing) of counts (int64 (out, in)) may be nonzero; all columns: the parallel pass of
     pulse_kernel, else pulse_columns_kernel (the same weights). Write noise redraws the pulsed elements.
     Returns pulses fired."""
+    a = ArrayHandle(*a)
     counter = next_counter(a)
     if cols.shape[0] == a.w.shape[1]:
         n = pulse_kernel(a.w, counts, a.params, a.seed, counter)

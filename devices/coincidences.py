@@ -141,7 +141,8 @@ def coincidence_update_kernel(w, trains, d, lr_sign, params, seed, counter) -> i
     gives it (a writable NO_WRITE_NOISE, an int64 counter), so both share one compilation (about 30 s cold).
     """
     fired = np.zeros(w.shape[0], np.int64)
-    params = params._replace(code=int(params.code), sigma=float(params.sigma), additive=bool(params.additive))
+    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
+    params = (ep, int(code), consts, grid, tab_up, tab_dn, float(sigma), bool(additive))
     coincide_rows_parallel(fired, w, trains, d, float(lr_sign), params, int(seed), int(counter), w, NO_WRITE_NOISE, 0)
     return int(fired.sum())
 

@@ -46,7 +46,7 @@ class ReadStream(Stream):
 
 
 class ColumnReader(NamedTuple):
-    """A tile's forward periphery as read_column takes it."""
+    """A tile's forward periphery as read_column takes it (from Python a plain tuple of these fields)."""
 
     periphery: tuple  # read_one_hot's settings: ideal, inp_bound, inp_bits, out_noise, out_bound, out_bits,
     #                   bound_management, max_bm_reads (bits 0: none)
@@ -64,6 +64,6 @@ def one_hot_settings(cfg: PeripheryConfig) -> tuple:
 def read_column(reader: ColumnReader, col, out) -> None:
     """out = the read of column values col (out,) float32 (an array's w - reference) with a one-hot input
     (read_one_hot: the same as AnalogTile.read_columns of that column); counts one read."""
-    reader.counts[STREAM_COUNTER] = read_one_hot(col, reader.periphery, reader.seed, reader.counts[STREAM_COUNTER],
-                                                 out)
-    reader.counts[READS] += 1
+    periphery, seed, counts = reader
+    counts[STREAM_COUNTER] = read_one_hot(col, periphery, seed, counts[STREAM_COUNTER], out)
+    counts[READS] += 1

@@ -17,7 +17,6 @@ from pydantic import Field
 
 from aimc.common.validation import Float32Config
 from aimc.devices.characteristics import element_steps_kernel, symmetric_point_kernel
-from aimc.devices.kernel_bundles import ElementKernelParams
 from aimc.devices.response_step import DW_DOWN, DW_UP, N_ELEMENT_PARAMS, W_MAX, W_MIN
 
 
@@ -52,10 +51,11 @@ class ElementParams:
         self.__dict__.update(state, ep=kernel_params(ep) if ep.dtype == np.float32 else ep)
 
     @property
-    def kernel(self) -> ElementKernelParams:
-        """The parameters as the kernels take them: one typed bundle (devices.kernel_bundles)."""
-        return ElementKernelParams(self.ep, self.code, self.consts, self.grid, self.tab_up, self.tab_dn, self.sigma,
-                                   self.additive)
+    def kernel(self) -> tuple:
+        """The parameters as the kernels take them: the fields of devices.kernel_bundles.ElementKernelParams, as
+        a plain tuple (that module says why)."""
+        return (self.ep, self.code, self.consts, self.grid, self.tab_up, self.tab_dn, self.sigma,
+                self.additive)  # devices.kernel_bundles.ElementKernelParams' fields
 
 
 def kernel_params(ep: np.ndarray) -> np.ndarray:
@@ -166,7 +166,7 @@ class DeviceBase(Float32Config):
         p = self.nominal()
         flat = w.reshape(1, -1)
         ep = np.broadcast_to(p.ep, (1, flat.shape[1], N_ELEMENT_PARAMS))  # one shared row, as draw() gives
-        step = element_steps_kernel(flat, up, p.kernel._replace(ep=ep))
+        step = element_steps_kernel(flat, up, (ep, *p.kernel[1:]))
         return (step / self.dw_min).reshape(w.shape)
 
     def q_plus(self, w) -> np.ndarray:

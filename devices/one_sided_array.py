@@ -16,7 +16,7 @@ from aimc.devices.array import ConductanceArray
 from aimc.devices.device_base import kernel_params
 from aimc.devices.drift import DriftParameter
 from aimc.devices.expected_update import expected_update_kernel
-from aimc.devices.kernel_bundles import UpdateSettings
+from aimc.devices.kernel_bundles import update_settings
 from aimc.devices.one_sided import OneSided
 from aimc.devices.one_sided_update import one_sided_update_kernel
 from aimc.devices.periphery import analog_mvm
@@ -138,10 +138,8 @@ class OneSidedArray:
         p, m = self.plus, self.minus
         self.counter += 1
         if cfg.mode == "pulsed":
-            settings = UpdateSettings(float(lr), float(p.params.granularity), int(cfg.desired_bl),
-                                      bool(cfg.update_management), bool(cfg.update_bl_management))
-            n = one_sided_update_kernel(p.w, m.w, x, d, settings, p.params.kernel, m.params.kernel, self.seed,
-                                        self.counter)
+            n = one_sided_update_kernel(p.w, m.w, x, d, update_settings(lr, p.params.granularity, cfg),
+                                        p.params.kernel, m.params.kernel, self.seed, self.counter)
             p.add_pulses(n)  # the routed pulses are counted on G+ (the total is what counts)
             return
         dw = np.ascontiguousarray(mean_update(x, d, lr, p.params.granularity, cfg), np.float64)

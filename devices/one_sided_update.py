@@ -30,9 +30,9 @@ def one_sided_update_kernel(w_plus, w_minus, x, d, settings, params_plus, params
     ElementKernelParams of the same family and noise); x (B, in), d (B, out) float32; settings the update's
     UpdateSettings (devices.kernel_bundles). Returns pulses fired."""
     ep_plus, code, consts_plus, grid, tab_up, tab_dn, sigma, additive = params_plus
-    ep_minus, consts_minus = params_minus.ep, params_minus.consts
+    ep_minus, _, consts_minus, _, _, _, _, _ = params_minus
     x_lists, x_counts, d_masks, _ = draw_trains(x, d, settings, seed, counter, 0)
-    lr = settings.lr
+    lr = settings[0]
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     rows = w_plus.shape[0]
     fired = np.zeros(rows, np.int64)

@@ -70,8 +70,8 @@ def draw_trains(x, d, settings, seed, counter, mask_pad) -> tuple:
     trains do not depend on it. d_masks gets mask_pad zero columns past d's (MASK_PAD). Returns (x_lists,
     x_counts, d_masks, d_counts)."""
     batch = x.shape[0]
-    bl, x_scale, d_scale = plan_kernel(x, d, abs(settings.lr), settings.granularity, settings.desired_bl,
-                                       settings.update_management, settings.bl_management)
+    lr, granularity, desired_bl, update_management, bl_management = settings
+    bl, x_scale, d_scale = plan_kernel(x, d, abs(lr), granularity, desired_bl, update_management, bl_management)
     max_bl = 1
     for b in range(batch):
         max_bl = max(max_bl, bl[b])
@@ -110,7 +110,7 @@ def pulsed_update_kernel(w, x, d, settings, params, seed, counter, app, wn, wn_c
     rows (effects.NO_WRITE_NOISE): no write noise, app is not touched."""
     ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
     x_lists, x_counts, d_masks, d_counts = draw_trains(x, d, settings, seed, counter, MASK_PAD)
-    lr = settings.lr
+    lr = settings[0]
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     fired = np.empty(w.shape[0], np.int64)
     if _coincidences(x_counts, d_counts) <= SERIAL_PULSES:

@@ -22,7 +22,7 @@ from aimc.devices.array_update import ArrayHandle
 from aimc.devices.column_read import ColumnReader, ReadStream, one_hot_settings
 from aimc.devices.drift import DriftParameter
 from aimc.devices.effective_weight import effective_weight_kernel
-from aimc.devices.kernel_bundles import UpdateSettings
+from aimc.devices.kernel_bundles import update_settings
 from aimc.devices.one_sided import OneSided
 from aimc.devices.one_sided_array import OneSidedArray
 from aimc.devices.periphery import PeripheryConfig, analog_mvm
@@ -178,20 +178,20 @@ class AnalogTile:
         """Nominal weight bounds (w_min, w_max) of array `index`'s device."""
         return self.arrays[index].device.bounds
 
-    def update_settings(self, index: int, lr: float) -> UpdateSettings:
+    def update_settings(self, index: int, lr: float) -> tuple:
         """The settings of an update W_index -= lr d^T x with the tile's update config, as the update protocol
-        (devices.array_update) takes them; `update_cfg.mode` says pulsed or expected."""
-        cfg = self.update_cfg
-        return UpdateSettings(float(lr), self.granularity(index), int(cfg.desired_bl), bool(cfg.update_management),
-                              bool(cfg.update_bl_management))
+        (devices.array_update) takes them (devices.kernel_bundles.UpdateSettings, a plain tuple);
+        `update_cfg.mode` says pulsed or expected."""
+        return update_settings(lr, self.granularity(index), self.update_cfg)
 
-    def kernel_handles(self, first: int, second: int) -> KernelHandles:
+    def kernel_handles(self, first: int, second: int) -> tuple:
         """Arrays `first` and `second` and the forward periphery as a Numba kernel of another layer takes them:
         it updates and pulses them through devices.array_update and reads columns through
         devices.column_read.read_column, which advance the arrays' and the tile's counters in place. The
-        caller calls `invalidate()` after such a kernel changed the arrays."""
-        return KernelHandles(self.arrays[first].handle(), self.arrays[second].handle(),
-                             ColumnReader(one_hot_settings(self.forward_cfg), self.stream.seed, self.stream.counts))
+        caller calls `invalidate()` after such a kernel changed the arrays. The fields of KernelHandles, as plain
+        tuples (devices.kernel_bundles says why)."""
+        return (self.arrays[first].handle(), self.arrays[second].handle(),
+                (one_hot_settings(self.forward_cfg), self.stream.seed, self.stream.counts))
 
     # -- programming ------------------------------------------------------------------------------------
     def update(self, x: np.ndarray, d: np.ndarray, lr: float, index: int = 0,

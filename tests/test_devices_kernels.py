@@ -20,7 +20,7 @@ from aimc.devices.characteristics import element_steps_kernel, symmetric_point_k
 from aimc.devices.coincidences import coincidence_update_kernel
 from aimc.devices.effects import NO_WRITE_NOISE
 from aimc.devices.expected_update import expected_update_kernel
-from aimc.devices.kernel_bundles import UpdateSettings
+from aimc.devices.kernel_bundles import update_settings
 from aimc.devices.normals import BLOCK, fill_normals
 from aimc.devices.prefetch import prefetch
 from aimc.devices.pulse_trains import INDEX, NEGATIVE, plan_kernel, pulse_trains_kernel, slot_lists_kernel
@@ -89,7 +89,7 @@ def test_pulse_kernel_matches_a_python_loop(kind):
     lo, hi, rng, p, w0 = _random_start(cfg, shape, seed=0)
     counts = rng.integers(-60, 61, shape)
     w = w0.copy()
-    fired = pulse_kernel(w, counts, p.kernel._replace(sigma=0.0, additive=False), 1, 1)
+    fired = pulse_kernel(w, counts, (*p.kernel[:6], 0.0, False), 1, 1)
     assert fired == np.abs(counts).sum()
     ref = w0.astype(np.float32)
     lo32, hi32 = np.float32(lo), np.float32(hi)
@@ -309,7 +309,8 @@ def test_coincidence_update_matches_numpy_popcount():
     lists, counts = slot_lists_kernel(x_masks, x, L)
     for lr_sign in (1.0, -1.0):
         w = np.zeros((rows, cols), np.float32)
-        fired = coincidence_update_kernel(w, (lists, counts, d_masks), d, lr_sign, p.kernel._replace(sigma=0.0), 3, 1)
+        noiseless = (*p.kernel[:6], 0.0, False)
+        fired = coincidence_update_kernel(w, (lists, counts, d_masks), d, lr_sign, noiseless, 3, 1)
         both = d_masks[:, :, None] & x_masks[:, None, :]  # (batch, rows, cols)
         c = _popcount(both)
         down = lr_sign * np.sign(d)[:, :, None] * np.sign(x)[:, None, :] > 0  # W -= lr d x^T
@@ -338,7 +339,7 @@ def test_exponential_pulse_is_float64_for_steep_devices(gamma_dtod):
     d_masks = np.ones((1, 1), np.uint32)
     w = np.zeros((1, 2), np.float32)
     fired = coincidence_update_kernel(w, (lists, counts, d_masks), np.array([[-1.0]], np.float32), 1.0,
-                                      p.kernel._replace(sigma=0.0), 0, 1)
+                                      (*p.kernel[:6], 0.0, False), 0, 1)
     want = float(p.ep[0, 0, DW_UP]) * (math.expm1(g * 1.0) / math.expm1(g))
     assert fired == 1 and w[0, 1] == 0.0
     assert w[0, 0] == pytest.approx(want, rel=1e-6)
@@ -452,8 +453,7 @@ def test_fused_pulsed_update_equals_the_stages(kind, rows, cols, batch):
         n_staged = coincidence_update_kernel(w_staged, (lists, counts, d_masks), d, float(np.sign(lr)), p.kernel,
                                              arr.seed, 5)
         w_fused = arr.w.copy()
-        settings = UpdateSettings(lr, p.granularity, ucfg.desired_bl, ucfg.update_management,
-                                  ucfg.update_bl_management)
+        settings = update_settings(lr, p.granularity, ucfg)
         n_fused = pulsed_update_kernel(w_fused, x, d, settings, p.kernel, arr.seed, 5, w_fused, NO_WRITE_NOISE, 0)
         assert n_staged > 0 and n_fused == n_staged
         if lr == one_slot_lr:
@@ -475,7 +475,7 @@ def test_expected_update_kernel_whole_pulses_without_noise(kind):
     p = _drawn_params(cfg, shape)
     n = rng.integers(-8, 9, shape)
     w = w0.copy()
-    params = p.kernel._replace(sigma=0.0, additive=False)
+    params = (*p.kernel[:6], 0.0, False)
     fired = expected_update_kernel(w, n * cfg["dw_min"], cfg["dw_min"], params, 1, 1, NO_SET)
     assert fired == np.abs(n).sum()
     w64 = w0.astype(float)
@@ -493,7 +493,7 @@ def test_expected_update_kernel_noise_variance():
         w = np.full(shape, 0.1, np.float32)
         n = 4
         expected_update_kernel(w, np.full(shape, n * cfg["dw_min"]), cfg["dw_min"],
-                               p.kernel._replace(sigma=0.3, additive=not mult), 2, 1, NO_SET)
+                               (*p.kernel[:6], 0.3, not mult), 2, 1, NO_SET)
         s = cfg["dw_min"] * ref_q(cfg, 0.1, True)
         scale = s if mult else cfg["dw_min"]
         dws = w.astype(float) - float(np.float32(0.1))

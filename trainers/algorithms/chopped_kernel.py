@@ -46,10 +46,9 @@ import numpy as np
 from numba import njit
 
 from aimc.devices import CACHED_MODULES, AnalogTile
-from aimc.devices.array_update import pulse_array, skip_update, update_array
+from aimc.devices.array_update import ArrayHandle, pulse_array, skip_update, update_array
 from aimc.devices.column_read import read_column
 from aimc.devices.jit_cache import flush_stale
-from aimc.devices.kernel_bundles import UpdateSettings
 from aimc.devices.loops import row_abs_max
 
 
@@ -156,12 +155,13 @@ def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms
     the fast update's UpdateSettings, pulsed its mode; state a ChopperState (changed in place); schedule
     (first, every, col, sweeps): the first vector after which a column is read, the vectors between reads,
     the next column and the completed sweeps. Returns (col, sweeps, update pulses, transfer pulses, reads)."""
-    a, c, reader = handles
+    a_handle, c_handle, reader = handles  # passed on as they come: update_array compiles once for all its callers
+    a, c = ArrayHandle(*a_handle), ArrayHandle(*c_handle)
     h_buf, c_in, c_out, m_run, p_ref, switched, fb, pending, queued = state
     first, every, col, sweeps = schedule
-    dw_min = a.granularity
-    c_dw_min = c.granularity
-    lr = settings.lr
+    dw_a = a.granularity
+    dw_c = c.granularity
+    lr, _, desired_bl, update_management, bl_management = settings
     a_app, a_ref = a.app, a.reference
     n, n_in = x.shape
     n_out = d.shape[1]
@@ -177,9 +177,8 @@ def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms
     x_write = np.zeros((1, n_in), np.float32)  # e_k and -n of a write with step != 1
     d_write = np.empty((1, n_out), np.float32)
     off = pulsed and not pulsed  # False, typed as the settings' um / blm (no second compilation of update_array)
-    fast = UpdateSettings(1.0 if eta.shape[0] > 0 else lr, dw_min, settings.desired_bl, settings.update_management,
-                          settings.bl_management)
-    write = UpdateSettings(rule.step * c_dw_min, c_dw_min, rule.transfer_bl, off, off)
+    fast = (1.0 if eta.shape[0] > 0 else lr, dw_a, desired_bl, update_management, bl_management)  # UpdateSettings
+    write = (rule.step * dw_c, dw_c, rule.transfer_bl, off, off)
     xs_all = np.empty((n, n_in), np.float32)  # the chopped vectors; a piece is a contiguous slice
     ds_all = np.empty((n, n_out), np.float32)
     up_pulses = tr_pulses = reads = 0
@@ -208,9 +207,9 @@ def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms
                     if eta.shape[0] > 0:
                         ds_all[b, i] *= np.float32(step_b)
             if _fires(xs_all, ds_all, start, end):
-                up_pulses += update_array(a, xs_all[start:end], ds_all[start:end], fast, pulsed)
+                up_pulses += update_array(a_handle, xs_all[start:end], ds_all[start:end], fast, pulsed)
             else:  # the update would take its counters and change nothing (no vector with x and d nonzero)
-                skip_update(a)
+                skip_update(a_handle)
             start = end
         if r >= n:
             break
@@ -222,7 +221,7 @@ def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms
         read_column(reader, colv, v)
         reads += 1
         if rule.correct_accumulation:
-            s = np.float32(rule.scale / min(sweeps % rule.period + 1, 1.0 / dw_min))
+            s = np.float32(rule.scale / min(sweeps % rule.period + 1, 1.0 / dw_a))
         if rule.dynamic and switched[k]:
             for i in range(n_out):
                 if rule.fast_lr_feedback:
@@ -254,11 +253,11 @@ def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms
             x_write[0, k] = 1.0
             for i in range(n_out):
                 d_write[0, i] = -pulses[i]
-            tr_pulses += update_array(c, x_write[0:1], d_write[0:1], write, pulsed)
+            tr_pulses += update_array(c_handle, x_write[0:1], d_write[0:1], write, pulsed)
             x_write[0, k] = 0.0
         elif sweeps > rule.write_after and any_n:
             if queued[k]:
-                tr_pulses += _flush(c, pending, queued)
+                tr_pulses += _flush(c_handle, pending, queued)
             for i in range(n_out):
                 pending[i, k] = pulses[i]
             queued[k] = True
@@ -281,7 +280,7 @@ def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms
             sweeps += 1
     for k in range(n_in):
         if queued[k]:
-            tr_pulses += _flush(c, pending, queued)
+            tr_pulses += _flush(c_handle, pending, queued)
             break
     return col, sweeps, up_pulses, tr_pulses, reads
 
