@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-from typing import NamedTuple
 
 import numpy as np
 
 from aimc.devices.array import ConductanceArray
-from aimc.devices.array_update import ArrayHandle
-from aimc.devices.column_read import ColumnReader, ReadStream, one_hot_settings
+from aimc.devices.column_read import ReadStream, one_hot_settings
 from aimc.devices.drift import DriftParameter
 from aimc.devices.effective_weight import effective_weight_kernel
 from aimc.devices.kernel_bundles import update_settings
@@ -37,15 +35,6 @@ def one_hot_inputs(n: int) -> np.ndarray:
     eye = np.eye(n, dtype=np.float32)
     eye.flags.writeable = False
     return eye
-
-
-class KernelHandles(NamedTuple):
-    """Two arrays of a tile and its forward periphery, as a Numba kernel of another layer takes them
-    (AnalogTile.kernel_handles)."""
-
-    first: ArrayHandle
-    second: ArrayHandle
-    reader: ColumnReader
 
 
 class AnalogTile:
@@ -188,8 +177,9 @@ class AnalogTile:
         """Arrays `first` and `second` and the forward periphery as a Numba kernel of another layer takes them:
         it updates and pulses them through devices.array_update and reads columns through
         devices.column_read.read_column, which advance the arrays' and the tile's counters in place. The
-        caller calls `invalidate()` after such a kernel changed the arrays. The fields of KernelHandles, as plain
-        tuples (devices.kernel_bundles says why)."""
+        caller calls `invalidate()` after such a kernel changed the arrays. Returns (the first array's
+        ArrayHandle, the second's, the ColumnReader), each a plain tuple of its fields (devices.kernel_bundles
+        says why)."""
         return (self.arrays[first].handle(), self.arrays[second].handle(),
                 (one_hot_settings(self.forward_cfg), self.stream.seed, self.stream.counts))
 

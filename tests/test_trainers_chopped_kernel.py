@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from aimc.devices import AnalogTile, Linear, PeripheryConfig, UpdateConfig, analog_mvm, get_preset
+from aimc.devices.array_update import pulse_array
 from aimc.devices.column_read import one_hot_settings
 from aimc.devices.periphery import read_one_hot
 from aimc.devices.pulses import pulse_columns_kernel, pulse_kernel
@@ -142,6 +143,23 @@ def test_column_pulses_equal_the_pulse_kernel():
     n1 = pulse_kernel(a.w, counts, a.params.kernel, 9, 2)
     n2 = pulse_columns_kernel(w, counts, cols, a.params.kernel, 9, 2)
     assert n1 == n2 == np.abs(counts).sum() and np.array_equal(a.w, w)
+
+
+def test_column_pulses_through_the_protocol_equal_the_array_pulse():
+    """devices.array_update.pulse_array on a few columns (the kernel's writes into C) = ConductanceArray.pulse:
+    weights, apparent weights under write noise, call counter and pulse count, which only devices change."""
+    a = AnalogTile(6, 7, get_preset("aihwkit_reram_sb"), seed=1).arrays[0]
+    b = copy.deepcopy(a)
+    counts = np.zeros((6, 7), np.int64)
+    cols = np.array([1, 4, 5])
+    counts[:, cols] = np.random.default_rng(0).integers(-3, 4, (6, 3))
+    n1 = a.pulse(counts)
+    n2 = pulse_array(b.handle(), counts, cols)
+    assert n1 == n2 == np.abs(counts).sum() and a.hidden is not None
+    assert np.array_equal(a.w, b.w) and np.array_equal(a.hidden, b.hidden)
+    assert (a.counter, a.pulses) == (b.counter, b.pulses) and a.pulses == n1
+    with pytest.raises(AttributeError):
+        a.counter = 0
 
 
 def test_running_estimate_skips_values_at_zero():
