@@ -8,8 +8,6 @@ devices.kernel_bundles): its weight arrays, element parameters, seed and its cou
 these functions advance in place (the array's `counter` and `pulses` read it).
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 import numpy as np

@@ -6,8 +6,6 @@ counters: an int64 array that `ReadStream` owns and `read_column` advances in pl
 kernel and a read through AnalogTile.read_columns draw the same noise and count alike.
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 import numpy as np

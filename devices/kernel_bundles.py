@@ -9,8 +9,6 @@ its fields with the named tuple (`ElementKernelParams(*params)`): the fields are
 separate arguments, and the generated loops are those of separate arguments.
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 import numpy as np

@@ -37,8 +37,6 @@ and the periphery's call counters advance the same way (an expected update of se
 in the BLAS order of Numba's matmul, which may differ from numpy's in the last bit).
 """
 
-from __future__ import annotations
-
 import sys
 from typing import NamedTuple
 
