@@ -166,11 +166,11 @@ def main() -> int:
         "scatter": (lambda: scatter_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks, step), reset),
         "scatter_noise": (lambda: scatter_noise_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks, step, sigma,
                                                        arr.seed, 0, normals), reset),
-        "coincidences_noiseless": (lambda: coincidence_update_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks,
-                                                                     *prm.response, 0.0, False, arr.seed, 0),
+        "coincidences_noiseless": (lambda: coincidence_update_kernel(arr.w, (x_lists, x_counts, d_masks), d, 1.0,
+                                                                     (*prm.kernel[:6], 0.0, False), arr.seed, 0),
                                    reset),
-        "coincidences": (lambda: coincidence_update_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks,
-                                                           *prm.response, *prm.noise, arr.seed, 0), reset),
+        "coincidences": (lambda: coincidence_update_kernel(arr.w, (x_lists, x_counts, d_masks), d, 1.0, prm.kernel,
+                                                           arr.seed, 0), reset),
         "pulsed_update": (lambda: arr.update(x, d, lr, cfg), reset),
     }
     pulses = {k: int(f()) for k, (f, _) in contestants.items() if k != "torch"}

@@ -19,14 +19,16 @@ warnings.filterwarnings("ignore", r"(?s).*no transformation for parallel executi
                                   r"def (pulsed_update_kernel|pulse_columns_kernel)", NumbaPerformanceWarning)
 
 from aimc.devices import (  # noqa: E402
+    array_update,
     bits,
     characteristics,
-    chopped_transfer,
     coincidences,
+    column_read,
     device_base,
     effective_weight,
     effects,
     expected_update,
+    kernel_bundles,
     loops,
     normals,
     one_sided_update,
@@ -61,11 +63,12 @@ from aimc.devices.rng import Stream  # noqa: E402
 from aimc.devices.tile import AnalogTile  # noqa: E402
 from aimc.devices.update import UpdateConfig  # noqa: E402
 
-CACHED_MODULES = (rng, prefetch, bits, normals, threads, loops, response_step, pulses, pulse_trains, coincidences,
-                  pulsed_update, expected_update, characteristics, effective_weight, effects, periphery, threshold,
-                  one_sided_update, chopped_transfer, pulsed_set, *FAMILY_MODULES)
-"""Every module with cached Numba kernels: a change to any of them flushes all their caches, because a
-kernel's cache does not notice a change in a kernel it inlines from another module."""
+CACHED_MODULES = (rng, prefetch, bits, normals, threads, loops, response_step, kernel_bundles, pulses, pulse_trains,
+                  coincidences, pulsed_update, expected_update, characteristics, effective_weight, effects, periphery,
+                  threshold, one_sided_update, pulsed_set, array_update, column_read, *FAMILY_MODULES)
+"""Every module with cached Numba kernels (and kernel_bundles, the kernels' argument types): a change to any of
+them flushes all their caches, because a kernel's cache does not notice a change in a kernel it inlines from
+another module."""
 # before any kernel runs: no stale cached kernels (device_base: the parameter columns and family codes the
 # kernels bake in)
 flush_stale(list(CACHED_MODULES), [device_base])

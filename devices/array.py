@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from aimc.devices.array_update import (
+    COUNTER,
+    PULSES,
+    expected_array_update,
+    pulse_array,
+    update_array,
+)
 from aimc.devices.characteristics import element_steps_kernel, symmetric_point_kernel
 from aimc.devices.device_base import ElementParams
 from aimc.devices.drift import DriftParameter, DriftState, drift_weights, start_drift
@@ -17,11 +24,10 @@ from aimc.devices.effects import (
     decay_kernel,
     redraw_kernel,
 )
-from aimc.devices.expected_update import expected_update_kernel
+from aimc.devices.kernel_bundles import update_settings
 from aimc.devices.periphery import PeripheryConfig, analog_mvm
-from aimc.devices.pulsed_set import NO_SET, new_set, set_of_mask
-from aimc.devices.pulsed_update import pulsed_update_kernel
-from aimc.devices.pulses import alternate_kernel, pulse_kernel
+from aimc.devices.pulsed_set import NO_SET, set_of_mask
+from aimc.devices.pulses import alternate_kernel
 from aimc.devices.response import DeviceConfig
 from aimc.devices.response_step import DW_DOWN, DW_UP, W_MAX, W_MIN
 from aimc.devices.rng import Stream
@@ -50,8 +56,7 @@ class ConductanceArray:
         self.w = np.zeros(self.shape, np.float32)
         np.clip(self.w, self.params.ep[..., W_MIN], self.params.ep[..., W_MAX], out=self.w, casting="unsafe")
         self.reference = np.zeros(self.shape, np.float32)
-        self.counter = 0
-        self.pulses = 0
+        self._counts = np.zeros(2, np.int64)  # COUNTER, PULSES (devices.array_update), advanced in place
         self.read_stream = Stream((self.seed << 12) ^ 0xEAD)  # reads and read noise
         self.effects: ElementEffects | None = (device.draw_effects(self.shape, setup)
                                                if isinstance(device, DeviceEffects) else None)
@@ -72,9 +77,32 @@ class ConductanceArray:
         """Effective weights w - reference (float32 copy)."""
         return self.w - self.reference
 
-    def _next(self) -> int:
-        self.counter += 1
-        return self.counter
+    @property
+    def counter(self) -> int:
+        """Calls so far that drew random numbers (each call's streams are keyed by it)."""
+        return int(self._counts[COUNTER])
+
+    @property
+    def pulses(self) -> int:
+        """Pulses fired into the array so far."""
+        return int(self._counts[PULSES])
+
+    def next_counter(self) -> int:
+        """Advance the call counter and return it: the key of one call's random streams."""
+        self._counts[COUNTER] += 1
+        return int(self._counts[COUNTER])
+
+    def add_pulses(self, n: int) -> None:
+        """Count n pulses fired into the array by a kernel that does not count them itself."""
+        self._counts[PULSES] += int(n)
+
+    def handle(self) -> tuple:
+        """The array as the update protocol (devices.array_update) and kernels of other layers take it: its
+        weights, element parameters, seed and counters, which those kernels advance in place; the fields of
+        ArrayHandle as a plain tuple (devices.kernel_bundles says why)."""
+        wn = NO_WRITE_NOISE if self.hidden is None else self.write_std
+        return (self._target, self.w, self.reference, wn, self.params.kernel, float(self.params.granularity),
+                self.seed, self._counts)  # devices.array_update.ArrayHandle's fields
 
     def state_dict(self) -> dict:
         """Everything needed to continue bit-exactly: weights (and the hidden ones), reference, counters,
@@ -92,8 +120,7 @@ class ConductanceArray:
             raise ValueError(f"state has shape {tuple(state['w'].shape)}, array is {self.shape}")
         self.w[...] = state["w"]
         self.reference[...] = state["reference"]
-        self.counter = int(state["counter"])
-        self.pulses = int(state["pulses"])
+        self._counts[:] = (int(state["counter"]), int(state["pulses"]))
         self.read_stream.counter = int(state["read_counter"])
         if self.hidden is not None:
             self.hidden[...] = state["hidden"]
@@ -120,7 +147,7 @@ class ConductanceArray:
     def _redraw_apparent(self, pulsed: np.ndarray = NO_SET) -> None:
         """w = hidden + write noise for the elements of the set `pulsed` (every element for NO_SET)."""
         redraw_kernel(self.w, self.hidden, pulsed, np.broadcast_to(self.write_std, self.shape), self.w, self.w, False,
-                      self.seed, self._next(), WRITE)
+                      self.seed, self.next_counter(), WRITE)
 
     def post_update_step(self) -> bool:
         """What aihwkit 1.1.0 applies once per optimizer step (its post_update_step, alpha 1): diffusion
@@ -134,7 +161,7 @@ class ConductanceArray:
         w = self._target
         if fx.diffusion_rate is not None:
             redraw_kernel(w, w, NO_SET, fx.diffusion_rate, lo, hi, True, self.seed,
-                          self._next(), DIFFUSE)
+                          self.next_counter(), DIFFUSE)
         if fx.decay_scale is not None:
             b = fx.reset_bias
             if self._decay_clip is None:
@@ -160,13 +187,13 @@ class ConductanceArray:
         if drift is not None and drift.enabled:
             if self.drift is None:
                 self.drift = start_drift(drift, w, np.random.default_rng([self.seed, seed, 0xD71F7]))
-            drift_weights(drift, self.drift, w, delta_t, np.random.default_rng([self.seed, seed, self._next()]))
+            drift_weights(drift, self.drift, w, delta_t, np.random.default_rng([self.seed, seed, self.next_counter()]))
             np.clip(w, lo, hi, out=w)
         n = delta_t / step_s
         if fx is not None and fx.diffusion_rate is not None and n > 0:
             key = self.seed if seed == 0 else int(np.random.default_rng([self.seed, seed]).integers(2 ** 62))
             redraw_kernel(w, w, NO_SET, (np.sqrt(n) * fx.diffusion_rate).astype(np.float32),
-                          lo, hi, True, key, self._next(), DIFFUSE)
+                          lo, hi, True, key, self.next_counter(), DIFFUSE)
         if fx is not None and fx.decay_scale is not None and n > 0:
             decay_kernel(w, fx.reset_bias, (fx.decay_scale.astype(float) ** n).astype(np.float32), lo, hi, True)
         if self.hidden is not None:
@@ -187,7 +214,7 @@ class ConductanceArray:
         mask = np.zeros(self.shape, np.uint8)
         mask[:, slice(None) if columns is None else np.atleast_1d(columns)] = 1
         if prob < 1.0:
-            draw = np.random.default_rng([self.seed, self._next(), RESET]).uniform(size=self.shape)
+            draw = np.random.default_rng([self.seed, self.next_counter(), RESET]).uniform(size=self.shape)
             mask &= (draw < prob).astype(np.uint8)
         self.reset_elements(mask)
 
@@ -196,7 +223,7 @@ class ConductanceArray:
         fx = self._reset_effects()
         lo, hi = self._contiguous_bounds()
         redraw_kernel(self._target, fx.reset_bias, set_of_mask(mask), np.broadcast_to(np.float32(fx.reset_std),
-                      self.shape), lo, hi, True, self.seed, self._next(), RESET)
+                      self.shape), lo, hi, True, self.seed, self.next_counter(), RESET)
         if self.hidden is not None:
             self._redraw_apparent()
 
@@ -212,11 +239,7 @@ class ConductanceArray:
         counts = np.ascontiguousarray(counts, dtype=np.int64)
         if counts.shape != self.shape:
             raise ValueError(f"counts has shape {counts.shape}, array is {self.shape}")
-        n = pulse_kernel(self._target, counts, *self.params.response, *self.params.noise, self.seed, self._next())
-        if self.hidden is not None:
-            self._redraw_apparent(set_of_mask(counts))
-        self.pulses += int(n)
-        return int(n)
+        return int(pulse_array(self.handle(), counts, np.arange(self.shape[1])))
 
     def update(self, x: np.ndarray, d: np.ndarray, lr: float, cfg: UpdateConfig | None = None) -> int:
         """Rank-k update W -= lr d^T x from a mini-batch x (batch, in), d (batch, out); returns pulses fired.
@@ -226,29 +249,11 @@ class ConductanceArray:
         d = np.ascontiguousarray(d, dtype=np.float32).reshape(-1, self.shape[0])
         if x.shape[0] != d.shape[0]:
             raise ValueError(f"x has {x.shape[0]} samples, d has {d.shape[0]}")
+        granularity = float(self.params.granularity)
         if cfg.mode == "pulsed":
-            n = self._update_pulsed(x, d, lr, cfg)
-        else:
-            n = self._update_expected(x, d, lr, cfg)
-        self.pulses += int(n)
-        return int(n)
-
-    def _update_pulsed(self, x, d, lr, cfg) -> int:
-        counter = self._next()
-        scale, redraw_counter = ((self.write_std, self._next()) if self.hidden is not None
-                                 else (NO_WRITE_NOISE, 0))  # the redraw's counter follows the update's
-        return pulsed_update_kernel(self._target, x, d, float(lr), self.params.granularity, cfg.desired_bl,
-                                    cfg.update_management, cfg.update_bl_management, *self.params.response,
-                                    *self.params.noise, self.seed, counter, self.w, scale, redraw_counter)
-
-    def _update_expected(self, x, d, lr, cfg) -> int:
-        dw = mean_update(x, d, lr, self.params.granularity, cfg)
-        pulsed = new_set(*self.shape, self.hidden is not None)  # the kernel marks it with write noise
-        n = expected_update_kernel(self._target, np.ascontiguousarray(dw, np.float64), self.params.granularity,
-                                   *self.params.response, *self.params.noise, self.seed, self._next(), pulsed)
-        if self.hidden is not None:
-            self._redraw_apparent(pulsed)
-        return n
+            return int(update_array(self.handle(), x, d, update_settings(lr, granularity, cfg), True))
+        dw = mean_update(x, d, lr, granularity, cfg)  # numpy's matmul: the sum order of the expected update
+        return int(expected_array_update(self.handle(), np.ascontiguousarray(dw, np.float64), granularity))
 
     # -- reads ------------------------------------------------------------------------------------------
     def read(self, x: np.ndarray, periphery: PeripheryConfig | None = None) -> np.ndarray:
@@ -270,11 +275,11 @@ class ConductanceArray:
     def element_steps(self, up: bool, w: np.ndarray | None = None) -> np.ndarray:
         """Mean pulse step magnitude of every element at raw weights w (default: the current ones)."""
         w = self._target if w is None else np.ascontiguousarray(w, dtype=np.float64)
-        return element_steps_kernel(w, up, *self.params.response)
+        return element_steps_kernel(w, up, self.params.kernel)
 
     def symmetric_points(self) -> np.ndarray:
         """Per-element raw weight where mean up and down steps are equal (NaN where they always are)."""
-        return symmetric_point_kernel(*self.params.response)
+        return symmetric_point_kernel(self.params.kernel)
 
     @property
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
@@ -314,10 +319,10 @@ class ConductanceArray:
         """
         cycles = (np.full(self.shape, int(n_cycles), np.int64) if n_cycles is not None
                   else self.zero_shift_cycles())
-        alternate_kernel(self._target, cycles, *self.params.response, *self.params.noise, self.seed, self._next())
+        alternate_kernel(self._target, cycles, self.params.kernel, self.seed, self.next_counter())
         if self.hidden is not None:
             self._redraw_apparent(set_of_mask(cycles))
-        self.pulses += 2 * int(cycles.sum())
+        self.add_pulses(2 * int(cycles.sum()))
         self.reference[...] = self.w
         if read_noise_std > 0:
             self.reference += (read_noise_std * self.read_stream.normal(self.shape)).astype(np.float32)

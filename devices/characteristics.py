@@ -9,8 +9,10 @@ from aimc.devices.response_step import W_MAX, W_MIN, element_step
 
 
 @njit(cache=True, parallel=True)
-def element_steps_kernel(w, up, ep, code, consts, grid, tab_up, tab_dn):
-    """Mean pulse step magnitude of every element at the weights w (any float array of ep's shape)."""
+def element_steps_kernel(w, up, params):
+    """Mean pulse step magnitude of every element at the weights w (any float array of the shape of params.ep,
+    params a devices.kernel_bundles.ElementKernelParams)."""
+    ep, code, consts, grid, tab_up, tab_dn, _, _ = params
     rows, cols = w.shape
     out = np.empty((rows, cols))
     for i in prange(rows):
@@ -29,12 +31,14 @@ def _net_step(w, er, j, code, consts, grid, tab_up, tab_dn) -> float:
 
 
 @njit(cache=True, parallel=True)
-def symmetric_point_kernel(ep, code, consts, grid, tab_up, tab_dn):
-    """Per-element weight where the mean up and down steps are equal (bisection, 60 halvings).
+def symmetric_point_kernel(params):
+    """Per-element weight where the mean up and down steps are equal (bisection, 60 halvings); params a
+    devices.kernel_bundles.ElementKernelParams.
 
     Where up steps win everywhere the element drifts to its upper bound (returned), likewise the lower;
     where both are equal everywhere (constant step, no asymmetry) there is no symmetric point: NaN.
     """
+    ep, code, consts, grid, tab_up, tab_dn, _, _ = params
     rows, cols = ep.shape[0], ep.shape[1]
     out = np.empty((rows, cols))
     for i in prange(rows):

@@ -32,10 +32,13 @@ in cache: there the hint only costs instructions."""
 
 
 @njit(cache=True, inline="always")
-def _fire_list(wr, er, js, n, d_up, fired, ring, code, consts, grid, tab_up, tab_dn, sigma, noisy, additive):
+def _fire_list(wr, er, js, n, d_up, fired, ring, code, consts, grid, tab_up, tab_dn, sigma, noisy, additive,
+               wm, em, consts_m, routed):
     """Fire the pulses of one slot list js[:n] into row wr, er its parameters; the pulses are numbers
     fired .. fired + n - 1 of the row, and pulse k takes normal k of the row's noise stream from
-    ring[k % ring.size] (_refill_normals put it there)."""
+    ring[k % ring.size] (_refill_normals put it there). routed (a one-sided cell, a constant): every pulse
+    is an up pulse, into wr where it would raise W and into row wm (parameters em, constants consts_m)
+    where it would lower W."""
     last = uint64(ring.shape[0] - 1)
     for a in range(n):
         e = js[a]
@@ -44,8 +47,12 @@ def _fire_list(wr, er, js, n, d_up, fired, ring, code, consts, grid, tab_up, tab
         xi = np.float32(0.0)
         if noisy:
             xi = ring[uint64(fired + a) & last]
-        wr[j] = noisy_pulse(wr[j], up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi, np.float32,
-                            noisy)
+        if routed and not up:
+            wm[j] = noisy_pulse(wm[j], True, em, j, code, consts_m, grid, tab_up, tab_dn, sigma, additive, xi,
+                                np.float32, noisy)
+        else:
+            wr[j] = noisy_pulse(wr[j], up or routed, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi,
+                                np.float32, noisy)
 
 
 @njit(cache=True)
@@ -78,19 +85,39 @@ def coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
     0120d83 on a Zen 4, 2026-12-03). Each copy adds ~15 s to the kernel's first compilation."""
     if code == LINEAR and sigma > 0.0 and not additive:
         return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                         ep, LINEAR, consts, grid, tab_up, tab_dn, sigma, True, False, seed, counter, ring)
+                         ep, LINEAR, consts, grid, tab_up, tab_dn, sigma, True, False, seed, counter, ring,
+                         w, ep, consts, False)
     if code == LINEAR and not sigma > 0.0:
         return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                         ep, LINEAR, consts, grid, tab_up, tab_dn, sigma, False, False, seed, counter, ring)
+                         ep, LINEAR, consts, grid, tab_up, tab_dn, sigma, False, False, seed, counter, ring,
+                         w, ep, consts, False)
     return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                     ep, code, consts, grid, tab_up, tab_dn, sigma, sigma > 0.0, additive, seed, counter, ring)
+                     ep, code, consts, grid, tab_up, tab_dn, sigma, sigma > 0.0, additive, seed, counter, ring,
+                     w, ep, consts, False)
+
+
+@njit(cache=True, inline="always")
+def coincide_row_routed(i, w_plus, w_minus, trains, d, lr_sign, params_plus, params_minus, seed, counter,
+                        ring) -> int:
+    """The coincidences of row i of a one-sided cell (devices.one_sided_update): the walk, order and noise
+    of coincide_row (trains = (x_lists, x_counts, d_masks)), each pulse an up pulse into w_plus where it
+    would raise W and into w_minus where it would lower W; params_plus, params_minus the two devices'
+    ElementKernelParams (the family, table and noise are G+'s). Returns the pulses fired into the row."""
+    x_lists, x_counts, d_masks = trains
+    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params_plus
+    ep_minus, _, consts_minus, _, _, _, _, _ = params_minus
+    return _fire_row(i, w_plus, x_lists, x_counts, d, lr_sign, d_masks,
+                     ep, code, consts, grid, tab_up, tab_dn, sigma, sigma > 0.0, additive, seed, counter, ring,
+                     w_minus, ep_minus, consts_minus, True)
 
 
 @njit(cache=True, inline="always")
 def _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-              ep, code, consts, grid, tab_up, tab_dn, sigma, noisy, additive, seed, counter, ring) -> int:
+              ep, code, consts, grid, tab_up, tab_dn, sigma, noisy, additive, seed, counter, ring,
+              w_minus, ep_minus, consts_m, routed) -> int:
     """coincide_row for one family code and noise (noisy: draw cycle noise; additive: its form), each a
-    constant where coincide_row can fix it.
+    constant where coincide_row can fix it; routed (a constant): the pulses that would lower W go up into
+    w_minus (parameters ep_minus, constants consts_m) instead (_fire_list).
 
     The samples that fire on row i are first gathered into a 64-bit mask per 64 samples and then visited
     by their set bits: a loop that tested every sample's train inside this (large, inlined) function kept
@@ -100,6 +127,8 @@ def _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
     fired = 0
     wr = w[i]
     er = ep[i]
+    wm = w_minus[i] if routed else wr
+    em = ep_minus[i] if routed else er
     nb = d_masks.shape[0]
     for b0 in range(0, nb, 64):
         active = uint64(0)
@@ -122,29 +151,28 @@ def _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
                 if noisy and fired + n > filled:
                     filled = _refill_normals(ring, key, filled, fired + n)
                 _fire_list(wr, er, js, n, d_up, fired, ring, code, consts, grid, tab_up, tab_dn, sigma, noisy,
-                           additive)
+                           additive, wm, em, consts_m, routed)
                 fired += n
     return fired
 
 
-def coincidence_update_kernel(w, x_lists, x_counts, d, lr_sign, d_masks,
-                              ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
+def coincidence_update_kernel(w, trains, d, lr_sign, params, seed, counter) -> int:
     """Apply the coincidences of x and d pulse trains to w (float32, in place), sample after sample and
-    slot after slot, as the hardware does.
+    slot after slot, as the hardware does; params the elements' ElementKernelParams (devices.kernel_bundles).
 
     In slot t of sample b, element (i, j) gets one pulse where d's train i and x's train j both fire
-    (bit t of d_masks[b, i]; j in x_lists[b, t, :x_counts[b, t]] & INDEX, slot_lists_kernel), down when
-    lr_sign * d[b, i] * x[b, j] > 0 (the SGD sign: W -= lr d x^T; the sign of x[b, j] is the entry's
-    NEGATIVE bit). Row i draws its noise from stream i. The cost follows the number of
+    (trains = (x_lists, x_counts, d_masks): bit t of d_masks[b, i]; j in x_lists[b, t, :x_counts[b, t]] & INDEX,
+    slot_lists_kernel), down when lr_sign * d[b, i] * x[b, j] > 0 (the SGD sign: W -= lr d x^T; the sign of
+    x[b, j] is the entry's NEGATIVE bit). Row i draws its noise from stream i. The cost follows the number of
     pulses. Returns pulses fired.
 
     A Python function: it calls coincide_rows_parallel with the argument types the pulsed update kernel
     gives it (a writable NO_WRITE_NOISE, an int64 counter), so both share one compilation (about 30 s cold).
     """
     fired = np.zeros(w.shape[0], np.int64)
-    coincide_rows_parallel(fired, w, x_lists, x_counts, d, float(lr_sign), d_masks,
-                           ep, int(code), consts, grid, tab_up, tab_dn, float(sigma), bool(additive), int(seed),
-                           int(counter), w, NO_WRITE_NOISE, 0)
+    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
+    params = (ep, int(code), consts, grid, tab_up, tab_dn, float(sigma), bool(additive))
+    coincide_rows_parallel(fired, w, trains, d, float(lr_sign), params, int(seed), int(counter), w, NO_WRITE_NOISE, 0)
     return int(fired.sum())
 
 
@@ -159,13 +187,14 @@ def ring_size(cols: int) -> int:
 
 
 @njit(cache=True, parallel=True)
-def coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
-                           ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter,
-                           app, wn, wn_counter) -> None:
-    """coincide_row for every row, in parallel; fired[i] gets row i's pulses. Each thread takes the noise
-    ring of its id: a ring allocated per row (with its reference counting) cost as much as the noise
-    it saved in a small update. With write noise (wn with rows) each row's pulsed elements are then
-    redrawn (redraw_pulsed_row), from work arrays of the thread's id too."""
+def coincide_rows_parallel(fired, w, trains, d, lr_sign, params, seed, counter, app, wn, wn_counter) -> None:
+    """coincide_row for every row, in parallel; fired[i] gets row i's pulses; trains = (x_lists, x_counts,
+    d_masks), params the elements' ElementKernelParams. Each thread takes the noise ring of its id: a ring
+    allocated per row (with its reference counting) cost as much as the noise it saved in a small update.
+    With write noise (wn with rows) each row's pulsed elements are then redrawn (redraw_pulsed_row), from
+    work arrays of the thread's id too."""
+    x_lists, x_counts, d_masks = trains
+    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
     threads = kernel_thread_count()
     rings = np.empty((threads, ring_size(w.shape[1])), np.float32)
     for i in prange(w.shape[0]):
@@ -185,9 +214,9 @@ def coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
 @njit(cache=True)
 def row_samples(d_masks, rows: int) -> np.ndarray:
     """The samples whose d train fires on each row: bit b % 64 of word (b // 64, i) is set where d_masks[b, i]
-    is not 0. One pass along d_masks' rows, which vectorizes; the redraw used to walk each row's samples down a
-    column of d_masks, one strided load per sample and row: the small update's redraw (512 x 512, batch 64,
-    warm caches, one thread) took 0.054 ms that way and 0.041 ms with this pass (Zen 4, 2026-12-05)."""
+    is not 0. One pass along d_masks' rows, which vectorizes, where a walk of each row's samples down a column
+    of d_masks takes one strided load per sample and row: the small update's redraw (512 x 512, batch 64,
+    warm caches, one thread) takes 0.041 ms with this pass and 0.054 ms with that walk (Zen 4, 2026-12-05)."""
     batch = d_masks.shape[0]
     samples = np.zeros(((batch + 63) // 64, rows), np.uint64)
     for b in range(batch):

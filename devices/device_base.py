@@ -57,14 +57,11 @@ class ElementParams:
         self.__dict__.update(state, ep=kernel_params(ep) if ep.dtype == np.float32 else ep)
 
     @property
-    def response(self) -> tuple:
-        """Arguments (ep, code, consts, grid, tab_up, tab_dn) of the kernels' element_step."""
-        return (self.ep, self.code, self.consts, self.grid, self.tab_up, self.tab_dn)
-
-    @property
-    def noise(self) -> tuple:
-        """Arguments (sigma, additive) of the kernels' cycle-to-cycle noise."""
-        return (self.sigma, self.additive)
+    def kernel(self) -> tuple:
+        """The parameters as the kernels take them: the fields of devices.kernel_bundles.ElementKernelParams, as
+        a plain tuple (that module says why)."""
+        return (self.ep, self.code, self.consts, self.grid, self.tab_up, self.tab_dn, self.sigma,
+                self.additive)  # devices.kernel_bundles.ElementKernelParams' fields
 
 
 def kernel_params(ep: np.ndarray) -> np.ndarray:
@@ -178,7 +175,7 @@ class DeviceBase(Float32Config):
         p = self.nominal()
         flat = w.reshape(1, -1)
         ep = np.broadcast_to(p.ep, (1, flat.shape[1], N_ELEMENT_PARAMS))  # one shared row, as draw() gives
-        step = element_steps_kernel(flat, up, ep, p.code, p.consts, p.grid, p.tab_up, p.tab_dn)
+        step = element_steps_kernel(flat, up, (ep, *p.kernel[1:]))
         return (step / self.dw_min).reshape(w.shape)
 
     def q_plus(self, w) -> np.ndarray:
@@ -206,4 +203,4 @@ class DeviceBase(Float32Config):
         from aimc.devices.characteristics import symmetric_point_kernel  # as in _q
 
         p = self.nominal()
-        return float(symmetric_point_kernel(*p.response)[0, 0])
+        return float(symmetric_point_kernel(p.kernel)[0, 0])

@@ -17,11 +17,12 @@ from aimc.devices.rng import normal_step, stream_seed, uniform_step
 
 
 @njit(cache=True, parallel=True)
-def expected_update_kernel(w, dw, dw_min, ep, code, consts, grid, tab_up, tab_dn, sigma, additive,
-                           seed, counter, pulsed) -> int:
-    """Analog Update with granularity: |dw|/dw_min stochastically rounded to n whole pulses, applied as
-    n mean steps at the current w plus noise of n pulses' variance, then clipped. Returns pulses fired;
-    adds the elements with n > 0 to the set `pulsed` (devices.pulsed_set; where it has rows: write noise)."""
+def expected_update_kernel(w, dw, granularity, params, seed, counter, pulsed) -> int:
+    """Analog Update with granularity: |dw|/granularity stochastically rounded to n whole pulses, applied as
+    n mean steps at the current w plus noise of n pulses' variance, then clipped; params the elements'
+    ElementKernelParams (devices.kernel_bundles). Returns pulses fired; adds the elements with n > 0 to the
+    set `pulsed` (devices.pulsed_set; where it has rows: write noise)."""
+    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
     rows, cols = w.shape
     fired = np.empty(rows, np.int64)
     for i in prange(rows):
@@ -32,7 +33,7 @@ def expected_update_kernel(w, dw, dw_min, ep, code, consts, grid, tab_up, tab_dn
             desired = dw[i, j]
             if desired == 0.0:
                 continue
-            real = abs(desired) / dw_min
+            real = abs(desired) / granularity
             n = int(real)
             u, rs = uniform_step(rs)
             if u < real - n:

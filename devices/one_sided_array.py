@@ -16,6 +16,7 @@ from aimc.devices.array import ConductanceArray
 from aimc.devices.device_base import kernel_params
 from aimc.devices.drift import DriftParameter
 from aimc.devices.expected_update import expected_update_kernel
+from aimc.devices.kernel_bundles import update_settings
 from aimc.devices.one_sided import OneSided
 from aimc.devices.one_sided_update import one_sided_update_kernel
 from aimc.devices.periphery import analog_mvm
@@ -137,17 +138,15 @@ class OneSidedArray:
         p, m = self.plus, self.minus
         self.counter += 1
         if cfg.mode == "pulsed":
-            n = one_sided_update_kernel(p.w, m.w, x, d, float(lr), p.params.granularity, cfg.desired_bl,
-                                        cfg.update_management, cfg.update_bl_management, p.params.ep, m.params.ep,
-                                        p.params.code, p.params.consts, m.params.consts, *p.params.response[3:],
-                                        *p.params.noise, self.seed, self.counter)
-            p.pulses += int(n)  # the routed pulses are counted on G+ (the total is what counts)
+            n = one_sided_update_kernel(p.w, m.w, x, d, update_settings(lr, p.params.granularity, cfg),
+                                        p.params.kernel, m.params.kernel, self.seed, self.counter)
+            p.add_pulses(n)  # the routed pulses are counted on G+ (the total is what counts)
             return
         dw = np.ascontiguousarray(mean_update(x, d, lr, p.params.granularity, cfg), np.float64)
         for a, part in ((p, np.maximum(dw, 0.0)), (m, np.maximum(-dw, 0.0))):
-            a.counter += 1
-            a.pulses += int(expected_update_kernel(a.w, part, a.params.granularity, *a.params.response,
-                                                   *a.params.noise, a.seed, a.counter, NO_SET))
+            counter = a.next_counter()
+            a.add_pulses(expected_update_kernel(a.w, part, a.params.granularity, a.params.kernel, a.seed, counter,
+                                                NO_SET))
 
     # -- the refresh --------------------------------------------------------------------------------------
     def refresh(self) -> int:

@@ -1,93 +1,38 @@
 """The pulsed update of a one-sided cell (devices.one_sided): the mini-batch's pulse trains and coincidences
-as devices.pulsed_update draws them, each coincidence routed to the device that moves W its way, as an up
-pulse: G+ where the pulse would raise W, G- where it would lower it (aihwkit 1.1.0's OneSidedUnitCell).
+as devices.pulsed_update draws and walks them, each coincidence routed to the device that moves W its way, as
+an up pulse: G+ where the pulse would raise W, G- where it would lower it (aihwkit 1.1.0's OneSidedUnitCell).
 
-A kernel of its own, so that the update of every other device keeps its kernel unchanged. Row i draws its
-cycle-to-cycle noise from stream (seed, counter, i), pulse k of the row (in sample and slot order, whichever
-device it goes to) taking normal k; the trains are those of pulsed_update_kernel for the same seed and
-counter. The result does not depend on the thread count.
+Row i draws its cycle-to-cycle noise from stream (seed, counter, i), pulse k of the row (in sample and slot
+order, whichever device it goes to) taking normal k (devices.coincidences.coincide_row_routed); the trains
+are those of pulsed_update_kernel for the same seed and counter (devices.pulsed_update.draw_trains). The
+result does not depend on the thread count.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange, uint32, uint64
+from numba import get_thread_id, njit, prange
 
-from aimc.devices.bits import lowest_bit
-from aimc.devices.loops import total, zeros
-from aimc.devices.normals import BLOCK, fill_normals
-from aimc.devices.pulse_trains import INDEX, fill_train, plan_kernel, slot_counts_of, slot_lists_of
-from aimc.devices.pulses import noisy_pulse
-from aimc.devices.rng import stream_seed
-
-
-@njit(cache=True)
-def _trains(x, d, lr, dw_min, desired_bl, update_management, bl_management, seed, counter):
-    """Pulse trains of x (streams 0 .. B-1) and d (streams B .. 2B-1) with x's slot lists, as
-    pulsed_update_kernel draws them. Returns (x_lists, x_counts, d_masks)."""
-    batch = x.shape[0]
-    bl, x_scale, d_scale = plan_kernel(x, d, abs(lr), dw_min, desired_bl, update_management, bl_management)
-    max_bl = 1
-    for b in range(batch):
-        max_bl = max(max_bl, bl[b])
-    x_masks = zeros(x.shape, np.uint32)
-    d_masks = zeros(d.shape, np.uint32)
-    x_lists = np.empty((batch, max_bl, x.shape[1]), np.uint32)
-    x_counts = zeros((batch, max_bl), np.int32)
-    d_counts = zeros((batch, max_bl), np.int32)
-    for b in range(batch):
-        fill_train(x, b, x_scale[b], bl[b], seed, counter, b, x_masks)
-        slot_lists_of(x_masks, x, b, bl[b] == 1, x_lists, x_counts)
-        fill_train(d, b, d_scale[b], bl[b], seed, counter, batch + b, d_masks)
-        slot_counts_of(d_masks, b, bl[b] == 1, d_counts)
-    return x_lists, x_counts, d_masks
+from aimc.devices.coincidences import coincide_row_routed, ring_size
+from aimc.devices.loops import total
+from aimc.devices.pulsed_update import draw_trains
+from aimc.devices.threads import kernel_thread_count
 
 
 @njit(cache=True, parallel=True)
-def one_sided_update_kernel(w_plus, w_minus, x, d, lr, dw_min, desired_bl, update_management, bl_management,
-                            ep_plus, ep_minus, code, consts_plus, consts_minus, grid, tab_up, tab_dn, sigma,
-                            additive, seed, counter) -> int:
+def one_sided_update_kernel(w_plus, w_minus, x, d, settings, params_plus, params_minus, seed, counter) -> int:
     """W -= lr d^T x on a one-sided cell: every coincidence of the pulse trains (devices.pulsed_update) is
     one up pulse, into w_plus (G+) where lr d x < 0, into w_minus (G-) where lr d x > 0. w_plus, w_minus
-    (out, in) float32 in place, with their own element parameters; x (B, in), d (B, out) float32. Returns
-    pulses fired."""
-    x_lists, x_counts, d_masks = _trains(x, d, lr, dw_min, desired_bl, update_management, bl_management,
-                                         seed, counter)
+    (out, in) float32 in place, with their own element parameters (params_plus, params_minus:
+    ElementKernelParams of the same family and noise); x (B, in), d (B, out) float32; settings the update's
+    UpdateSettings (devices.kernel_bundles). Returns pulses fired."""
+    x_lists, x_counts, d_masks, _ = draw_trains(x, d, settings, seed, counter, 0)
+    lr = settings[0]
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     rows = w_plus.shape[0]
-    fired = np.zeros(rows, np.int64)
+    fired = np.empty(rows, np.int64)
+    rings = np.empty((kernel_thread_count(), ring_size(w_plus.shape[1])), np.float32)
     for i in prange(rows):
-        need = 0
-        for b in range(d_masks.shape[0]):
-            md = d_masks[b, i]
-            while md != 0:
-                need += x_counts[b, lowest_bit(md)]
-                md &= md - uint32(1)
-        if need == 0:
-            continue
-        noisy = sigma > 0.0
-        xi = np.zeros((need + BLOCK - 1) // BLOCK * BLOCK if noisy else 0, np.float32)
-        if noisy:
-            fill_normals(xi, 0, xi.shape[0], stream_seed(uint64(seed), uint64(counter), uint64(i)), 0)
-        n = 0
-        wp, wm, ep_p, ep_m = w_plus[i], w_minus[i], ep_plus[i], ep_minus[i]
-        for b in range(d_masks.shape[0]):
-            md = d_masks[b, i]
-            d_up = uint32(lr_sign * d[b, i] < 0.0)
-            while md != 0:
-                t = lowest_bit(md)
-                md &= md - uint32(1)
-                js = x_lists[b, t]
-                for a in range(x_counts[b, t]):
-                    e = js[a]
-                    j = e & INDEX
-                    noise = xi[n] if noisy else np.float32(0.0)
-                    if (d_up ^ (e >> uint32(31))) != 0:  # W would rise: G+ up
-                        wp[j] = noisy_pulse(wp[j], True, ep_p, j, code, consts_plus, grid, tab_up, tab_dn, sigma,
-                                            additive, noise, np.float32, noisy)
-                    else:  # W would fall: G- up
-                        wm[j] = noisy_pulse(wm[j], True, ep_m, j, code, consts_minus, grid, tab_up, tab_dn,
-                                            sigma, additive, noise, np.float32, noisy)
-                    n += 1
-        fired[i] = n
+        fired[i] = coincide_row_routed(i, w_plus, w_minus, (x_lists, x_counts, d_masks), d, lr_sign, params_plus,
+                                       params_minus, seed, counter, rings[get_thread_id()])
     return total(fired)

@@ -201,13 +201,14 @@ def _finish_rows(y, rows, row_scale, out_noise, bound, bits, check, seed, counte
 
 
 @njit(cache=True)
-def read_one_hot(col, ideal, inp_bound, inp_bits, out_noise, out_bound, out_bits, bound_management, max_bm_reads,
-                 seed, counter, out) -> int:
+def read_one_hot(col, periphery, seed, counter, out) -> int:
     """out = the read of a column col (out,) (an array's w - reference) through the periphery with a one-hot
     input of 1: analog_mvm(col[:, None], [[1]], ...) on the calling thread, bit-identical to it (bound
     management re-reads included; noise management divides the input 1 by 1). counter: the stream's last
-    counter; returns it after the reads (an ideal read takes none). Converter settings as _read's (bits 0:
-    none)."""
+    counter; returns it after the reads (an ideal read takes none). periphery: the settings (ideal,
+    inp_bound, inp_bits, out_noise, out_bound, out_bits, bound_management, max_bm_reads), converters as
+    _read's (bits 0: none)."""
+    ideal, inp_bound, inp_bits, out_noise, out_bound, out_bits, bound_management, max_bm_reads = periphery
     if ideal:
         out[:] = col
         return counter

@@ -30,7 +30,7 @@ def _power_int(q: float, n: int) -> float:
 
 
 @njit(cache=True)
-def plan_kernel(x, d, lr, dw_min, desired_bl, update_management, bl_management):
+def plan_kernel(x, d, lr, granularity, desired_bl, update_management, bl_management):
     """Pulse-train lengths and probability scales per sample (devices.update.train_plan documents them);
     x, d C-contiguous float32; lr >= 0. Returns (bl int32 (B,), x_scale (B,), d_scale (B,)).
     Raises ValueError where x or d is not finite (a NaN would give a train length of NaN)."""
@@ -48,9 +48,9 @@ def plan_kernel(x, d, lr, dw_min, desired_bl, update_management, bl_management):
             raise ValueError("update: x or d holds a NaN or an infinity")
         if xm <= 0.0 or dm <= 0.0 or lr <= 0.0:
             continue
-        k = lr * xm * dm / dw_min
+        k = lr * xm * dm / granularity
         n = min(max(np.ceil(k), 1.0), desired_bl) if bl_management else desired_bl
-        base = np.sqrt(lr / (dw_min * n))
+        base = np.sqrt(lr / (granularity * n))
         ratio = 1.0
         if managed:  # balance with d's maximum, shrunk where the sample saturates (x keeps its full scale)
             ratio = np.sqrt(xm / (dm * min(1.0, desired_bl / k)))

@@ -62,32 +62,21 @@ def _fill_trains_parallel(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_
                         d_counts)
 
 
-@njit(cache=True, parallel=True)
-def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_management, ep, code, consts,
-                         grid, tab_up, tab_dn, sigma, additive, seed, counter, app, wn, wn_counter) -> int:
-    """The whole pulsed update W -= lr d^T x in one call: train plan (plan_kernel), the x
-    and d pulse trains (pulse_trains_kernel with offsets 0 and B) with their slot lists, coincidences
-    (coincidence_update_kernel). Bit-identical to running those stages one by one; one call instead of
-    five saves their fixed costs, which dominate small updates. Small stages run on the calling thread
-    (SERIAL_TRAIN_ELEMENTS, SERIAL_PULSES), large ones in parallel; the result does not depend on it.
-    x (B, in), d (B, out) float32.
-
-    Built with parallel=True although the function has no parallel loop of its own (the warning Numba
-    gives at compilation is filtered above): the parallel pipeline's copy propagation removes the
-    reference counting that inlined array arguments otherwise put on every pulse of the serial branch
-    (six atomic operations: 30 against 11 ms for 1e6 pulses on one thread).
-
-    Write noise (wn: the std as a (1, 1) array): the apparent weight of every element that received a
-    pulse is redrawn, app = w + std xi, row by row after the pulses (coincidences.redraw_pulsed_row;
-    bit-identical to devices.effects.redraw_kernel with the pulsed set and counter wn_counter). wn without
-    rows (effects.NO_WRITE_NOISE): no write noise, app is not touched."""
+@njit(cache=True)
+def draw_trains(x, d, settings, seed, counter, mask_pad) -> tuple:
+    """The pulse trains of the update W -= lr d^T x (settings: devices.kernel_bundles.UpdateSettings): train
+    plan (plan_kernel), the x and d trains (streams 0 .. B-1 and B .. 2B-1) with x's slot lists and d's slot
+    counts. Small updates draw on the calling thread (SERIAL_TRAIN_ELEMENTS), large ones in parallel; the
+    trains do not depend on it. d_masks gets mask_pad zero columns past d's (MASK_PAD). Returns (x_lists,
+    x_counts, d_masks, d_counts)."""
     batch = x.shape[0]
-    bl, x_scale, d_scale = plan_kernel(x, d, abs(lr), dw_min, desired_bl, update_management, bl_management)
+    lr, granularity, desired_bl, update_management, bl_management = settings
+    bl, x_scale, d_scale = plan_kernel(x, d, abs(lr), granularity, desired_bl, update_management, bl_management)
     max_bl = 1
     for b in range(batch):
         max_bl = max(max_bl, bl[b])
     x_masks = zeros(x.shape, np.uint32)
-    d_masks = zeros((batch, d.shape[1] + MASK_PAD), np.uint32)  # columns past d stay 0
+    d_masks = zeros((batch, d.shape[1] + mask_pad), np.uint32)  # columns past d stay 0
     x_lists = np.empty((batch, max_bl, x.shape[1]), np.uint32)
     x_counts = zeros((batch, max_bl), np.int32)
     d_counts = zeros((batch, max_bl), np.int32)
@@ -98,6 +87,30 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
     else:
         _fill_trains_parallel(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts,
                               d_counts)
+    return x_lists, x_counts, d_masks, d_counts
+
+
+@njit(cache=True, parallel=True)
+def pulsed_update_kernel(w, x, d, settings, params, seed, counter, app, wn, wn_counter) -> int:
+    """The whole pulsed update W -= lr d^T x in one call: train plan, the x and d pulse trains with their slot
+    lists (draw_trains), coincidences (coincidence_update_kernel). Bit-identical to running those stages one
+    by one; one call instead of five saves their fixed costs, which dominate small updates. Small stages run
+    on the calling thread (SERIAL_TRAIN_ELEMENTS, SERIAL_PULSES), large ones in parallel; the result does not
+    depend on it. x (B, in), d (B, out) float32; settings the update's UpdateSettings, params the elements'
+    ElementKernelParams (devices.kernel_bundles).
+
+    Built with parallel=True although the function has no parallel loop of its own (the warning Numba
+    gives at compilation is filtered above): the parallel pipeline's copy propagation removes the
+    reference counting that inlined array arguments otherwise put on every pulse of the serial branch
+    (six atomic operations: 30 against 11 ms for 1e6 pulses on one thread).
+
+    Write noise (wn: the std as a (1, 1) array): the apparent weight of every element that received a
+    pulse is redrawn, app = w + std xi, row by row after the pulses (coincidences.redraw_pulsed_row;
+    bit-identical to devices.effects.redraw_kernel with the pulsed set and counter wn_counter). wn without
+    rows (effects.NO_WRITE_NOISE): no write noise, app is not touched."""
+    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
+    x_lists, x_counts, d_masks, d_counts = draw_trains(x, d, settings, seed, counter, MASK_PAD)
+    lr = settings[0]
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     fired = np.empty(w.shape[0], np.int64)
     if _coincidences(x_counts, d_counts) <= SERIAL_PULSES:
@@ -112,7 +125,6 @@ def pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, update_management, bl_
                     redraw_pulsed_row(i, rows, 0, normals[0], columns[0], samples, x_lists, x_counts, d_masks, app,
                                       w, wn, seed, wn_counter)
     else:
-        coincide_rows_parallel(fired, w, x_lists, x_counts, d, lr_sign, d_masks,
-                               ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter,
-                               app, wn, wn_counter)
+        coincide_rows_parallel(fired, w, (x_lists, x_counts, d_masks), d, lr_sign, params, seed, counter, app, wn,
+                               wn_counter)
     return total(fired)

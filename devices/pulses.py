@@ -65,8 +65,10 @@ def _pulses(w, n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
 
 
 @njit(cache=True, parallel=True)
-def pulse_kernel(w, counts, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter) -> int:
-    """Apply counts[i, j] signed pulses to every element of w (float32, in place); returns pulses fired."""
+def pulse_kernel(w, counts, params, seed, counter) -> int:
+    """Apply counts[i, j] signed pulses to every element of w (float32, in place), params the elements'
+    ElementKernelParams (devices.kernel_bundles); returns pulses fired."""
+    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
     rows, cols = w.shape
     fired = np.empty(rows, np.int64)
     for i in prange(rows):
@@ -84,8 +86,7 @@ def pulse_kernel(w, counts, ep, code, consts, grid, tab_up, tab_dn, sigma, addit
 
 
 @njit(cache=True, parallel=True)
-def pulse_columns_kernel(w, counts, cols, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed,
-                         counter) -> int:
+def pulse_columns_kernel(w, counts, cols, params, seed, counter) -> int:
     """pulse_kernel where only the columns `cols` (increasing) of counts may be nonzero, on the calling thread
     and without a pass over the other columns: the same weights (an element without pulses draws nothing
     from its row's stream). Returns pulses fired.
@@ -94,6 +95,7 @@ def pulse_columns_kernel(w, counts, cols, ep, code, consts, grid, tab_up, tab_dn
     devices.pulsed_update.pulsed_update_kernel, the parallel pipeline removes the reference counting of the
     inlined pulse's array arguments on every pulse (the c-TTv2 transfers of R1's CNN first convolution,
     52 000 pulses into C in 184 calls: 2.6 -> 0.8 ms, one thread, 2026-12-04)."""
+    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
     fired = 0
     for i in range(w.shape[0]):
         s = stream_seed(uint64(seed), uint64(counter), uint64(i))
@@ -108,8 +110,9 @@ def pulse_columns_kernel(w, counts, cols, ep, code, consts, grid, tab_up, tab_dn
 
 
 @njit(cache=True, parallel=True)
-def alternate_kernel(w, cycles, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter):
+def alternate_kernel(w, cycles, params, seed, counter):
     """Fire cycles[i, j] (up, down) pulse pairs into element (i, j) of w (float32, in place)."""
+    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
     rows, cols = w.shape
     for i in prange(rows):
         s = stream_seed(uint64(seed), uint64(counter), uint64(i))

@@ -17,13 +17,14 @@ from functools import cache
 import numpy as np
 
 from aimc.devices.array import ConductanceArray
+from aimc.devices.column_read import ReadStream, one_hot_settings
 from aimc.devices.drift import DriftParameter
 from aimc.devices.effective_weight import effective_weight_kernel
+from aimc.devices.kernel_bundles import update_settings
 from aimc.devices.one_sided import OneSided
 from aimc.devices.one_sided_array import OneSidedArray
 from aimc.devices.periphery import PeripheryConfig, analog_mvm
 from aimc.devices.response import DeviceConfig
-from aimc.devices.rng import Stream
 from aimc.devices.threshold import threshold_counts, threshold_counts_cols
 from aimc.devices.update import UpdateConfig
 
@@ -59,8 +60,7 @@ class AnalogTile:
         self.forward_cfg = forward or PeripheryConfig()
         self.backward_cfg = backward or PeripheryConfig()
         self.update_cfg = update or UpdateConfig()
-        self.stream = Stream((self.seed << 12) ^ 0x71E)  # read noise of the tile's periphery
-        self.reads = 0
+        self.stream = ReadStream((self.seed << 12) ^ 0x71E)  # read noise of the tile's periphery, its reads
         self.out_scale = 1.0  # digital scale of forward outputs: the drift compensation (devices.drift_compensation)
 
     # -- the stack --------------------------------------------------------------------------------------
@@ -139,13 +139,13 @@ class AnalogTile:
     def forward(self, x: np.ndarray) -> np.ndarray:
         """y = out_scale W x for x (batch, in) through the forward periphery (out_scale 1 but after a drift
         compensation)."""
-        self.reads += len(x)
+        self.stream.count_reads(len(x))
         y = analog_mvm(self.forward_weight(), x, self.forward_cfg, self.stream)
         return y if self.out_scale == 1.0 else y * np.float32(self.out_scale)
 
     def backward(self, d: np.ndarray) -> np.ndarray:
         """z = W^T d for d (batch, out) through the backward periphery."""
-        self.reads += len(d)
+        self.stream.count_reads(len(d))
         return analog_mvm(self.forward_weight().T, d, self.backward_cfg, self.stream)
 
     def read_columns(self, index: int, cols: np.ndarray) -> np.ndarray:
@@ -155,8 +155,34 @@ class AnalogTile:
         cols = np.atleast_1d(cols)
         a = self.arrays[index]
         sub = a.w[:, cols] - a.reference[:, cols]  # (out, n)
-        self.reads += len(cols)
+        self.stream.count_reads(len(cols))
         return analog_mvm(sub, one_hot_inputs(len(cols)), self.forward_cfg, self.stream)
+
+    # -- what kernels of other layers take --------------------------------------------------------------
+    def granularity(self, index: int) -> float:
+        """The weight change one pulse into array `index` counts for (DeviceBase.granularity of its drawn
+        elements)."""
+        return float(self.arrays[index].params.granularity)
+
+    def bounds(self, index: int) -> tuple[float, float]:
+        """Nominal weight bounds (w_min, w_max) of array `index`'s device."""
+        return self.arrays[index].device.bounds
+
+    def update_settings(self, index: int, lr: float) -> tuple:
+        """The settings of an update W_index -= lr d^T x with the tile's update config, as the update protocol
+        (devices.array_update) takes them (devices.kernel_bundles.UpdateSettings, a plain tuple);
+        `update_cfg.mode` says pulsed or expected."""
+        return update_settings(lr, self.granularity(index), self.update_cfg)
+
+    def kernel_handles(self, first: int, second: int) -> tuple:
+        """Arrays `first` and `second` and the forward periphery as a Numba kernel of another layer takes them:
+        it updates and pulses them through devices.array_update and reads columns through
+        devices.column_read.read_column, which advance the arrays' and the tile's counters in place. The
+        caller calls `invalidate()` after such a kernel changed the arrays. Returns (the first array's
+        ArrayHandle, the second's, the ColumnReader), each a plain tuple of its fields (devices.kernel_bundles
+        says why)."""
+        return (self.arrays[first].handle(), self.arrays[second].handle(),
+                (one_hot_settings(self.forward_cfg), self.stream.seed, self.stream.counts))
 
     # -- programming ------------------------------------------------------------------------------------
     def update(self, x: np.ndarray, d: np.ndarray, lr: float, index: int = 0,
@@ -167,7 +193,7 @@ class AnalogTile:
         own = a.reads if isinstance(a, OneSidedArray) else 0
         n = a.update(x, d, lr, cfg or self.update_cfg)
         if isinstance(a, OneSidedArray):
-            self.reads += a.reads - own
+            self.stream.count_reads(a.reads - own)
         self.invalidate()
         return n
 
@@ -203,6 +229,11 @@ class AnalogTile:
             total += a.w.size
         return hit, total
 
+    @property
+    def reads(self) -> int:
+        """Vector reads performed so far: forward, backward, column reads and one-sided refresh reads."""
+        return self.stream.reads
+
     def state_dict(self) -> dict:
         return {"arrays": [a.state_dict() for a in self.arrays], "gains": self.gains.copy(),
                 "read_counter": self.stream.counter, "reads": self.reads}
@@ -213,19 +244,10 @@ class AnalogTile:
         for a, s in zip(self.arrays, state["arrays"]):
             a.load_state_dict(s)
         self.gains = np.asarray(state["gains"], np.float32)
-        self.stream.counter = int(state["read_counter"])
-        self.reads = int(state["reads"])
+        self.stream.counts[:] = (int(state["read_counter"]), int(state["reads"]))
         self.invalidate(layout=True)
 
     # -- what the algorithms ask of a tile ---------------------------------------------------------------
-    def granularity(self, index: int) -> float:
-        """dw_min of array `index`'s device (weight units): the step of one pulse, the threshold unit."""
-        return self.arrays[index].params.granularity
-
-    def bounds(self, index: int) -> tuple[float, float]:
-        """(w_min, w_max) of array `index`'s device (weight units; elements may vary about them)."""
-        return self.arrays[index].device.bounds
-
     def has_reset(self, index: int) -> bool:
         """Whether array `index` has a reset value (aihwkit's families: reset, reset_dtod, reset_std)."""
         return getattr(self.arrays[index], "effects", None) is not None

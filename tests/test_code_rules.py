@@ -22,9 +22,6 @@ MAX_MODULE_LINES = 500
 TILE_CLIENT_FOLDERS = ("aimc", "trainers", "calibration", "examples", "benchmarks")  # outside aimc.devices
 TILE_COUNTERS = frozenset({"counter", "pulses", "reads", "stream"})  # the tile's and arrays' own counts
 NAMEDTUPLE_API = frozenset({"_replace", "_asdict", "_fields", "_make"})  # public despite the underscore
-# The chopped transfer's optimizers read the fast array's device through `tile.arrays` until their kernel
-# moves into the device layer; then this exemption goes.
-CHOPPED_KERNEL_FILES = frozenset({"trainers/algorithms/c_ttv2.py", "trainers/algorithms/agad.py"})
 MAX_OPTIMIZER_DEPTH = 3  # classes from AnalogOptimizer (level 1) down to an algorithm
 
 
@@ -133,9 +130,7 @@ def test_code_outside_the_devices_asks_the_tile_not_its_arrays():
     private state are the device layer's."""
     found = []
     for path in _sources(TILE_CLIENT_FOLDERS):
-        where = path.relative_to(ROOT).as_posix()
-        if where not in CHOPPED_KERNEL_FILES:
-            found += tile_state_reaches(path.read_text(), where)
+        found += tile_state_reaches(path.read_text(), path.relative_to(ROOT).as_posix())
     assert not found, "\n".join(found)
 
 
@@ -155,7 +150,6 @@ def test_no_optimizer_class_chain_is_deeper_than_three():
     """AnalogOptimizer is level 1, a shared base (TransferOptimizer) level 2, an algorithm at most level 3."""
     from aimc.trainers import OPTIMIZERS, AnalogOptimizer
 
-    exempt = {"c_ttv2", "agad"}  # the chopped transfer's optimizers, as CHOPPED_KERNEL_FILES
     deep = {name: [c.__name__ for c in cls.__mro__ if issubclass(c, AnalogOptimizer)]
-            for name, cls in OPTIMIZERS.items() if name not in exempt}
+            for name, cls in OPTIMIZERS.items()}
     assert {n: m for n, m in deep.items() if len(m) > MAX_OPTIMIZER_DEPTH} == {}

@@ -20,6 +20,7 @@ from aimc.devices.characteristics import element_steps_kernel, symmetric_point_k
 from aimc.devices.coincidences import coincidence_update_kernel
 from aimc.devices.effects import NO_WRITE_NOISE
 from aimc.devices.expected_update import expected_update_kernel
+from aimc.devices.kernel_bundles import update_settings
 from aimc.devices.normals import BLOCK, fill_normals
 from aimc.devices.prefetch import prefetch
 from aimc.devices.pulse_trains import INDEX, NEGATIVE, plan_kernel, pulse_trains_kernel, slot_lists_kernel
@@ -73,7 +74,7 @@ def test_array_parameters_are_float32(kind):
     assert arr.params.ep.dtype == np.float32
     for up in (True, False):
         want = cfg["dw_min"] * ref_q(cfg, w, up)
-        np.testing.assert_allclose(element_steps_kernel(w, up, *arr.params.response), want, rtol=2e-6,
+        np.testing.assert_allclose(element_steps_kernel(w, up, arr.params.kernel), want, rtol=2e-6,
                                    atol=1e-6 * cfg["dw_min"])
 
 
@@ -88,7 +89,7 @@ def test_pulse_kernel_matches_a_python_loop(kind):
     lo, hi, rng, p, w0 = _random_start(cfg, shape, seed=0)
     counts = rng.integers(-60, 61, shape)
     w = w0.copy()
-    fired = pulse_kernel(w, counts, *p.response, 0.0, False, 1, 1)
+    fired = pulse_kernel(w, counts, (*p.kernel[:6], 0.0, False), 1, 1)
     assert fired == np.abs(counts).sum()
     ref = w0.astype(np.float32)
     lo32, hi32 = np.float32(lo), np.float32(hi)
@@ -211,7 +212,7 @@ def test_symmetric_point_kernel_matches_brentq(kind):
         h = lambda w: ref_q(cfg, w, True) - ref_q(cfg, w, False)  # noqa: E731
         want = brentq(h, lo, hi, xtol=1e-14) if h(lo) * h(hi) < 0 else (hi if h(lo) > 0 else lo)
         p = parse_device(cfg).nominal()  # float64, as Device.symmetric_point gives the kernel
-        np.testing.assert_allclose(symmetric_point_kernel(*p.response), want, atol=1e-9, err_msg=str(cfg))
+        np.testing.assert_allclose(symmetric_point_kernel(p.kernel), want, atol=1e-9, err_msg=str(cfg))
 
 
 # every family, and the power family at its exact exponents (sqrt, identity, square) and a general one
@@ -225,7 +226,7 @@ def test_element_steps_kernel_matches_the_formula(cfg, rtol):
     w = np.linspace(lo, hi, 35).reshape(5, 7)
     p = _params(cfg, w.shape)
     for up in (True, False):
-        np.testing.assert_allclose(element_steps_kernel(w, up, *p.response), cfg["dw_min"] * ref_q(cfg, w, up),
+        np.testing.assert_allclose(element_steps_kernel(w, up, p.kernel), cfg["dw_min"] * ref_q(cfg, w, up),
                                    rtol=rtol, atol=1e-15)
 
 
@@ -308,7 +309,8 @@ def test_coincidence_update_matches_numpy_popcount():
     lists, counts = slot_lists_kernel(x_masks, x, L)
     for lr_sign in (1.0, -1.0):
         w = np.zeros((rows, cols), np.float32)
-        fired = coincidence_update_kernel(w, lists, counts, d, lr_sign, d_masks, *p.response, 0.0, False, 3, 1)
+        noiseless = (*p.kernel[:6], 0.0, False)
+        fired = coincidence_update_kernel(w, (lists, counts, d_masks), d, lr_sign, noiseless, 3, 1)
         both = d_masks[:, :, None] & x_masks[:, None, :]  # (batch, rows, cols)
         c = _popcount(both)
         down = lr_sign * np.sign(d)[:, :, None] * np.sign(x)[:, None, :] > 0  # W -= lr d x^T
@@ -336,8 +338,8 @@ def test_exponential_pulse_is_float64_for_steep_devices(gamma_dtod):
     counts = np.ones((1, 1), np.int32)
     d_masks = np.ones((1, 1), np.uint32)
     w = np.zeros((1, 2), np.float32)
-    fired = coincidence_update_kernel(w, lists, counts, np.array([[-1.0]], np.float32), 1.0, d_masks,
-                                      *p.response, 0.0, False, 0, 1)
+    fired = coincidence_update_kernel(w, (lists, counts, d_masks), np.array([[-1.0]], np.float32), 1.0,
+                                      (*p.kernel[:6], 0.0, False), 0, 1)
     want = float(p.ep[0, 0, DW_UP]) * (math.expm1(g * 1.0) / math.expm1(g))
     assert fired == 1 and w[0, 1] == 0.0
     assert w[0, 0] == pytest.approx(want, rel=1e-6)
@@ -368,7 +370,7 @@ def test_linear_coincidence_update_matches_a_python_loop(noise, sigma, c):
     p = _drawn_params(cfg, (rows, cols))
     lists, counts = slot_lists_kernel(x_masks, x, L)
     w = w0.copy()
-    fired = coincidence_update_kernel(w, lists, counts, d, 1.0, d_masks, *p.response, *p.noise, 9, 2)
+    fired = coincidence_update_kernel(w, (lists, counts, d_masks), d, 1.0, p.kernel, 9, 2)
     ref = w0.astype(np.float64)
     total = 0
     for i in range(rows):
@@ -448,12 +450,11 @@ def test_fused_pulsed_update_equals_the_stages(kind, rows, cols, batch):
         x_masks = pulse_trains_kernel(x, xs, bl, arr.seed, 5, 0)
         d_masks = pulse_trains_kernel(d, ds, bl, arr.seed, 5, batch)
         lists, counts = slot_lists_kernel(x_masks, x, int(bl.max()))
-        n_staged = coincidence_update_kernel(w_staged, lists, counts, d, float(np.sign(lr)), d_masks,
-                                             *p.response, *p.noise, arr.seed, 5)
+        n_staged = coincidence_update_kernel(w_staged, (lists, counts, d_masks), d, float(np.sign(lr)), p.kernel,
+                                             arr.seed, 5)
         w_fused = arr.w.copy()
-        n_fused = pulsed_update_kernel(w_fused, x, d, lr, p.granularity, ucfg.desired_bl, ucfg.update_management,
-                                       ucfg.update_bl_management, *p.response, *p.noise, arr.seed, 5, w_fused,
-                                       NO_WRITE_NOISE, 0)
+        settings = update_settings(lr, p.granularity, ucfg)
+        n_fused = pulsed_update_kernel(w_fused, x, d, settings, p.kernel, arr.seed, 5, w_fused, NO_WRITE_NOISE, 0)
         assert n_staged > 0 and n_fused == n_staged
         if lr == one_slot_lr:
             assert bl.max() == 1
@@ -474,7 +475,8 @@ def test_expected_update_kernel_whole_pulses_without_noise(kind):
     p = _drawn_params(cfg, shape)
     n = rng.integers(-8, 9, shape)
     w = w0.copy()
-    fired = expected_update_kernel(w, n * cfg["dw_min"], cfg["dw_min"], *p.response, 0.0, False, 1, 1, NO_SET)
+    params = (*p.kernel[:6], 0.0, False)
+    fired = expected_update_kernel(w, n * cfg["dw_min"], cfg["dw_min"], params, 1, 1, NO_SET)
     assert fired == np.abs(n).sum()
     w64 = w0.astype(float)
     step = cfg["dw_min"] * np.where(n > 0, ref_q(cfg, w64, True), ref_q(cfg, w64, False))
@@ -490,8 +492,8 @@ def test_expected_update_kernel_noise_variance():
         p = _drawn_params(cfg, shape)
         w = np.full(shape, 0.1, np.float32)
         n = 4
-        expected_update_kernel(w, np.full(shape, n * cfg["dw_min"]), cfg["dw_min"], *p.response, 0.3,
-                               not mult, 2, 1, NO_SET)
+        expected_update_kernel(w, np.full(shape, n * cfg["dw_min"]), cfg["dw_min"],
+                               (*p.kernel[:6], 0.3, not mult), 2, 1, NO_SET)
         s = cfg["dw_min"] * ref_q(cfg, 0.1, True)
         scale = s if mult else cfg["dw_min"]
         dws = w.astype(float) - float(np.float32(0.1))

@@ -60,7 +60,6 @@ class AGAD(CTTv2):
     """AGAD. Tile state adds M (running mean of the reads), Pref (the reference) and switched (per column,
     its chopper switched since its last read)."""
 
-    algorithm = "agad"
     config = AGADConfig
 
     def init_extra(self, st, block):

@@ -11,7 +11,7 @@ of a convolution):
     every `every` updates, column k (cyclic):
         v = read(A[:, k]);  H[:, k] += c_in[k] c_out * s * v,   s = lr_T / (buffer_granularity dw_A G)
         n = clamp(trunc(H), +-transfer_bl) where |H| >= 1: n pulses into C[:, k] (step != 1: a pulsed
-        update of C by step dw_C n, see devices/chopped_transfer.py); H <- momentum H
+        update of C by step dw_C n, see trainers/algorithms/chopped_kernel.py); H <- momentum H
         (forget_buffer) or H <- H - (1 - momentum) n;  then c_in[k] flips (random: probability
         in_chop_prob; regular: in the last sweep of every period of max(ceil(1/in_chop_prob), 2) sweeps)
 
@@ -30,10 +30,9 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from aimc.devices.chopped_transfer import TransferRule, auto_scale_estimates, chopped_transfer
-from aimc.trainers.algorithms.base import AlgorithmConfig
+from aimc.trainers.algorithms.base import AlgorithmConfig, AnalogOptimizer
+from aimc.trainers.algorithms.chopped_kernel import ChopperState, TransferRule, auto_scale_estimates, chopped_transfer
 from aimc.trainers.algorithms.latency import LatencyModel
-from aimc.trainers.algorithms.transfer import TransferOptimizer
 from aimc.trainers.layers import TileBlock
 
 
@@ -110,14 +109,14 @@ class CTTv2Config(AlgorithmConfig):
         return self
 
 
-class CTTv2(TransferOptimizer):
+class CTTv2(AnalogOptimizer):
     """c-TTv2. Tile state: H (buffer), c_in / c_out (chopper signs, float32 +-1), m_x / m_d (auto-scale EMAs),
     eta (the last fast step), t (rank-1 updates so far), col (next column), sweeps (completed sweeps over
     the columns). Chopper draws come from the tile's seed and the step number, so a resumed run draws the
-    same switches."""
+    same switches. Array `fast` of a tile is A, array 0 C."""
 
-    algorithm = "c_ttv2"
     config = CTTv2Config
+    fast = 1
 
     def gains(self):
         return [1.0, float(self.cfg.gamma)]
@@ -150,13 +149,13 @@ class CTTv2(TransferOptimizer):
     def fast_states(self, block: TileBlock) -> tuple[float, float]:
         """(n_states, dw_A) of the fast array's device: n_states = (w_max - w_min) / dw_A (aihwkit's
         calcNumStates)."""
-        lo, hi = block.tile.arrays[self.fast].device.bounds
+        lo, hi = block.tile.bounds(self.fast)
         dw = self.dw_fast(block)
         return (hi - lo) / dw, dw
 
     def dw_fast(self, block: TileBlock) -> float:
         """dw_A: the granularity of the fast array's device."""
-        return block.tile.arrays[self.fast].params.granularity
+        return block.tile.granularity(self.fast)
 
     def fast_steps(self, st: dict, block: TileBlock, x: np.ndarray, d: np.ndarray) -> np.ndarray | float:
         """eta_A of every vector of the batch (auto_scale: one per vector, the EMAs updated per vector
@@ -190,11 +189,12 @@ class CTTv2(TransferOptimizer):
             st["_pending"] = np.zeros((block.tile.out_size, block.tile.in_size), np.int64)
             st["_queued"] = np.zeros(block.tile.in_size, np.bool_)
         none = np.zeros((0, 0), np.float32)
-        res = chopped_transfer(block.tile, self.fast, 0, x, d, None if np.isscalar(eta) else eta,
-                               float(eta) if np.isscalar(eta) else 1.0, first, every, rule, uniforms, st["H"],
-                               st["c_in"], st["c_out"], st.get("M", none), st.get("Pref", none),
-                               st.get("switched", np.zeros(0, np.bool_)), st["col"], st["sweeps"], st["_pending"],
-                               st["_queued"], self.feedback(st, block, done))
+        fb = self.feedback(st, block, done)
+        state = ChopperState(st["H"], st["c_in"], st["c_out"], st.get("M", none), st.get("Pref", none),
+                             st.get("switched", np.zeros(0, np.bool_)), np.zeros(6) if fb is None else fb,
+                             st["_pending"], st["_queued"])
+        res = chopped_transfer(block.tile, (self.fast, 0), x, d, float(eta) if np.isscalar(eta) else eta, rule,
+                               uniforms, state, (first, every), (st["col"], st["sweeps"]))
         st["col"], st["sweeps"] = res.col, res.sweeps
         self.counts["update_pulses"] += res.update_pulses
         self.counts["transfer_pulses"] += res.transfer_pulses
@@ -226,7 +226,7 @@ class CTTv2(TransferOptimizer):
         bg = cfg.buffer_granularity * dw_a * g
         if cfg.correct_gradient_magnitudes:
             eta = st["eta"] if st["eta"] > 0 else 1.0
-            return abs(lr_t) / eta / (bg * block.tile.arrays[0].params.granularity / dw_a)
+            return abs(lr_t) / eta / (bg * block.tile.granularity(0) / dw_a)
         return abs(lr_t) / bg
 
     def rule(self, st: dict, block: TileBlock) -> TransferRule:

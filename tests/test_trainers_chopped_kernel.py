@@ -1,4 +1,4 @@
-"""The chopped-transfer kernel (devices/chopped_transfer.py) against the tile's own methods run one by one:
+"""The chopped-transfer kernel (trainers/algorithms/chopped_kernel.py) against the tile's own methods run one by one:
 AnalogTile.update for each piece, AnalogTile.read_columns for each read, AnalogTile.pulse for C, with the
 buffer, threshold and chopper recursion written out in numpy (aihwkit 1.1.0's ChoppedTransferCompound /
 DynamicTransferCompound, arXiv:2303.04721 Eq. 10-14)."""
@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 
 from aimc.devices import AnalogTile, Linear, PeripheryConfig, UpdateConfig, analog_mvm, get_preset
-from aimc.devices.chopped_transfer import TransferRule, chopped_transfer, running_estimate
+from aimc.devices.array_update import pulse_array
+from aimc.devices.column_read import one_hot_settings
 from aimc.devices.periphery import read_one_hot
 from aimc.devices.pulses import pulse_columns_kernel, pulse_kernel
 from aimc.devices.rng import Stream
+from aimc.trainers.algorithms.chopped_kernel import ChopperState, TransferRule, chopped_transfer, running_estimate
 
 RULE = TransferRule(scale=40.0, transfer_bl=2, momentum=0.25, forget_buffer=False, no_buffer=False, buffer_cap=1.5,
                     chop_prob=0.3, chop_random=True, period=3, out_chop_prob=0.2, dynamic=False, beta=0.0,
@@ -105,9 +107,9 @@ def test_kernel_equals_the_tile_methods_one_by_one(device, mode, dynamic, every)
     ref_tile, ref_st = copy.deepcopy(tile), copy.deepcopy(st)
     first = 1
     up, tr, reads = _reference(ref_tile, x, d, eta, first, every, rule, u, ref_st)
-    res = chopped_transfer(tile, 1, 0, x, d, eta, 1.0, first, every, rule, u, st["H"], st["c_in"], st["c_out"],
-                           st["M"], st["Pref"], st["switched"], st["col"], st["sweeps"],
-                           np.zeros((n_out, n_in), np.int64), np.zeros(n_in, bool))
+    state = ChopperState(st["H"], st["c_in"], st["c_out"], st["M"], st["Pref"], st["switched"], np.zeros(6),
+                         np.zeros((n_out, n_in), np.int64), np.zeros(n_in, bool))
+    res = chopped_transfer(tile, (1, 0), x, d, eta, rule, u, state, (first, every), (st["col"], st["sweeps"]))
     assert (res.update_pulses, res.transfer_pulses, res.reads) == (up, tr, reads)
     assert tr > 0 and reads == len(range(first, n, every))
     assert (res.col, res.sweeps) == (ref_st["col"], ref_st["sweeps"])
@@ -126,8 +128,7 @@ def test_one_hot_read_equals_analog_mvm(cfg):
     s1, s2 = Stream(4), Stream(4)
     out = np.empty(9, np.float32)
     for _ in range(3):
-        s1.counter = read_one_hot(col, cfg.ideal, cfg.inp_bound, cfg.inp_bits or 0, cfg.out_noise, cfg.out_bound,
-                                  cfg.out_bits or 0, cfg.bound_management, cfg.max_bm_reads, s1.seed, s1.counter, out)
+        s1.counter = read_one_hot(col, one_hot_settings(cfg), s1.seed, s1.counter, out)
         assert np.array_equal(out, analog_mvm(col[:, None], np.ones((1, 1), np.float32), cfg, s2)[0])
         assert s1.counter == s2.counter
 
@@ -139,9 +140,26 @@ def test_column_pulses_equal_the_pulse_kernel():
     cols = np.array([1, 4, 5])
     counts[:, cols] = np.random.default_rng(0).integers(-3, 4, (6, 3))
     w = a.w.copy()
-    n1 = pulse_kernel(a.w, counts, *a.params.response, *a.params.noise, 9, 2)
-    n2 = pulse_columns_kernel(w, counts, cols, *a.params.response, *a.params.noise, 9, 2)
+    n1 = pulse_kernel(a.w, counts, a.params.kernel, 9, 2)
+    n2 = pulse_columns_kernel(w, counts, cols, a.params.kernel, 9, 2)
     assert n1 == n2 == np.abs(counts).sum() and np.array_equal(a.w, w)
+
+
+def test_column_pulses_through_the_protocol_equal_the_array_pulse():
+    """devices.array_update.pulse_array on a few columns (the kernel's writes into C) = ConductanceArray.pulse:
+    weights, apparent weights under write noise, call counter and pulse count, which only devices change."""
+    a = AnalogTile(6, 7, get_preset("aihwkit_reram_sb"), seed=1).arrays[0]
+    b = copy.deepcopy(a)
+    counts = np.zeros((6, 7), np.int64)
+    cols = np.array([1, 4, 5])
+    counts[:, cols] = np.random.default_rng(0).integers(-3, 4, (6, 3))
+    n1 = a.pulse(counts)
+    n2 = pulse_array(b.handle(), counts, cols)
+    assert n1 == n2 == np.abs(counts).sum() and a.hidden is not None
+    assert np.array_equal(a.w, b.w) and np.array_equal(a.hidden, b.hidden)
+    assert (a.counter, a.pulses) == (b.counter, b.pulses) and a.pulses == n1
+    with pytest.raises(AttributeError):
+        a.counter = 0
 
 
 def test_running_estimate_skips_values_at_zero():

@@ -1,5 +1,7 @@
 """The chopped transfer of a mini-batch in one Numba call: aihwkit 1.1.0's ChoppedTransferCompound and
-DynamicTransferCompound (c-TTv2, AGAD) as its CPU simulator runs them, for one tile.
+DynamicTransferCompound (c-TTv2, AGAD) as its CPU simulator runs them, for one tile. The buffers, choppers
+and AGAD's reference are this module's; the arrays are updated, pulsed and read through the devices' verbs
+(devices.array_update, devices.column_read) on the handles the tile gives (AnalogTile.kernel_handles).
 
 Rasch, Carta, Fagbohungbe, Gokmen, Nat. Commun. 15:7133 (2024), arXiv:2303.04721 (Eq. 10-14). Array `fast`
 of the tile is the fast array A, array `slow` the slow array C. The vectors of the batch are cut at the
@@ -35,22 +37,17 @@ and the periphery's call counters advance the same way (an expected update of se
 in the BLAS order of Numba's matmul, which may differ from numpy's in the last bit).
 """
 
-from __future__ import annotations
-
+import sys
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from aimc.devices.effects import NO_WRITE_NOISE, WRITE, redraw_kernel
-from aimc.devices.expected_update import expected_update_kernel
+from aimc.devices import CACHED_MODULES, AnalogTile
+from aimc.devices.array_update import ArrayHandle, pulse_array, skip_update, update_array
+from aimc.devices.column_read import read_column
+from aimc.devices.jit_cache import flush_stale
 from aimc.devices.loops import row_abs_max
-from aimc.devices.periphery import read_one_hot
-from aimc.devices.pulse_trains import clip_to_probability, plan_kernel
-from aimc.devices.pulsed_set import new_set, set_of_mask
-from aimc.devices.pulsed_update import pulsed_update_kernel
-from aimc.devices.pulses import pulse_columns_kernel
-from aimc.devices.tile import AnalogTile
 
 
 class TransferRule(NamedTuple):
@@ -72,6 +69,20 @@ class TransferRule(NamedTuple):
     step: float = 1.0  # write lr into C in units of dw_C; 1: exact pulses
     correct_accumulation: bool = False  # AGAD: s / min(reads in the chopper phase, 1 / dw_A)
     fast_lr_feedback: bool = False  # AGAD: the fast steps (eta given) times the feedback scale fb[0]
+
+
+class ChopperState(NamedTuple):
+    """A tile's state of the recursion (module docstring), changed in place by a call."""
+
+    buffer: np.ndarray  # H (out, in) float32
+    c_in: np.ndarray  # input choppers (in,) float32 +-1
+    c_out: np.ndarray  # output choppers (out,) float32 +-1
+    running_mean: np.ndarray  # AGAD's M (out, in) float32; (0, 0) without the dynamic reference
+    reference: np.ndarray  # AGAD's Pref (out, in) float32; (0, 0) without
+    switched: np.ndarray  # AGAD: column k's chopper switched since its last read, bool (in,); (0,) without
+    feedback: np.ndarray  # AGAD's fast-step feedback, float64 (6,) (module docstring)
+    pending: np.ndarray  # the queue of C's pulses, int64 (out, in), zero on entry and exit
+    queued: np.ndarray  # the queued columns, bool (in,), False on entry and exit
 
 
 class TransferResult(NamedTuple):
@@ -107,28 +118,6 @@ def auto_scale_estimates(x, d, m_x, m_d, tau):
 
 
 @njit(cache=True)
-def _update(w, app, wn, resp, noise, seed, counter, x, d, lr, dw_min, pulsed, desired_bl, um, blm):
-    """One piece's update of the fast array (the tile's update; write noise redraws the touched apparent
-    weights). Returns (pulses, counter)."""
-    counter += 1
-    if pulsed:
-        wn_counter = counter + 1 if wn.shape[0] > 0 else 0  # the write-noise redraw's counter follows
-        n = pulsed_update_kernel(w, x, d, lr, dw_min, desired_bl, um, blm, resp[0], resp[1], resp[2], resp[3],
-                                 resp[4], resp[5], noise[0], noise[1], seed, counter, app, wn, wn_counter)
-        counter = max(counter, wn_counter)
-    else:
-        marked = new_set(w.shape[0], w.shape[1], wn.shape[0] > 0)
-        _, x_scale, d_scale = plan_kernel(x, d, abs(lr), dw_min, desired_bl, um, blm)
-        dw = np.float32(-lr) * (clip_to_probability(d, d_scale).T @ clip_to_probability(x, x_scale))
-        n = expected_update_kernel(w, dw.astype(np.float64), dw_min, resp[0], resp[1], resp[2], resp[3], resp[4],
-                                   resp[5], noise[0], noise[1], seed, counter, marked)
-        if wn.shape[0] > 0:
-            counter += 1
-            redraw_kernel(app, w, marked, np.broadcast_to(wn, app.shape), app, app, False, seed, counter, WRITE)
-    return n, counter
-
-
-@njit(cache=True)
 def _fires(xs, ds, start, end) -> bool:
     """Whether a vector b in [start, end) has x_b and d_b both nonzero (else an update fires no pulse)."""
     for b in range(start, end):
@@ -145,35 +134,33 @@ def _fires(xs, ds, start, end) -> bool:
 
 
 @njit(cache=True)
-def _flush(w, app, wn, resp, noise, seed, counter, pending, queued):
-    """Fire the queued pulses into the slow array (AnalogTile.pulse, visiting only the queued columns) and
-    clear the queue. Returns (pulses, counter)."""
+def _flush(c, pending, queued) -> int:
+    """Fire the queued pulses into the slow array c (AnalogTile.pulse, visiting only the queued columns) and
+    clear the queue. Returns pulses fired."""
     cols = np.flatnonzero(queued)
-    counter += 1
-    n = pulse_columns_kernel(w, pending, cols, resp[0], resp[1], resp[2], resp[3], resp[4], resp[5], noise[0],
-                             noise[1], seed, counter)
-    if wn.shape[0] > 0:
-        counter += 1
-        redraw_kernel(app, w, set_of_mask(pending), np.broadcast_to(wn, app.shape), app, app, False, seed, counter,
-                      WRITE)
+    n = pulse_array(c, pending, cols)
     for k in cols:
         pending[:, k] = 0
         queued[k] = False
-    return n, counter
+    return n
 
 
 @njit(cache=True)
-def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_counter, dw_min, pulsed,
-                            desired_bl, um, blm, c_w, c_app, c_wn, c_resp, c_noise, c_seed, c_counter,
-                            c_dw_min, read, r_seed, r_counter, x, d, eta, lr, first, every, rule, uniforms,
-                            h_buf, c_in, c_out, m_run, p_ref, switched, fb, col, sweeps, pending, queued):
+def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms, state, schedule):
     """The module docstring's recursion for x (n, in), d (n, out) float32; eta (n,) float64 the step of each
-    vector (folded into d, update lr 1) or empty (update lr `lr`). a_*: the fast array's updated weights
-    (hidden ones under write noise), apparent weights, reference, write-noise std ((0, 0): none), response
-    and noise tuples, seed, counter; c_* the same for the slow array (c_dw_min its granularity); read: the
-    periphery tuple of read_one_hot; fb: the state of AGAD's fast-step feedback (module docstring). State
-    arrays change in place. Returns (col, sweeps, a_counter, c_counter, r_counter, update pulses, transfer
-    pulses, reads)."""
+    vector (folded into d, update lr 1) or empty (update lr settings.lr). handles: the fast array A, the slow
+    array C and the read periphery (AnalogTile.kernel_handles; their counters advance in place); settings
+    the fast update's UpdateSettings, pulsed its mode; state a ChopperState (changed in place); schedule
+    (first, every, col, sweeps): the first vector after which a column is read, the vectors between reads,
+    the next column and the completed sweeps. Returns (col, sweeps, update pulses, transfer pulses, reads)."""
+    a_handle, c_handle, reader = handles  # passed on as they come: update_array compiles once for all its callers
+    a, c = ArrayHandle(*a_handle), ArrayHandle(*c_handle)
+    h_buf, c_in, c_out, m_run, p_ref, switched, fb, pending, queued = state
+    first, every, col, sweeps = schedule
+    dw_a = a.granularity
+    dw_c = c.granularity
+    lr, _, desired_bl, update_management, bl_management = settings
+    a_app, a_ref = a.app, a.reference
     n, n_in = x.shape
     n_out = d.shape[1]
     s = np.float32(rule.scale)
@@ -187,7 +174,9 @@ def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_
     pulses = np.empty(n_out, np.int64)
     x_write = np.zeros((1, n_in), np.float32)  # e_k and -n of a write with step != 1
     d_write = np.empty((1, n_out), np.float32)
-    off = pulsed and not pulsed  # False, typed as the um / blm of _update (no second compilation of it)
+    off = pulsed and not pulsed  # False, typed as the settings' um / blm (no second compilation of update_array)
+    fast = (1.0 if eta.shape[0] > 0 else lr, dw_a, desired_bl, update_management, bl_management)  # UpdateSettings
+    write = (rule.step * dw_c, dw_c, rule.transfer_bl, off, off)
     xs_all = np.empty((n, n_in), np.float32)  # the chopped vectors; a piece is a contiguous slice
     ds_all = np.empty((n, n_out), np.float32)
     up_pulses = tr_pulses = reads = 0
@@ -216,12 +205,9 @@ def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_
                     if eta.shape[0] > 0:
                         ds_all[b, i] *= np.float32(step_b)
             if _fires(xs_all, ds_all, start, end):
-                p, a_counter = _update(a_w, a_app, a_wn, a_resp, a_noise, a_seed, a_counter, xs_all[start:end],
-                                       ds_all[start:end], 1.0 if eta.shape[0] > 0 else lr, dw_min, pulsed,
-                                       desired_bl, um, blm)
-                up_pulses += p
+                up_pulses += update_array(a_handle, xs_all[start:end], ds_all[start:end], fast, pulsed)
             else:  # the update would take its counters and change nothing (no vector with x and d nonzero)
-                a_counter += 1 if a_wn.shape[0] == 0 else 2
+                skip_update(a_handle)
             start = end
         if r >= n:
             break
@@ -230,11 +216,10 @@ def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_
         k = col
         for i in range(n_out):
             colv[i] = a_app[i, k] - a_ref[i, k]
-        r_counter = read_one_hot(colv, read[0], read[1], read[2], read[3], read[4], read[5], read[6], read[7],
-                                 r_seed, r_counter, v)
+        read_column(reader, colv, v)
         reads += 1
         if rule.correct_accumulation:
-            s = np.float32(rule.scale / min(sweeps % rule.period + 1, 1.0 / dw_min))
+            s = np.float32(rule.scale / min(sweeps % rule.period + 1, 1.0 / dw_a))
         if rule.dynamic and switched[k]:
             for i in range(n_out):
                 if rule.fast_lr_feedback:
@@ -266,14 +251,11 @@ def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_
             x_write[0, k] = 1.0
             for i in range(n_out):
                 d_write[0, i] = -pulses[i]
-            p, c_counter = _update(c_w, c_app, c_wn, c_resp, c_noise, c_seed, c_counter, x_write[0:1], d_write[0:1],
-                                   rule.step * c_dw_min, c_dw_min, pulsed, rule.transfer_bl, off, off)
+            tr_pulses += update_array(c_handle, x_write[0:1], d_write[0:1], write, pulsed)
             x_write[0, k] = 0.0
-            tr_pulses += p
         elif sweeps > rule.write_after and any_n:
             if queued[k]:
-                p, c_counter = _flush(c_w, c_app, c_wn, c_resp, c_noise, c_seed, c_counter, pending, queued)
-                tr_pulses += p
+                tr_pulses += _flush(c_handle, pending, queued)
             for i in range(n_out):
                 pending[i, k] = pulses[i]
             queued[k] = True
@@ -296,52 +278,28 @@ def chopped_transfer_kernel(a_w, a_app, a_ref, a_wn, a_resp, a_noise, a_seed, a_
             sweeps += 1
     for k in range(n_in):
         if queued[k]:
-            p, c_counter = _flush(c_w, c_app, c_wn, c_resp, c_noise, c_seed, c_counter, pending, queued)
-            tr_pulses += p
+            tr_pulses += _flush(c_handle, pending, queued)
             break
-    return col, sweeps, a_counter, c_counter, r_counter, up_pulses, tr_pulses, reads
+    return col, sweeps, up_pulses, tr_pulses, reads
 
 
-def _array_args(a) -> tuple:
-    """(updated weights, apparent weights, write-noise std or NO_WRITE_NOISE) of a ConductanceArray, of the
-    types ConductanceArray passes, so that the kernels are compiled once for both."""
-    if a.hidden is None:
-        return a.w, a.w, NO_WRITE_NOISE
-    return a.hidden, a.w, a.write_std
-
-
-def chopped_transfer(tile: AnalogTile, fast: int, slow: int, x: np.ndarray, d: np.ndarray, eta: np.ndarray | None,
-                     lr: float, first: int, every: int, rule: TransferRule, uniforms: np.ndarray, h_buf: np.ndarray,
-                     c_in: np.ndarray, c_out: np.ndarray, m_run: np.ndarray, p_ref: np.ndarray, switched: np.ndarray,
-                     col: int, sweeps: int, pending: np.ndarray, queued: np.ndarray,
-                     feedback: np.ndarray | None = None) -> TransferResult:
-    """Run chopped_transfer_kernel on arrays `fast` (A) and `slow` (C) of `tile` for a batch x (n, in), d (n, out):
-    the fast update with the tile's update settings (step eta (n,) per vector, or lr for all where eta is
-    None), reads through the tile's forward periphery after vectors first, first + every, ... The buffer H,
-    choppers c_in, c_out (float32 +-1), AGAD's running mean M and reference Pref (float32 (out, in)) and
-    switched flags (bool (in,)) change in place; pending (int64 (out, in)) and queued (bool (in,)) are the
-    scratch queue of C's pulses (zero / False on entry and exit); feedback (float64 (6,), changed in place) is
-    the state of AGAD's fast-step feedback where rule.fast_lr_feedback (eta then per vector). Counters of the
-    tile and its arrays advance as their own methods advance them."""
-    a, c = tile.arrays[fast], tile.arrays[slow]
-    ucfg, rcfg = tile.update_cfg, tile.forward_cfg
-    read = (rcfg.ideal, rcfg.inp_bound, rcfg.inp_bits or 0, rcfg.out_noise, rcfg.out_bound, rcfg.out_bits or 0,
-            rcfg.bound_management, rcfg.max_bm_reads)
-    a_w, a_app, a_wn = _array_args(a)
-    c_w, c_app, c_wn = _array_args(c)
+def chopped_transfer(tile: AnalogTile, arrays: tuple[int, int], x: np.ndarray, d: np.ndarray,
+                     steps: np.ndarray | float, rule: TransferRule, uniforms: np.ndarray, state: ChopperState,
+                     reads: tuple[int, int], position: tuple[int, int]) -> TransferResult:
+    """Run chopped_transfer_kernel on arrays (fast, slow) = (A, C) of `tile` for a batch x (n, in), d (n, out):
+    the fast update with the tile's update settings, step `steps` per vector ((n,), folded into d) or one lr
+    for all (a float), reads through the tile's forward periphery after vectors first, first + every, ...
+    (reads = (first, every)) from column and sweep `position` = (col, sweeps). `state` changes in place; the
+    counters of the tile and its arrays advance as their own methods advance them."""
+    per_vector = not np.isscalar(steps)
+    eta = np.ascontiguousarray(steps, np.float64) if per_vector else np.zeros(0)
     out = chopped_transfer_kernel(
-        a_w, a_app, a.reference, a_wn, a.params.response, a.params.noise, a.seed, a.counter, a.params.granularity,
-        ucfg.mode == "pulsed", ucfg.desired_bl, ucfg.update_management, ucfg.update_bl_management,
-        c_w, c_app, c_wn, c.params.response, c.params.noise, c.seed, c.counter, float(c.params.granularity), read,
-        tile.stream.seed,
-        tile.stream.counter, np.ascontiguousarray(x, np.float32), np.ascontiguousarray(d, np.float32),
-        np.zeros(0) if eta is None else np.ascontiguousarray(eta, np.float64), float(lr), int(first), int(every),
-        rule, np.ascontiguousarray(uniforms, np.float64), h_buf, c_in, c_out, m_run, p_ref, switched,
-        np.zeros(6) if feedback is None else feedback, int(col),
-        int(sweeps), pending, queued)
-    col, sweeps, a.counter, c.counter, tile.stream.counter, up, tr, reads = out
-    a.pulses += int(up)
-    c.pulses += int(tr)
-    tile.reads += int(reads)
+        tile.kernel_handles(*arrays), tile.update_settings(arrays[0], 1.0 if per_vector else float(steps)),
+        tile.update_cfg.mode == "pulsed", np.ascontiguousarray(x, np.float32), np.ascontiguousarray(d, np.float32),
+        eta, rule, np.ascontiguousarray(uniforms, np.float64), state,
+        (int(reads[0]), int(reads[1]), int(position[0]), int(position[1])))
     tile.invalidate()
-    return TransferResult(int(col), int(sweeps), int(up), int(tr), int(reads))
+    return TransferResult(*(int(v) for v in out))
+
+
+flush_stale([sys.modules[__name__]], list(CACHED_MODULES))  # before any kernel of this module runs
