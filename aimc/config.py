@@ -34,7 +34,8 @@ class FCNConfig(BaseModel):
     model_config = STRICT
     name: Literal["fcn"] = "fcn"
     hidden: tuple[Annotated[int, Field(ge=1, strict=True)], ...] = Field(
-        (256, 128), strict=False, description="hidden layer widths (a TOML list)")
+        (256, 128), strict=False, description="hidden layer widths (a TOML list)"
+    )
     activation: Activation = Field("sigmoid", description="activation after every hidden layer")
 
 
@@ -74,10 +75,15 @@ class DataConfig(BaseModel):
 
     model_config = STRICT
     name: Literal["mnist_small", "mnist", "fashion_mnist"] = Field(
-        "mnist_small", description="mnist_small: the MNIST subset shipped with the package; mnist, "
-                                   "fashion_mnist: the IDX files in `path` (or torchvision's copy)")
-    path: str | None = Field(None, description="directory with the 4 IDX files (gzip or not); none: "
-                                               "torchvision's data set under ~/.cache/aimc (if installed)")
+        "mnist_small",
+        description="mnist_small: the MNIST subset shipped with the package; mnist, "
+        "fashion_mnist: the IDX files in `path` (or torchvision's copy)",
+    )
+    path: str | None = Field(
+        None,
+        description="directory with the 4 IDX files (gzip or not); none: "
+        "torchvision's data set under ~/.cache/aimc (if installed)",
+    )
     n_train: int | None = Field(None, ge=1, description="use the first n_train training images (none: all)")
     n_test: int | None = Field(None, ge=1, description="use the first n_test test images (none: all)")
 
@@ -100,8 +106,11 @@ class LogConfig(BaseModel):
     """Where a run's metrics go besides metrics.jsonl; no effect on results (left out of the config hash)."""
 
     model_config = STRICT
-    tensorboard: bool = Field(False, description="also write each epoch's metrics as TensorBoard events into "
-                                                 "<run folder>/tensorboard (the `tensorboard` extra)")
+    tensorboard: bool = Field(
+        False,
+        description="also write each epoch's metrics as TensorBoard events into "
+        "<run folder>/tensorboard (the `tensorboard` extra)",
+    )
 
 
 TIME_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "mo": 30 * 86400.0, "y": 365.25 * 86400.0}
@@ -114,8 +123,10 @@ def parse_time(text: str) -> float:
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-z]*)\s*", str(text))
     value, unit = (float(m.group(1)), m.group(2) or "s") if m else (0.0, "s")
     if unit not in TIME_UNITS or not math.isfinite(value * TIME_UNITS[unit]) or value <= 0:
-        raise ConfigError(f"time {text!r}: expected a positive number with an optional unit "
-                          f"({', '.join(TIME_UNITS)}), e.g. 3600 or 1h")
+        raise ConfigError(
+            f"time {text!r}: expected a positive number with an optional unit "
+            f"({', '.join(TIME_UNITS)}), e.g. 3600 or 1h"
+        )
     return value * TIME_UNITS[unit]
 
 
@@ -124,10 +135,14 @@ class RetentionConfig(BaseModel):
     same meaning as `aimc retention`'s options. Changes no training result (left out of the config hash)."""
 
     model_config = STRICT
-    times: list[str] = Field(list(DEFAULT_TIMES), min_length=1, description="idle times after training: "
-                             "seconds or with a unit (s, min, h, d, mo = 30 d, y = 365.25 d)")
-    drift: DriftParameter | None = Field(None, description="drift of every tile instead of its device's own "
-                                                           "(DriftParameter fields; none: the device's)")
+    times: list[str] = Field(
+        list(DEFAULT_TIMES),
+        min_length=1,
+        description="idle times after training: seconds or with a unit (s, min, h, d, mo = 30 d, y = 365.25 d)",
+    )
+    drift: DriftParameter | None = Field(
+        None, description="drift of every tile instead of its device's own (DriftParameter fields; none: the device's)"
+    )
     step_time_s: float = Field(1.0, gt=0, description="seconds of idle time per decay/diffusion step")
     seed: int = Field(0, ge=0, description="seed of the idle draws (drift exponents, noise)")
 
@@ -162,24 +177,31 @@ class ExperimentConfig(BaseModel):
     name: str = Field("run", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="run name (folder-safe)")
     seed: int = Field(0, ge=0, description="seed of model init, data order and every device draw")
     tile: TileConfig = Field(default_factory=TileConfig, description="device and periphery of the tiles")
-    trainer: TrainerConfig | None = Field(None, description="training algorithm (default: analog_sgd; none "
-                                                             "when `compare` is given)")
+    trainer: TrainerConfig | None = Field(
+        None, description="training algorithm (default: analog_sgd; none when `compare` is given)"
+    )
     compare: list[TrainerConfig] = Field(
-        default_factory=list, description="trainers to compare on the same model, data and tiles, one run each "
-                                          "(replaces `trainer`)")
+        default_factory=list,
+        description="trainers to compare on the same model, data and tiles, one run each (replaces `trainer`)",
+    )
     model: ModelConfig = Field(default_factory=FCNConfig, description="network architecture")
     data: DataConfig = Field(default_factory=DataConfig, description="data set")
     epochs: int = Field(10, ge=1, description="passes over the training set")
     batch_size: int = Field(10, ge=1, description="training mini-batch (samples)")
     eval_batch_size: int = Field(1000, ge=1, description="test-set mini-batch (samples); no effect on results")
-    max_loss: float = Field(1e3, gt=0, description="divergence guard: stop when a mini-batch loss is not "
-                                                   "finite or above this (nats)")
+    max_loss: float = Field(
+        1e3, gt=0, description="divergence guard: stop when a mini-batch loss is not finite or above this (nats)"
+    )
     lr_decay: LrDecayConfig | None = Field(None, description="step decay of the gradient rate (none: constant)")
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig, description="checkpoint schedule")
     log: LogConfig | None = Field(None, description="metric logging besides metrics.jsonl (TensorBoard)")
     retention: RetentionConfig | None = Field(None, description="retention after training (none: not run)")
-    threads: int = Field(1, ge=1, description="threads of torch and of the Numba kernels (results do not "
-                                              "depend on it); 1 suits small batches and parallel sweep workers")
+    threads: int = Field(
+        1,
+        ge=1,
+        description="threads of torch and of the Numba kernels (results do not "
+        "depend on it); 1 suits small batches and parallel sweep workers",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -265,9 +287,10 @@ def read_toml(path: str | Path) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8-sig")  # a byte-order mark (editors on Windows write one) is not TOML
     except UnicodeDecodeError as err:
-        line = raw[:err.start].count(b"\n") + 1
-        raise ConfigError(f"config file {str(path)!r} is not UTF-8 text (TOML is): byte {err.start} on line "
-                          f"{line}") from None
+        line = raw[: err.start].count(b"\n") + 1
+        raise ConfigError(
+            f"config file {str(path)!r} is not UTF-8 text (TOML is): byte {err.start} on line {line}"
+        ) from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -292,7 +315,7 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str
             raise ConfigError(f"override {path!r}: empty part in the dotted path")
         node: Any = out
         for i, key in enumerate(parts[:-1]):
-            node = _child(node, key, path, ".".join(parts[:i + 1]))
+            node = _child(node, key, path, ".".join(parts[: i + 1]))
         _set(node, parts[-1], copy.deepcopy(value), path)
     return out
 
@@ -339,13 +362,18 @@ def default_job() -> ExperimentConfig:
     up with one column read per step, and the update is the expected one. The preset has no device-to-device
     variation, so its symmetric point is exactly 0 where the arrays start: zero shifting P would change
     nothing and is skipped (it costs about 2400 pulses per element)."""
-    return validate_config({
-        "name": "default",
-        "tile": {"device": "r1_exp_2", "update": {"mode": "expected"}},
-        "compare": [{"algorithm": "sgd", "lr": 0.4},
-                    {"algorithm": "analog_sgd", "lr": 0.2},
-                    {"algorithm": "residual", "lr": 0.2, "transfer_lr": 0.2, "gamma": 0.5, "zero_shift": False}],
-        "data": {"name": "mnist_small"},
-        "epochs": 10,
-        "batch_size": 10,
-    }, where="the default job")
+    return validate_config(
+        {
+            "name": "default",
+            "tile": {"device": "r1_exp_2", "update": {"mode": "expected"}},
+            "compare": [
+                {"algorithm": "sgd", "lr": 0.4},
+                {"algorithm": "analog_sgd", "lr": 0.2},
+                {"algorithm": "residual", "lr": 0.2, "transfer_lr": 0.2, "gamma": 0.5, "zero_shift": False},
+            ],
+            "data": {"name": "mnist_small"},
+            "epochs": 10,
+            "batch_size": 10,
+        },
+        where="the default job",
+    )

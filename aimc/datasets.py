@@ -37,18 +37,20 @@ class Dataset:
 
     def tensors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """(x_train, y_train, x_test, y_test) as torch tensors, images float32 in [0, 1], (N, 1, 28, 28)."""
+
         def img(x):
             return torch.from_numpy(x.astype(np.float32) / 255.0).unsqueeze(1)
-        return (img(self.x_train), torch.from_numpy(self.y_train), img(self.x_test),
-                torch.from_numpy(self.y_test))
+
+        return (img(self.x_train), torch.from_numpy(self.y_train), img(self.x_test), torch.from_numpy(self.y_test))
 
     def subset(self, n_train: int | None, n_test: int | None) -> Dataset:
         """The first n_train / n_test samples of each split (None: all); more than there are is an error."""
         for field, n, have in (("n_train", n_train, len(self.y_train)), ("n_test", n_test, len(self.y_test))):
             if n is not None and n > have:
                 raise DataError(f"data.{field} = {n}, but {self.name} has only {have} samples in that split")
-        return Dataset(self.name, self.x_train[:n_train], self.y_train[:n_train], self.x_test[:n_test],
-                       self.y_test[:n_test])
+        return Dataset(
+            self.name, self.x_train[:n_train], self.y_train[:n_train], self.x_test[:n_test], self.y_test[:n_test]
+        )
 
 
 def read_idx(path: str | Path) -> np.ndarray:
@@ -69,8 +71,10 @@ def read_idx(path: str | Path) -> np.ndarray:
     if len(raw) < 4:
         raise DataError(f"IDX file {str(path)!r}: {len(raw)} bytes, shorter than the 4-byte magic number")
     if raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_TYPES or raw[3] == 0:
-        raise DataError(f"IDX file {str(path)!r}: bad magic number 0x{raw[:4].hex()} (expected 0x0000, a type "
-                        f"code in {sorted(hex(t) for t in _IDX_TYPES)}, and at least one dimension)")
+        raise DataError(
+            f"IDX file {str(path)!r}: bad magic number 0x{raw[:4].hex()} (expected 0x0000, a type "
+            f"code in {sorted(hex(t) for t in _IDX_TYPES)}, and at least one dimension)"
+        )
     ndim, dtype = raw[3], np.dtype(_IDX_TYPES[raw[2]])
     header = 4 + 4 * ndim
     if len(raw) < header:
@@ -78,8 +82,10 @@ def read_idx(path: str | Path) -> np.ndarray:
     shape = tuple(int(s) for s in np.frombuffer(raw, ">u4", ndim, 4))
     expected = header + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if len(raw) != expected:
-        raise DataError(f"IDX file {str(path)!r}: header declares shape {shape} ({expected} bytes in all), "
-                        f"the file has {len(raw)} bytes")
+        raise DataError(
+            f"IDX file {str(path)!r}: header declares shape {shape} ({expected} bytes in all), "
+            f"the file has {len(raw)} bytes"
+        )
     return np.frombuffer(raw, dtype, offset=header).reshape(shape).astype(dtype.newbyteorder("="))
 
 
@@ -109,8 +115,7 @@ def load_idx_dir(path: str | Path, name: str = "mnist") -> Dataset:
         img_path, lab_path = _find(directory, split, "images"), _find(directory, split, "labels")
         x, y = read_idx(img_path), read_idx(lab_path)
         if x.dtype != np.uint8 or x.ndim != 3 or x.shape[1:] != (28, 28):
-            raise DataError(f"{str(img_path)!r}: expected uint8 images of shape (N, 28, 28), "
-                            f"got {x.dtype} {x.shape}")
+            raise DataError(f"{str(img_path)!r}: expected uint8 images of shape (N, 28, 28), got {x.dtype} {x.shape}")
         if y.ndim != 1 or len(y) != len(x):
             raise DataError(f"{str(lab_path)!r}: expected {len(x)} labels (one per image), got shape {y.shape}")
         if len(y) and (y.min() < 0 or y.max() > 9):
@@ -123,25 +128,32 @@ def load_shipped() -> Dataset:
     """The MNIST subset shipped in `aimc/data` (see its README.md for the selection and attribution)."""
     ref = resources.files("aimc") / "data" / SHIPPED
     with resources.as_file(ref) as path, np.load(path) as z:
-        return Dataset("mnist_small", z["x_train"], z["y_train"].astype(np.int64), z["x_test"],
-                       z["y_test"].astype(np.int64))
+        return Dataset(
+            "mnist_small", z["x_train"], z["y_train"].astype(np.int64), z["x_test"], z["y_test"].astype(np.int64)
+        )
 
 
 def _load_torchvision(name: str) -> Dataset:
     try:
         import torchvision.datasets as tvd
     except ImportError:
-        raise DataError(f"data.path: give the directory with the IDX files of {name} (torchvision, the "
-                        f"fallback when no path is given, is not installed)") from None
+        raise DataError(
+            f"data.path: give the directory with the IDX files of {name} (torchvision, the "
+            f"fallback when no path is given, is not installed)"
+        ) from None
     cls = tvd.MNIST if name == "mnist" else tvd.FashionMNIST
     root = Path("~/.cache/aimc/torchvision").expanduser()
     train, test = cls(root, train=True, download=True), cls(root, train=False, download=True)
-    return Dataset(name, train.data.numpy(), train.targets.numpy().astype(np.int64), test.data.numpy(),
-                   test.targets.numpy().astype(np.int64))
+    return Dataset(
+        name,
+        train.data.numpy(),
+        train.targets.numpy().astype(np.int64),
+        test.data.numpy(),
+        test.targets.numpy().astype(np.int64),
+    )
 
 
-def load_dataset(name: str, path: str | None = None, n_train: int | None = None,
-                 n_test: int | None = None) -> Dataset:
+def load_dataset(name: str, path: str | None = None, n_train: int | None = None, n_test: int | None = None) -> Dataset:
     """The data set of a `DataConfig`: shipped subset, IDX directory, or torchvision's copy."""
     if name == "mnist_small":
         data = load_shipped()

@@ -27,9 +27,19 @@ def lenet5(cfg: LeNet5Config, n_out: int = 10) -> nn.Sequential:
     """LeNet-5 for 28x28 inputs: conv 5x5 (6, padding 2), pool, conv 5x5 (16), pool, 400-120-84-n_out."""
     act = _ACT[cfg.activation]
     return nn.Sequential(
-        nn.Conv2d(1, 6, 5, padding=2), act(), nn.MaxPool2d(2),
-        nn.Conv2d(6, 16, 5), act(), nn.MaxPool2d(2), nn.Flatten(),
-        nn.Linear(16 * 5 * 5, 120), act(), nn.Linear(120, 84), act(), nn.Linear(84, n_out))
+        nn.Conv2d(1, 6, 5, padding=2),
+        act(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(6, 16, 5),
+        act(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(16 * 5 * 5, 120),
+        act(),
+        nn.Linear(120, 84),
+        act(),
+        nn.Linear(84, n_out),
+    )
 
 
 def r1_cnn(cfg: R1CNNConfig, n_out: int = 10) -> nn.Sequential:
@@ -37,8 +47,18 @@ def r1_cnn(cfg: R1CNNConfig, n_out: int = 10) -> nn.Sequential:
     (arXiv:2502.06309; 80016 weights in four layers)."""
     act = _ACT[cfg.activation]
     return nn.Sequential(
-        nn.Conv2d(1, 16, 5), act(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 5), act(), nn.MaxPool2d(2), act(),
-        nn.Flatten(), nn.Linear(32 * 4 * 4, 128), act(), nn.Linear(128, n_out))
+        nn.Conv2d(1, 16, 5),
+        act(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 5),
+        act(),
+        nn.MaxPool2d(2),
+        act(),
+        nn.Flatten(),
+        nn.Linear(32 * 4 * 4, 128),
+        act(),
+        nn.Linear(128, n_out),
+    )
 
 
 class BasicBlock(nn.Module):
@@ -47,10 +67,17 @@ class BasicBlock(nn.Module):
     def __init__(self, c_in: int, c_out: int, stride: int, act: type[nn.Module]):
         super().__init__()
         self.body = nn.Sequential(
-            nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False), nn.BatchNorm2d(c_out), act(),
-            nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False), nn.BatchNorm2d(c_out))
-        self.shortcut = (nn.Identity() if stride == 1 and c_in == c_out else
-                         nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out)))
+            nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False),
+            nn.BatchNorm2d(c_out),
+            act(),
+            nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False),
+            nn.BatchNorm2d(c_out),
+        )
+        self.shortcut = (
+            nn.Identity()
+            if stride == 1 and c_in == c_out
+            else nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
+        )
         self.act = act()
 
     def forward(self, x):

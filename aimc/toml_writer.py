@@ -45,7 +45,7 @@ def to_toml(data: dict, prefix: str = "") -> str:
             lines.append(f"{_key(k)} = {_value(v)}")
     for k, v in tables:
         name = f"{prefix}{_key(k)}"
-        for item in (v if isinstance(v, (list, tuple)) else [v]):
+        for item in v if isinstance(v, (list, tuple)) else [v]:
             header = f"[[{name}]]" if isinstance(v, (list, tuple)) else f"[{name}]"
             lines += ["", header, *to_toml(item, name + ".").splitlines()]
     return "\n".join(lines).lstrip("\n") + ("\n" if not prefix else "")

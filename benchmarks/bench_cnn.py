@@ -34,9 +34,18 @@ def main():
     variants = a.variants.split(",")
     runs = {v: build(v, base, a) for v in variants}
     times = time_steps(runs, data, a)
-    res = {"config": {"model": "r1_cnn", "batch": a.batch, "device": a.device, "mode": a.mode,
-                      "steps": a.steps * a.rounds, "torch_threads": torch.get_num_threads()},
-           "ms": {v: float(np.median(times[v])) for v in variants}, "reads_per_step": {}}
+    res = {
+        "config": {
+            "model": "r1_cnn",
+            "batch": a.batch,
+            "device": a.device,
+            "mode": a.mode,
+            "steps": a.steps * a.rounds,
+            "torch_threads": torch.get_num_threads(),
+        },
+        "ms": {v: float(np.median(times[v])) for v in variants},
+        "reads_per_step": {},
+    }
     for v in variants:
         c = runs[v][1].costs()
         res["reads_per_step"][v] = c.get("transfer_reads", 0) / max(c["steps"], 1)
@@ -44,13 +53,16 @@ def main():
         res["ratio"] = {v: ms / res["ms"]["digital"] for v, ms in res["ms"].items()}
     if a.aihwkit_python:
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "aihwkit", "bench_chopped_aihwkit.py")
-        out = subprocess.run([os.path.expanduser(a.aihwkit_python), script, "--model", "cnn"],
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            [os.path.expanduser(a.aihwkit_python), script, "--model", "cnn"], capture_output=True, text=True
+        )
         res["aihwkit"] = json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else out.stderr[-2000:]
     print(f"{'variant':16s} {'ms/step':>9s} {'x digital':>10s} {'reads/step':>11s}")
     for v in variants:
-        print(f"{v:16s} {res['ms'][v]:9.2f} {res.get('ratio', {}).get(v, float('nan')):10.2f} "
-              f"{res['reads_per_step'][v]:11.0f}")
+        print(
+            f"{v:16s} {res['ms'][v]:9.2f} {res.get('ratio', {}).get(v, float('nan')):10.2f} "
+            f"{res['reads_per_step'][v]:11.0f}"
+        )
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)

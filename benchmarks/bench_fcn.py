@@ -33,12 +33,37 @@ from aimc import trainers as T  # noqa: E402
 from aimc.devices import UpdateConfig  # noqa: E402
 
 SIZES = (784, 256, 128, 10)
-VARIANTS = ("digital", "analog_sgd", "tiki_taka", "ttv2", "residual", "residual_v2", "multi_tile", "mixed_precision",
-            "c_ttv2", "agad", "c_ttv2_mb", "agad_mb", "c_ttv2_fast", "c_ttv2_paper", "agad_paper", "rider", "e_rider")
+VARIANTS = (
+    "digital",
+    "analog_sgd",
+    "tiki_taka",
+    "ttv2",
+    "residual",
+    "residual_v2",
+    "multi_tile",
+    "mixed_precision",
+    "c_ttv2",
+    "agad",
+    "c_ttv2_mb",
+    "agad_mb",
+    "c_ttv2_fast",
+    "c_ttv2_paper",
+    "agad_paper",
+    "rider",
+    "e_rider",
+)
 # arXiv:2602.21321's Table 5 rates (its scripts': fast step 0.05 absolute, transfer_lr 0.3 scaled by lr, auto
 # granularity 1000, a regular chopper every 10 sweeps, one column read per mini-batch)
-PAPER_CHOPPED = dict(fast_lr=0.05, auto_scale=False, transfer_lr=0.3, scale_transfer_lr=True, auto_granularity=1000,
-                     in_chop_prob=0.1, in_chop_random=False, units_in_mbatch=True)
+PAPER_CHOPPED = dict(
+    fast_lr=0.05,
+    auto_scale=False,
+    transfer_lr=0.3,
+    scale_transfer_lr=True,
+    auto_granularity=1000,
+    in_chop_prob=0.1,
+    in_chop_random=False,
+    units_in_mbatch=True,
+)
 
 
 def make_net():
@@ -60,23 +85,28 @@ def build(variant, base, a):
     tile = T.TileConfig(device=a.device, update=UpdateConfig(mode=a.mode, desired_bl=bl))
     T.convert(model, tile, seed=a.seed)
     lr, tlr = a.lr_analog, a.transfer_lr
-    cfg = {"analog_sgd": T.AnalogSGDConfig(lr=lr),
-           "tiki_taka": T.TikiTakaConfig(lr=lr, transfer_lr=tlr),
-           "residual": T.ResidualConfig(lr=lr, transfer_lr=tlr, zero_shift_cycles=a.zero_shift_cycles),
-           "residual_v2": T.ResidualV2Config(lr=lr, zero_shift_cycles=a.zero_shift_cycles),
-           "mixed_precision": T.MixedPrecisionConfig(lr=lr),
-           "ttv2": T.TTv2Config(lr=lr, transfer_lr=tlr),
-           "multi_tile": T.MultiTileConfig(lr=lr, transfer_lr=tlr, zero_shift_cycles=a.zero_shift_cycles),
-           # aihwkit 1.1.0 build_config("c-ttv2") / ("agad") settings: a column read after every sample
-           "c_ttv2": T.CTTv2Config(lr=lr), "agad": T.AGADConfig(lr=lr),
-           # the same with one column read per mini-batch (units_in_mbatch, as R1's and DSPT's scripts)
-           "c_ttv2_mb": T.CTTv2Config(lr=lr, units_in_mbatch=True),
-           "agad_mb": T.AGADConfig(lr=lr, units_in_mbatch=True),
-           # c-TTv2's fast-array work alone (chopper, auto-scaled fast update), no column read or transfer in the
-           # run: what c_ttv2_mb and agad_mb cost at the least, whatever their reads and transfers cost
-           "c_ttv2_fast": T.CTTv2Config(lr=lr, units_in_mbatch=True, transfer_every=1e9),
-           "c_ttv2_paper": T.CTTv2Config(lr=lr, **PAPER_CHOPPED), "agad_paper": T.AGADConfig(lr=lr, **PAPER_CHOPPED),
-           "rider": T.RiderConfig(lr=lr, transfer_lr=tlr), "e_rider": T.ERiderConfig(lr=lr, transfer_lr=tlr)}[variant]
+    cfg = {
+        "analog_sgd": T.AnalogSGDConfig(lr=lr),
+        "tiki_taka": T.TikiTakaConfig(lr=lr, transfer_lr=tlr),
+        "residual": T.ResidualConfig(lr=lr, transfer_lr=tlr, zero_shift_cycles=a.zero_shift_cycles),
+        "residual_v2": T.ResidualV2Config(lr=lr, zero_shift_cycles=a.zero_shift_cycles),
+        "mixed_precision": T.MixedPrecisionConfig(lr=lr),
+        "ttv2": T.TTv2Config(lr=lr, transfer_lr=tlr),
+        "multi_tile": T.MultiTileConfig(lr=lr, transfer_lr=tlr, zero_shift_cycles=a.zero_shift_cycles),
+        # aihwkit 1.1.0 build_config("c-ttv2") / ("agad") settings: a column read after every sample
+        "c_ttv2": T.CTTv2Config(lr=lr),
+        "agad": T.AGADConfig(lr=lr),
+        # the same with one column read per mini-batch (units_in_mbatch, as R1's and DSPT's scripts)
+        "c_ttv2_mb": T.CTTv2Config(lr=lr, units_in_mbatch=True),
+        "agad_mb": T.AGADConfig(lr=lr, units_in_mbatch=True),
+        # c-TTv2's fast-array work alone (chopper, auto-scaled fast update), no column read or transfer in the
+        # run: what c_ttv2_mb and agad_mb cost at the least, whatever their reads and transfers cost
+        "c_ttv2_fast": T.CTTv2Config(lr=lr, units_in_mbatch=True, transfer_every=1e9),
+        "c_ttv2_paper": T.CTTv2Config(lr=lr, **PAPER_CHOPPED),
+        "agad_paper": T.AGADConfig(lr=lr, **PAPER_CHOPPED),
+        "rider": T.RiderConfig(lr=lr, transfer_lr=tlr),
+        "e_rider": T.ERiderConfig(lr=lr, transfer_lr=tlr),
+    }[variant]
     return model, T.build_optimizer(model, cfg)
 
 
@@ -141,10 +171,23 @@ def main():
         t0 = time.perf_counter()
         runs[v] = (*build(v, base, a), time.perf_counter() - t0)
     times = time_steps(runs, data, a)
-    res = {"config": {"sizes": SIZES, "batch": a.batch, "device": a.device, "mode": a.mode,
-                      "lr_analog": a.lr_analog, "transfer_lr": a.transfer_lr, "steps": a.steps * a.rounds,
-                      "torch_threads": torch.get_num_threads(), "torch": torch.__version__},
-           "ms": {}, "ratio": {}, "setup_s": {}, "pulses_per_step": {}}
+    res = {
+        "config": {
+            "sizes": SIZES,
+            "batch": a.batch,
+            "device": a.device,
+            "mode": a.mode,
+            "lr_analog": a.lr_analog,
+            "transfer_lr": a.transfer_lr,
+            "steps": a.steps * a.rounds,
+            "torch_threads": torch.get_num_threads(),
+            "torch": torch.__version__,
+        },
+        "ms": {},
+        "ratio": {},
+        "setup_s": {},
+        "pulses_per_step": {},
+    }
     dig = float(np.median(times["digital"])) if "digital" in times else None
     for v in variants:
         med = float(np.median(times[v]))
@@ -164,13 +207,17 @@ def main():
             res["aihwkit_error"] = out.stderr[-2000:]
     print(f"{'variant':16s} {'ms/step':>9s} {'x digital':>10s} {'pulses/step':>12s} {'setup s':>8s}")
     for v in variants:
-        print(f"{v:16s} {res['ms'][v]:9.3f} {res['ratio'].get(v, float('nan')):10.2f} "
-              f"{res['pulses_per_step'][v]:12.0f} {res['setup_s'][v]:8.2f}")
+        print(
+            f"{v:16s} {res['ms'][v]:9.3f} {res['ratio'].get(v, float('nan')):10.2f} "
+            f"{res['pulses_per_step'][v]:12.0f} {res['setup_s'][v]:8.2f}"
+        )
     if "aihwkit" in res:
         ak = res["aihwkit"]
-        print(f"aihwkit {ak['aihwkit_version']}: digital {ak['digital_ms']:.3f} ms, analog_sgd "
-              f"{ak['analog_sgd_ms']:.3f} ms ({ak['ratio_analog_sgd']:.2f}x), ttv1 {ak['ttv1_ms']:.3f} ms "
-              f"({ak['ratio_ttv1']:.2f}x)")
+        print(
+            f"aihwkit {ak['aihwkit_version']}: digital {ak['digital_ms']:.3f} ms, analog_sgd "
+            f"{ak['analog_sgd_ms']:.3f} ms ({ak['ratio_analog_sgd']:.2f}x), ttv1 {ak['ttv1_ms']:.3f} ms "
+            f"({ak['ratio_ttv1']:.2f}x)"
+        )
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)

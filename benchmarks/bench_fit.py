@@ -50,8 +50,16 @@ def per_family(name: str, traces) -> list[dict]:
         t0 = time.perf_counter()
         f = fit_tabulated(data) if k == "tabulated" else fit_family(specs[k], data)
         wall = time.perf_counter() - t0
-        rows.append({"preset": name, "family": k, "increments": data.n, "wall_s": round(wall, 2), "bic": f.bic,
-                     "message": f.message})
+        rows.append(
+            {
+                "preset": name,
+                "family": k,
+                "increments": data.n,
+                "wall_s": round(wall, 2),
+                "bic": f.bic,
+                "message": f.message,
+            }
+        )
         print(f"{name:<10} {k:<15} {wall:6.2f} s  BIC {f.bic:.1f}  {f.message}", flush=True)
     return rows
 
@@ -71,15 +79,23 @@ def main() -> None:
     rows = []
     for name in args.presets.split(","):
         dev = get_preset(name)
-        tr = measure_cycles(dev, n_cycles=args.cycles, n_devices=args.devices, read_noise=0.25 * dev.dw_min,
-                            seed=0)
+        tr = measure_cycles(dev, n_cycles=args.cycles, n_devices=args.devices, read_noise=0.25 * dev.dw_min, seed=0)
         if args.per_family:
             rows += per_family(name, tr)
             continue
         for method in args.methods.split(","):
             rows += timed_fits(name, dev, tr, method, args, sample)
-    print(json.dumps({"devices": args.devices, "cycles": args.cycles, "python": platform.python_version(),
-                      "load_average": os.getloadavg(), "results": rows}))
+    print(
+        json.dumps(
+            {
+                "devices": args.devices,
+                "cycles": args.cycles,
+                "python": platform.python_version(),
+                "load_average": os.getloadavg(),
+                "results": rows,
+            }
+        )
+    )
 
 
 def timed_fits(name: str, dev, tr, method: str, args, sample: int) -> list[dict]:
@@ -93,17 +109,32 @@ def timed_fits(name: str, dev, tr, method: str, args, sample: int) -> list[dict]
     else:
         runs = [(sample, {})]
     for search, extra in runs:
-        family_fit.SEARCH_SAMPLE = search or 2 ** 62
+        family_fit.SEARCH_SAMPLE = search or 2**62
         t0, c0 = time.perf_counter(), time.process_time()
         res = fit(tr, **kw, **extra)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         own = res.fits[dev.kind].bic - res.best.bic if dev.kind in res.fits else None
-        rows.append({"preset": name, "kind": dev.kind, "reads": len(tr.conductance), "increments": res.data.n,
-                     "best": res.best.kind, "own_delta_bic": own, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
-                     "search_sample": search, **kw, **extra, "bic": {k: f.bic for k, f in res.fits.items()}})
-        print(f"{name:<10} {dev.kind:<12} {method:<10} reads {len(tr.conductance):>7}  best {res.best.kind:<13} "
-              f"{wall:6.1f} s (CPU {cpu:5.1f} s)  search sample {search or 'off'}  {extra or ''} own family dBIC {own}",
-              flush=True)
+        rows.append(
+            {
+                "preset": name,
+                "kind": dev.kind,
+                "reads": len(tr.conductance),
+                "increments": res.data.n,
+                "best": res.best.kind,
+                "own_delta_bic": own,
+                "wall_s": round(wall, 2),
+                "cpu_s": round(cpu, 2),
+                "search_sample": search,
+                **kw,
+                **extra,
+                "bic": {k: f.bic for k, f in res.fits.items()},
+            }
+        )
+        print(
+            f"{name:<10} {dev.kind:<12} {method:<10} reads {len(tr.conductance):>7}  best {res.best.kind:<13} "
+            f"{wall:6.1f} s (CPU {cpu:5.1f} s)  search sample {search or 'off'}  {extra or ''} own family dBIC {own}",
+            flush=True,
+        )
     family_fit.SEARCH_SAMPLE = sample
     return rows
 

@@ -103,8 +103,13 @@ def scatter_noise_kernel(w, x_lists, x_counts, d, lr_sign, d_masks, step, sigma,
             while md != 0:
                 n += x_counts[b, lowest_bit(md)]
                 md &= md - uint32(1)
-        fill_normals(row_normals, 0, (n + BLOCK - 1) // BLOCK * BLOCK,
-                     stream_seed(np.uint64(seed), np.uint64(counter), np.uint64(i)), 0)
+        fill_normals(
+            row_normals,
+            0,
+            (n + BLOCK - 1) // BLOCK * BLOCK,
+            stream_seed(np.uint64(seed), np.uint64(counter), np.uint64(i)),
+            0,
+        )
         fired[i] = _scatter_row(i, w, x_lists, x_counts, d, lr_sign, d_masks, step, sigma, True, row_normals)
     return fired.sum()
 
@@ -164,13 +169,20 @@ def main() -> int:
     contestants = {
         "torch": (torch_update, torch_reset),
         "scatter": (lambda: scatter_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks, step), reset),
-        "scatter_noise": (lambda: scatter_noise_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks, step, sigma,
-                                                       arr.seed, 0, normals), reset),
-        "coincidences_noiseless": (lambda: coincidence_update_kernel(arr.w, (x_lists, x_counts, d_masks), d, 1.0,
-                                                                     (*prm.kernel[:6], 0.0, False), arr.seed, 0),
-                                   reset),
-        "coincidences": (lambda: coincidence_update_kernel(arr.w, (x_lists, x_counts, d_masks), d, 1.0, prm.kernel,
-                                                           arr.seed, 0), reset),
+        "scatter_noise": (
+            lambda: scatter_noise_kernel(arr.w, x_lists, x_counts, d, 1.0, d_masks, step, sigma, arr.seed, 0, normals),
+            reset,
+        ),
+        "coincidences_noiseless": (
+            lambda: coincidence_update_kernel(
+                arr.w, (x_lists, x_counts, d_masks), d, 1.0, (*prm.kernel[:6], 0.0, False), arr.seed, 0
+            ),
+            reset,
+        ),
+        "coincidences": (
+            lambda: coincidence_update_kernel(arr.w, (x_lists, x_counts, d_masks), d, 1.0, prm.kernel, arr.seed, 0),
+            reset,
+        ),
         "pulsed_update": (lambda: arr.update(x, d, lr, cfg), reset),
     }
     pulses = {k: int(f()) for k, (f, _) in contestants.items() if k != "torch"}
@@ -180,18 +192,30 @@ def main() -> int:
             times[name] += times_ms(fn, rs, a.repeats, a.warmup)
     med = {k: float(np.median(v)) for k, v in times.items()}
     fastest = {k: float(np.min(v)) for k, v in times.items()}
-    out = {"threads": a.threads, "rounds": a.rounds, "repeats": a.repeats, "pulses": pulses,
-           "machine": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
-           "torch": torch.__version__, "median_ms": med, "fastest_ms": fastest,
-           "over_torch": {k: med[k] / med["torch"] for k in med},
-           "ns_per_pulse_per_thread": {k: med[k] * 1e6 * a.threads / pulses[k] for k in pulses}}
-    print(f"512x512 SoftBounds, batch 64, BL 31, large regime, {a.threads} threads, median of "
-          f"{a.rounds} x {a.repeats} calls")
+    out = {
+        "threads": a.threads,
+        "rounds": a.rounds,
+        "repeats": a.repeats,
+        "pulses": pulses,
+        "machine": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "torch": torch.__version__,
+        "median_ms": med,
+        "fastest_ms": fastest,
+        "over_torch": {k: med[k] / med["torch"] for k in med},
+        "ns_per_pulse_per_thread": {k: med[k] * 1e6 * a.threads / pulses[k] for k in pulses},
+    }
+    print(
+        f"512x512 SoftBounds, batch 64, BL 31, large regime, {a.threads} threads, median of "
+        f"{a.rounds} x {a.repeats} calls"
+    )
     print(f"{'':22s} {'pulses':>9s} {'median ms':>10s} {'fastest ms':>11s} {'/ torch':>8s} {'ns/pulse/thread':>16s}")
     for k in contestants:
         per = out["ns_per_pulse_per_thread"].get(k)
-        print(f"{k:22s} {pulses.get(k, 0):9d} {med[k]:10.3f} {fastest[k]:11.3f} {out['over_torch'][k]:8.2f} "
-              f"{'' if per is None else f'{per:16.2f}'}")
+        print(
+            f"{k:22s} {pulses.get(k, 0):9d} {med[k]:10.3f} {fastest[k]:11.3f} {out['over_torch'][k]:8.2f} "
+            f"{'' if per is None else f'{per:16.2f}'}"
+        )
     print(json.dumps(out))
     return 0
 

@@ -54,17 +54,42 @@ def times_ms(fn, reset, repeats: int, warmup: int) -> list[float]:
 
 def run_aihwkit(python: str, a: argparse.Namespace) -> dict:
     script = ROOT / "benchmarks" / "aihwkit" / "bench_update_aihwkit.py"
-    cmd = [python, str(script), "--threads", str(a.threads), "--repeats", str(a.repeats),
-           "--out-size", str(a.size), "--in-size", str(a.size), "--batch", str(a.batch), "--x-std", str(a.x_std),
-           "--d-std-small", str(REGIMES["small"]["d_std"]), "--d-std-large", str(REGIMES["large"]["d_std"]),
-           "--lr-small", str(REGIMES["small"]["lr"]), "--lr-large", str(REGIMES["large"]["lr"]),
-           "--seed", str(a.seed)]
+    cmd = [
+        python,
+        str(script),
+        "--threads",
+        str(a.threads),
+        "--repeats",
+        str(a.repeats),
+        "--out-size",
+        str(a.size),
+        "--in-size",
+        str(a.size),
+        "--batch",
+        str(a.batch),
+        "--x-std",
+        str(a.x_std),
+        "--d-std-small",
+        str(REGIMES["small"]["d_std"]),
+        "--d-std-large",
+        str(REGIMES["large"]["d_std"]),
+        "--lr-small",
+        str(REGIMES["small"]["lr"]),
+        "--lr-large",
+        str(REGIMES["large"]["lr"]),
+        "--seed",
+        str(a.seed),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-EFFECTS = {"none": {}, "write noise": dict(write_noise_std=1.0), "decay": dict(lifetime=100.0, lifetime_dtod=0.3),
-           "diffusion": dict(diffusion=1e-3, diffusion_dtod=0.3)}
+EFFECTS = {
+    "none": {},
+    "write noise": dict(write_noise_std=1.0),
+    "decay": dict(lifetime=100.0, lifetime_dtod=0.3),
+    "diffusion": dict(diffusion=1e-3, diffusion_dtod=0.3),
+}
 
 
 def floor_work(size: int) -> dict:
@@ -98,23 +123,35 @@ def effect_costs(a: argparse.Namespace) -> int:
     arrays = {k: ConductanceArray(a.size, a.size, SoftBounds(**f), seed=a.seed) for k, f in EFFECTS.items()}
     w0 = rng.uniform(-0.1, 0.1, (a.size, a.size)).astype(np.float32)
     x = (a.x_std * rng.standard_normal((a.batch, a.size))).astype(np.float32)
-    inputs = {n: (reg["d_std"] * rng.standard_normal((a.batch, a.size))).astype(np.float32) for n, reg in
-              REGIMES.items()}
+    inputs = {
+        n: (reg["d_std"] * rng.standard_normal((a.batch, a.size))).astype(np.float32) for n, reg in REGIMES.items()
+    }
     floors = floor_work(a.size)
     times = {(n, k): [] for n in REGIMES for k in EFFECTS} | {k: [] for k in floors}
     for _ in range(a.rounds):
         for name, reg in REGIMES.items():
             for k, arr in arrays.items():
+
                 def step():
                     arr.update(x, inputs[name], reg["lr"])
                     arr.post_update_step()
+
                 times[name, k] += times_ms(step, lambda: arr.set_weights(w0), a.repeats, a.warmup)
         for k, fn in floors.items():
             times[k] += times_ms(fn, lambda: None, a.repeats, a.warmup)
-    results = {"size": a.size, "batch": a.batch, "threads": a.threads, "repeats": a.repeats, "rounds": a.rounds,
-               "machine": platform.processor() or platform.machine(), "load_average": os.getloadavg()[0]}
-    print(f"{a.size}x{a.size} SoftBounds, batch {a.batch}: update + post_update_step, ms (ratio to none), by the "
-          "medians and by the fastest calls")
+    results = {
+        "size": a.size,
+        "batch": a.batch,
+        "threads": a.threads,
+        "repeats": a.repeats,
+        "rounds": a.rounds,
+        "machine": platform.processor() or platform.machine(),
+        "load_average": os.getloadavg()[0],
+    }
+    print(
+        f"{a.size}x{a.size} SoftBounds, batch {a.batch}: update + post_update_step, ms (ratio to none), by the "
+        "medians and by the fastest calls"
+    )
     for name in REGIMES:
         results[name] = {}
         for stat, fn in (("median", np.median), ("fastest", np.min)):
@@ -136,8 +173,12 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, default=2, help="Numba and torch threads")
     p.add_argument("--repeats", type=int, default=50, help="timed calls per round and configuration")
-    p.add_argument("--rounds", type=int, default=5, help="rounds alternating torch, aimc and aihwkit, so that "
-                                                         "a changing machine load hits all alike")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="rounds alternating torch, aimc and aihwkit, so that a changing machine load hits all alike",
+    )
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--size", type=int, default=512)
     p.add_argument("--batch", type=int, default=64)
@@ -166,18 +207,33 @@ def main() -> int:
     def reset():
         arr.w[...] = w0
 
-    results: dict = {"size": a.size, "batch": a.batch, "desired_bl": 31, "threads": a.threads,
-                     "repeats": a.repeats, "rounds": a.rounds, "cpu_count": os.cpu_count(),
-                     "machine": platform.processor() or platform.machine(), "python": platform.python_version(),
-                     "torch": torch.__version__, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
-                     "gomp_spincount": os.environ.get("GOMP_SPINCOUNT"),
-                     "load_average_before": os.getloadavg()[0]}
+    results: dict = {
+        "size": a.size,
+        "batch": a.batch,
+        "desired_bl": 31,
+        "threads": a.threads,
+        "repeats": a.repeats,
+        "rounds": a.rounds,
+        "cpu_count": os.cpu_count(),
+        "machine": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "gomp_spincount": os.environ.get("GOMP_SPINCOUNT"),
+        "load_average_before": os.getloadavg()[0],
+    }
     inputs = {}
     for name, reg in REGIMES.items():
         d = (reg["d_std"] * rng.standard_normal((a.batch, a.size))).astype(np.float32)
         inputs[name] = d
-        results[name] = {"d_std": reg["d_std"], "lr": reg["lr"], "x_std": a.x_std, "formula_pulses": float(
-            reg["lr"] * (np.abs(x).astype(float).sum(1) * np.abs(d).astype(float).sum(1)).sum() / dev.dw_min)}
+        results[name] = {
+            "d_std": reg["d_std"],
+            "lr": reg["lr"],
+            "x_std": a.x_std,
+            "formula_pulses": float(
+                reg["lr"] * (np.abs(x).astype(float).sum(1) * np.abs(d).astype(float).sum(1)).sum() / dev.dw_min
+            ),
+        }
     times: dict = {(n, k): [] for n in REGIMES for k in ("torch", "pulsed", "expected", "aihwkit", "aihwkit_min")}
     round_pulsed: dict = {n: [] for n in REGIMES}  # median of each round's pulsed calls
     fired: dict = {(n, m): [] for n in REGIMES for m in ("pulsed", "expected")}
@@ -224,28 +280,37 @@ def main() -> int:
             r["aihwkit_expected_pulses"] = ak[f"{name}_expected_pulses"]
             r["aihwkit_over_pulsed"] = r["aihwkit_ms"] / r["pulsed_ms"]
             r["aihwkit_over_pulsed_fastest"] = r["aihwkit_ms_min"] / r["pulsed_ms_min"]  # robust to host preemption
-            r["aihwkit_over_pulsed_paired"] = float(np.median(np.array(times[name, "aihwkit"])
-                                                              / np.array(round_pulsed[name])))
+            r["aihwkit_over_pulsed_paired"] = float(
+                np.median(np.array(times[name, "aihwkit"]) / np.array(round_pulsed[name]))
+            )
             r["aihwkit_over_expected"] = r["aihwkit_ms"] / r["expected_ms"]
     if ak is not None:
         results["aihwkit"] = {k: ak[k] for k in ("aihwkit_version", "torch_version", "threads", "repeats")}
     results["load_average_after"] = os.getloadavg()[0]
-    print(f"{a.size}x{a.size} SoftBounds, batch {a.batch}, BL 31, {a.threads} threads, "
-          f"median of {a.rounds} x {a.repeats}, load average {results['load_average_before']:.1f} -> "
-          f"{results['load_average_after']:.1f}")
-    head = f"{'regime':7s} {'formula':>9s} {'pulses':>9s} {'torch ms':>9s} {'pulsed ms':>10s} {'expect ms':>10s} " \
-           f"{'pulsed/torch':>12s} {'expect/torch':>12s}"
+    print(
+        f"{a.size}x{a.size} SoftBounds, batch {a.batch}, BL 31, {a.threads} threads, "
+        f"median of {a.rounds} x {a.repeats}, load average {results['load_average_before']:.1f} -> "
+        f"{results['load_average_after']:.1f}"
+    )
+    head = (
+        f"{'regime':7s} {'formula':>9s} {'pulses':>9s} {'torch ms':>9s} {'pulsed ms':>10s} {'expect ms':>10s} "
+        f"{'pulsed/torch':>12s} {'expect/torch':>12s}"
+    )
     if a.aihwkit_python:
         head += f" {'aihwkit ms':>10s} {'aihwkit/pulsed':>14s} {'fastest calls':>13s} {'paired rounds':>13s}"
     print(head)
     for name in REGIMES:
         r = results[name]
-        line = f"{name:7s} {r['formula_pulses']:9.3g} {r['pulsed_pulses']:9.3g} {r['torch_ms']:9.3f} " \
-               f"{r['pulsed_ms']:10.3f} {r['expected_ms']:10.3f} {r['pulsed_over_torch']:12.2f} " \
-               f"{r['expected_over_torch']:12.2f}"
+        line = (
+            f"{name:7s} {r['formula_pulses']:9.3g} {r['pulsed_pulses']:9.3g} {r['torch_ms']:9.3f} "
+            f"{r['pulsed_ms']:10.3f} {r['expected_ms']:10.3f} {r['pulsed_over_torch']:12.2f} "
+            f"{r['expected_over_torch']:12.2f}"
+        )
         if a.aihwkit_python:
-            line += f" {r['aihwkit_ms']:10.3f} {r['aihwkit_over_pulsed']:14.2f}" \
-                    f" {r['aihwkit_over_pulsed_fastest']:13.2f} {r['aihwkit_over_pulsed_paired']:13.2f}"
+            line += (
+                f" {r['aihwkit_ms']:10.3f} {r['aihwkit_over_pulsed']:14.2f}"
+                f" {r['aihwkit_over_pulsed_fastest']:13.2f} {r['aihwkit_over_pulsed_paired']:13.2f}"
+            )
         print(line)
     print(json.dumps(results))
     return 0

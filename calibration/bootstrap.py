@@ -69,8 +69,9 @@ def expanded_tail(n_units: int, level: float = LEVEL) -> float:
     return float(stats.norm.cdf(-np.sqrt(n_units / (n_units - 1)) * t))
 
 
-def percentile_ci(samples: np.ndarray, names: tuple[str, ...] | list[str], n_units: int,
-                  level: float = LEVEL) -> dict[str, tuple[float, float]]:
+def percentile_ci(
+    samples: np.ndarray, names: tuple[str, ...] | list[str], n_units: int, level: float = LEVEL
+) -> dict[str, tuple[float, float]]:
     """Expanded percentile intervals: per column of samples (n_boot, k), its quantiles at `expanded_tail`
     and 1 - that."""
     tail = expanded_tail(n_units, level)
@@ -93,12 +94,15 @@ def bootstrap_population(fit: FamilyFit, theta: np.ndarray, n_boot: int = N_BOOT
     names = list(fit.params)
     fit.ci = percentile_ci(samples, names, len(theta))
     fit.stderr = {p: float(s) for p, s in zip(names, samples.std(axis=0, ddof=1))}
-    fit.interval = (f"bootstrap over {len(theta)} devices (per-device estimates resampled), {n_boot} resamples, "
-                    f"expanded percentile, seed {seed}")
+    fit.interval = (
+        f"bootstrap over {len(theta)} devices (per-device estimates resampled), {n_boot} resamples, "
+        f"expanded percentile, seed {seed}"
+    )
 
 
-def bootstrap_pooled(fam: Family, fit: FamilyFit, data: PulseData, n_boot: int = N_BOOT_POOLED, seed: int = 0,
-                     progress: bool = False) -> np.ndarray:
+def bootstrap_pooled(
+    fam: Family, fit: FamilyFit, data: PulseData, n_boot: int = N_BOOT_POOLED, seed: int = 0, progress: bool = False
+) -> np.ndarray:
     """Set the intervals of a pooled fit to expanded percentile intervals over n_boot two-level resamples of devices and
     cycles, each refitted from the pooled solution; standard errors: the refits' std. Returns the refitted
     parameters (n_boot, k)."""
@@ -111,6 +115,7 @@ def bootstrap_pooled(fam: Family, fit: FamilyFit, data: PulseData, n_boot: int =
     n_dev, n_cyc = len(np.unique(data.device)), int(cycles[-1]) + 1
     fit.ci = percentile_ci(out, fam.params, n_dev if n_dev > 1 else n_cyc)
     fit.stderr = {p: float(s) for p, s in zip(fam.params, out.std(axis=0, ddof=1))}
-    fit.interval = (f"bootstrap over {n_dev} devices and their {n_cyc} cycles, {n_boot} refits, expanded "
-                    f"percentile, seed {seed}")
+    fit.interval = (
+        f"bootstrap over {n_dev} devices and their {n_cyc} cycles, {n_boot} refits, expanded percentile, seed {seed}"
+    )
     return out

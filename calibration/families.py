@@ -45,9 +45,15 @@ def expstep_canonical(fields: dict) -> dict:
     a, b = f["a"], f["b"]
     if a == 0:
         raise ValueError("ExpStep with a = 0 has a constant step: fit ConstantStep instead")
-    return {**f, "A_up": f["A_up"] * math.exp(f["gamma_up"] * b),
-            "A_down": f["A_down"] * math.exp(-f["gamma_down"] * b), "gamma_up": 2 * a * f["gamma_up"],
-            "gamma_down": 2 * a * f["gamma_down"], "a": 0.5, "b": 0.0}
+    return {
+        **f,
+        "A_up": f["A_up"] * math.exp(f["gamma_up"] * b),
+        "A_down": f["A_down"] * math.exp(-f["gamma_down"] * b),
+        "gamma_up": 2 * a * f["gamma_up"],
+        "gamma_down": 2 * a * f["gamma_down"],
+        "a": 0.5,
+        "b": 0.0,
+    }
 
 
 _FITTED = {f.kind for m in FAMILY_MODULES for f in m.fit_families(6, 1e-3)}

@@ -81,12 +81,25 @@ class FamilyFit:
         return self._criterion(lambda k, n: k * math.log(n))
 
     def summary(self) -> dict:
-        return {"kind": self.kind, "params": self.params, "stderr": self.stderr,
-                "ci95": {p: list(v) for p, v in self.ci95.items()}, "at_bound": self.at_bound,
-                "device": self.device.model_dump(mode="json"), "rss": self.rss, "n": self.n, "k": self.k,
-                "aic": self.aic, "bic": self.bic, "diagnostics": self.diagnostics, "message": self.message,
-                "interval": self.interval_text, "flags": self.flags,
-                "n_devices_fitted": len(self.parts) or None, "shared": self.shared}
+        return {
+            "kind": self.kind,
+            "params": self.params,
+            "stderr": self.stderr,
+            "ci95": {p: list(v) for p, v in self.ci95.items()},
+            "at_bound": self.at_bound,
+            "device": self.device.model_dump(mode="json"),
+            "rss": self.rss,
+            "n": self.n,
+            "k": self.k,
+            "aic": self.aic,
+            "bic": self.bic,
+            "diagnostics": self.diagnostics,
+            "message": self.message,
+            "interval": self.interval_text,
+            "flags": self.flags,
+            "n_devices_fitted": len(self.parts) or None,
+            "shared": self.shared,
+        }
 
 
 def sandwich_cov(jac: np.ndarray, r: np.ndarray, follows: np.ndarray) -> np.ndarray:
@@ -111,9 +124,9 @@ def diagnostics(r: np.ndarray, data: PulseData, fitted: np.ndarray, n_bins: int 
     weight and the lack-of-fit chi2 of those means against 0 with its p-value (small p: systematic misfit)."""
     base = np.where(data.up, data.dw[data.up].mean(), data.dw[~data.up].mean())
     tss = float(np.sum((data.dw - base) ** 2))
-    rss = float(np.sum(r ** 2))
+    rss = float(np.sum(r**2))
     idx = np.flatnonzero(data.follows)
-    lag1 = float(np.mean(r[idx] * r[idx - 1]) / np.mean(r ** 2)) if len(idx) else float("nan")
+    lag1 = float(np.mean(r[idx] * r[idx - 1]) / np.mean(r**2)) if len(idx) else float("nan")
     edges = np.linspace(data.lo, data.hi, n_bins + 1)
     binned: dict[str, dict] = {}
     chi2, dof = 0.0, 0
@@ -121,17 +134,28 @@ def diagnostics(r: np.ndarray, data: PulseData, fitted: np.ndarray, n_bins: int 
         k = np.clip(np.digitize(data.x[sel], edges) - 1, 0, n_bins - 1)
         cnt = np.bincount(k, minlength=n_bins)
         mean = np.bincount(k, r[sel], n_bins) / np.maximum(cnt, 1)
-        var = np.bincount(k, r[sel] ** 2, n_bins) / np.maximum(cnt, 1) - mean ** 2
+        var = np.bincount(k, r[sel] ** 2, n_bins) / np.maximum(cnt, 1) - mean**2
         se = np.sqrt(np.maximum(var, 1e-300) / np.maximum(cnt - 1, 1))
         ok = cnt >= 5
         chi2 += float(np.sum((mean[ok] / se[ok]) ** 2))
         dof += int(ok.sum())
-        binned[name] = {"w": (0.5 * (edges[:-1] + edges[1:])).tolist(), "mean": mean.tolist(), "se": se.tolist(),
-                        "count": cnt.tolist()}
-    return {"rmse": math.sqrt(rss / len(r)), "r2": 1.0 - rss / tss if tss > 0 else float("nan"),
-            "skewness": float(stats.skew(r)), "excess_kurtosis": float(stats.kurtosis(r)), "lag1_autocorr": lag1,
-            "lack_of_fit_chi2": chi2, "lack_of_fit_dof": dof,
-            "lack_of_fit_p": float(stats.chi2.sf(chi2, dof)) if dof else float("nan"), "binned_residuals": binned}
+        binned[name] = {
+            "w": (0.5 * (edges[:-1] + edges[1:])).tolist(),
+            "mean": mean.tolist(),
+            "se": se.tolist(),
+            "count": cnt.tolist(),
+        }
+    return {
+        "rmse": math.sqrt(rss / len(r)),
+        "r2": 1.0 - rss / tss if tss > 0 else float("nan"),
+        "skewness": float(stats.skew(r)),
+        "excess_kurtosis": float(stats.kurtosis(r)),
+        "lag1_autocorr": lag1,
+        "lack_of_fit_chi2": chi2,
+        "lack_of_fit_dof": dof,
+        "lack_of_fit_p": float(stats.chi2.sf(chi2, dof)) if dof else float("nan"),
+        "binned_residuals": binned,
+    }
 
 
 def _jacobian(fam: Family, on: PulseData, x0: np.ndarray, width: np.ndarray):
@@ -167,8 +191,15 @@ def _least_squares(fam: Family, data: PulseData, starts: list[list[float]], diff
         # a trial step into extreme parameters (a steep exponential) can overflow the residuals: least_squares
         # rejects a non-finite trial and shrinks its step, so numpy's overflow warnings there say nothing
         with np.errstate(over="ignore", invalid="ignore"):
-            return optimize.least_squares(resid, x0, jac=jac or _jacobian(fam, on, x0, hi - lo), bounds=(lo, hi),
-                                          x_scale="jac", method="trf", max_nfev=MAX_NFEV)
+            return optimize.least_squares(
+                resid,
+                x0,
+                jac=jac or _jacobian(fam, on, x0, hi - lo),
+                bounds=(lo, hi),
+                x_scale="jac",
+                method="trf",
+                max_nfev=MAX_NFEV,
+            )
 
     best = min((run(search, x0, "2-point" if differences else None) for x0 in starts), key=lambda res: res.cost)
     return (best if search is data else run(data, best.x)), lo, hi
@@ -195,10 +226,20 @@ def fit_family(fam: Family, data: PulseData, starts: list[list[float]] | None = 
     r = data.dw - fitted
     tol = 1e-6 * (hi - lo)
     at_bound = [p for p, v, a, b, t in zip(fam.params, theta, lo, hi, tol) if v - a < t or b - v < t]
-    return FamilyFit(fam.kind, {p: float(v) for p, v in zip(fam.params, theta)},
-                     {p: float(s) for p, s in zip(fam.params, se)}, at_bound, device,
-                     float(np.sum((r * data.weight) ** 2)), data.n, len(theta), r, diagnostics(r, data, fitted),
-                     cov, f"{res.message} ({res.nfev} evaluations)")
+    return FamilyFit(
+        fam.kind,
+        {p: float(v) for p, v in zip(fam.params, theta)},
+        {p: float(s) for p, s in zip(fam.params, se)},
+        at_bound,
+        device,
+        float(np.sum((r * data.weight) ** 2)),
+        data.n,
+        len(theta),
+        r,
+        diagnostics(r, data, fitted),
+        cov,
+        f"{res.message} ({res.nfev} evaluations)",
+    )
 
 
 def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
@@ -216,7 +257,7 @@ def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
         k = np.clip(np.digitize(data.x[sel], edges) - 1, 0, n_bins - 1)
         cnt = np.bincount(k, minlength=n_bins)
         mean = sign * np.bincount(k, data.dw[sel], n_bins) / np.maximum(cnt, 1)
-        var = np.bincount(k, data.dw[sel] ** 2, n_bins) / np.maximum(cnt, 1) - mean ** 2
+        var = np.bincount(k, data.dw[sel] ** 2, n_bins) / np.maximum(cnt, 1) - mean**2
         ok = cnt >= 5
         if ok.sum() < 2:
             raise ValueError(f"too few {name} increments for a table of {n_bins} bins")
@@ -238,8 +279,14 @@ def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
     dw_min = float(0.5 * (np.interp(w_sym, grid, up) + np.interp(w_sym, grid, dn)))
     if not dw_min > 0:
         raise ValueError("binned steps are zero at the symmetric point; cannot normalise the table")
-    device = Tabulated(w=grid.tolist(), q_plus_values=(up / dw_min).tolist(), q_minus_values=(dn / dw_min).tolist(),
-                       w_min=data.lo, w_max=data.hi, dw_min=dw_min)
+    device = Tabulated(
+        w=grid.tolist(),
+        q_plus_values=(up / dw_min).tolist(),
+        q_minus_values=(dn / dw_min).tolist(),
+        w_min=data.lo,
+        w_max=data.hi,
+        dw_min=dw_min,
+    )
     fitted = data.predict(device)
     r = data.dw - fitted
     params = {"dw_min": dw_min, "w_min": data.lo, "w_max": data.hi}
@@ -251,5 +298,17 @@ def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
         stderr[f"q_minus[{w:.4g}]"] = float(se["down"][used][k] / dw_min)
     n_par = 2 * len(grid) + 2  # table values and the two bounds (dw_min only normalises the table)
     rss = float(np.sum((r * data.weight) ** 2))
-    return FamilyFit("tabulated", params, stderr, [], device, rss, data.n, n_par, r, diagnostics(r, data, fitted),
-                     np.full((0, 0), np.nan), "binned means")
+    return FamilyFit(
+        "tabulated",
+        params,
+        stderr,
+        [],
+        device,
+        rss,
+        data.n,
+        n_par,
+        r,
+        diagnostics(r, data, fitted),
+        np.full((0, 0), np.nan),
+        "binned means",
+    )

@@ -71,17 +71,35 @@ class FitResult:
         bic0 = min(f.bic for f in self.fits.values())
         wts = np.array([math.exp(-0.5 * (self.fits[k].aic - aic0)) for k in rank])
         wts /= wts.sum()
-        return [{"kind": k, "k": self.fits[k].k, "rss": self.fits[k].rss, "rmse": self.fits[k].diagnostics["rmse"],
-                 "r2": self.fits[k].diagnostics["r2"], "aic": self.fits[k].aic, "bic": self.fits[k].bic,
-                 "delta_aic": self.fits[k].aic - aic0, "delta_bic": self.fits[k].bic - bic0,
-                 "akaike_weight": float(w)} for k, w in zip(rank, wts)]
+        return [
+            {
+                "kind": k,
+                "k": self.fits[k].k,
+                "rss": self.fits[k].rss,
+                "rmse": self.fits[k].diagnostics["rmse"],
+                "r2": self.fits[k].diagnostics["r2"],
+                "aic": self.fits[k].aic,
+                "bic": self.fits[k].bic,
+                "delta_aic": self.fits[k].aic - aic0,
+                "delta_bic": self.fits[k].bic - bic0,
+                "akaike_weight": float(w),
+            }
+            for k, w in zip(rank, wts)
+        ]
 
     def device_file(self) -> dict:
         """The exported device file: the config under "device" (what `devices.load_device` reads), the
         weight map and the provenance."""
-        return {"device": self.device.model_dump(mode="json"), "weight_map": self.weight_map.as_dict(),
-                "fit": {"family": self.best.kind, "criterion": self.criterion, "traces": self.source,
-                        "aimc_version": VERSION}}
+        return {
+            "device": self.device.model_dump(mode="json"),
+            "weight_map": self.weight_map.as_dict(),
+            "fit": {
+                "family": self.best.kind,
+                "criterion": self.criterion,
+                "traces": self.source,
+                "aimc_version": VERSION,
+            },
+        }
 
     def summary(self) -> dict:
         """All numbers of the fit (JSON-ready), with the data the fit figures need."""
@@ -92,28 +110,52 @@ class FitResult:
         curves = {}
         for k in self.ranking:
             dev = self.fits[k].device
-            curves[k] = {"up": predict(dev, grid, np.ones(len(grid), bool), anchor=d.anchor).tolist(),
-                         "down": predict(dev, grid, np.zeros(len(grid), bool), anchor=d.anchor).tolist()}
+            curves[k] = {
+                "up": predict(dev, grid, np.ones(len(grid), bool), anchor=d.anchor).tolist(),
+                "down": predict(dev, grid, np.zeros(len(grid), bool), anchor=d.anchor).tolist(),
+            }
         edges = np.linspace(d.lo, d.hi, 31)
         binned = {}
         for name, sel in (("up", d.up), ("down", ~d.up)):
             j = np.clip(np.digitize(d.x[sel], edges) - 1, 0, 29)
             cnt = np.bincount(j, minlength=30)
             mean = np.bincount(j, d.dw[sel], 30) / np.maximum(cnt, 1)
-            var = np.bincount(j, d.dw[sel] ** 2, 30) / np.maximum(cnt, 1) - mean ** 2
-            binned[name] = {"w": (0.5 * (edges[:-1] + edges[1:])).tolist(), "mean": mean.tolist(),
-                            "se": np.sqrt(np.maximum(var, 0) / np.maximum(cnt - 1, 1)).tolist(), "count": cnt.tolist()}
-        return {"weight_map": self.weight_map.as_dict(), "criterion": self.criterion, "best": self.best.kind,
-                "ranking": self.ranking_table(), "families": {k: f.summary() for k, f in self.fits.items()},
-                "noise": self.noise, "spread": self.spread, "device_file": self.device_file(),
-                "model_curves": {"w": grid.tolist(), **curves},
-                "data": {"n_increments": d.n, "n_devices": d.n_devices, "bounds_plateau": [d.lo, d.hi],
-                         "binned": binned,
-                         "typical_step": d.dw0, "anchor": d.anchor,
-                         "sample": {"x": d.x[keep].tolist(), "dw": d.dw[keep].tolist(),
-                                                           "up": d.up[keep].astype(int).tolist(),
-                                                           "residual": self.best.residuals[keep].tolist()}},
-                "source": self.source, "method": self.method, "quality": d.quality, "overlay": self.overlay}
+            var = np.bincount(j, d.dw[sel] ** 2, 30) / np.maximum(cnt, 1) - mean**2
+            binned[name] = {
+                "w": (0.5 * (edges[:-1] + edges[1:])).tolist(),
+                "mean": mean.tolist(),
+                "se": np.sqrt(np.maximum(var, 0) / np.maximum(cnt - 1, 1)).tolist(),
+                "count": cnt.tolist(),
+            }
+        return {
+            "weight_map": self.weight_map.as_dict(),
+            "criterion": self.criterion,
+            "best": self.best.kind,
+            "ranking": self.ranking_table(),
+            "families": {k: f.summary() for k, f in self.fits.items()},
+            "noise": self.noise,
+            "spread": self.spread,
+            "device_file": self.device_file(),
+            "model_curves": {"w": grid.tolist(), **curves},
+            "data": {
+                "n_increments": d.n,
+                "n_devices": d.n_devices,
+                "bounds_plateau": [d.lo, d.hi],
+                "binned": binned,
+                "typical_step": d.dw0,
+                "anchor": d.anchor,
+                "sample": {
+                    "x": d.x[keep].tolist(),
+                    "dw": d.dw[keep].tolist(),
+                    "up": d.up[keep].astype(int).tolist(),
+                    "residual": self.best.residuals[keep].tolist(),
+                },
+            },
+            "source": self.source,
+            "method": self.method,
+            "quality": d.quality,
+            "overlay": self.overlay,
+        }
 
     def export(self, path: str | os.PathLike) -> None:
         """Write the device file (JSON) atomically."""
@@ -143,8 +185,9 @@ def _export_device(best: FamilyFit, noise: dict, spread: dict) -> DeviceConfig:
     return parse_device(fields, where="exported device")
 
 
-def _bootstrap_devices(fam: Family, population: FamilyFit, per: dict[int, FamilyFit], data: PulseData,
-                       n_boot: int | None, seed: int) -> None:
+def _bootstrap_devices(
+    fam: Family, population: FamilyFit, per: dict[int, FamilyFit], data: PulseData, n_boot: int | None, seed: int
+) -> None:
     """Give a per-device population fit the bootstrap intervals over its devices' estimates `per`
     (`bootstrap.bootstrap_population`) and the identification flags of those intervals."""
     theta = np.array([list(f.params.values()) for f in per.values()])
@@ -152,11 +195,25 @@ def _bootstrap_devices(fam: Family, population: FamilyFit, per: dict[int, Family
     population.flags = identification(fam, population, data)
 
 
-def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic", g_mid: float | None = None,
-        g_scale: float | None = None, n_bins: int = 20, n_nodes: int = 6, spread: bool = True,
-        source: str = "", method: str = "per-device", progress: bool = False, intervals: str = "analytic",
-        n_boot: int | None = None, seed: int = 0, cycle_noise: bool | None = None,
-        anchor: float | None = None, likelihood: bool = False) -> FitResult:
+def fit(
+    traces: TraceSet,
+    kinds: list[str] | None = None,
+    criterion: str = "bic",
+    g_mid: float | None = None,
+    g_scale: float | None = None,
+    n_bins: int = 20,
+    n_nodes: int = 6,
+    spread: bool = True,
+    source: str = "",
+    method: str = "per-device",
+    progress: bool = False,
+    intervals: str = "analytic",
+    n_boot: int | None = None,
+    seed: int = 0,
+    cycle_noise: bool | None = None,
+    anchor: float | None = None,
+    likelihood: bool = False,
+) -> FitResult:
     """Fit every family in `kinds` (default: all of the device layer) to the increments of `traces`, rank them by
     `criterion` ("bic" or "aic"), estimate noise and device-to-device spread for the best one and build the exported
     device. g_mid, g_scale: the weight map (default: `weight_map_for`); n_bins: bins of the tabulated fit; n_nodes:
@@ -215,8 +272,10 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
     n_fitted = len(fitted_devices(data))
     two_stage = method == "per-device" and n_fitted >= MIN_DEVICES
     if likelihood and not two_stage:
-        raise ValueError(f"likelihood refines per-device fits: it needs at least {MIN_DEVICES} devices with enough "
-                         f"increments, and the traces have {n_fitted} (fit without likelihood)")
+        raise ValueError(
+            f"likelihood refines per-device fits: it needs at least {MIN_DEVICES} devices with enough "
+            f"increments, and the traces have {n_fitted} (fit without likelihood)"
+        )
     start_data = data
     if two_stage and data.n > START_SAMPLE:  # the pooled fit only gives the per-device fits their start
         keep = np.zeros(data.n, bool)
@@ -244,26 +303,46 @@ def fit(traces: TraceSet, kinds: list[str] | None = None, criterion: str = "bic"
             _bootstrap_devices(fam, best, per[best.kind], data, n_boot, seed)
         best.interval = f"maximum likelihood per device; {best.interval}"
     if likelihood:
-        data.quality["likelihood"] = ("applied: the best family's per-device fits refined by maximum likelihood"
-                                      if ml is not None else f"not applied: the best family, {best.kind}, has no "
-                                      "per-device parameters to refine")
+        data.quality["likelihood"] = (
+            "applied: the best family's per-device fits refined by maximum likelihood"
+            if ml is not None
+            else f"not applied: the best family, {best.kind}, has no per-device parameters to refine"
+        )
     if intervals == "bootstrap" and best.kind != "tabulated" and (best.shared or not per.get(best.kind)):
         bootstrap_pooled(specs[best.kind], best, data, n_boot or N_BOOT_POOLED, seed, progress)
         best.flags = identification(specs[best.kind], best, data)
     noise = estimate_noise(best, data, wmap.g_scale)
     if ml is not None:  # the likelihood measured both noises on every device: they replace the residuals' estimate
         form = "additive" if noise_form(best.device) == "additive" else "multiplicative"
-        noise.update({"form": form, f"sigma_{form}": ml["sigma"], "read_noise": ml["read_noise"],
-                      "read_noise_g": ml["read_noise"] * wmap.g_scale, "likelihood": ml})
+        noise.update(
+            {
+                "form": form,
+                f"sigma_{form}": ml["sigma"],
+                "read_noise": ml["read_noise"],
+                "read_noise_g": ml["read_noise"] * wmap.g_scale,
+                "likelihood": ml,
+            }
+        )
     if not spread or data.n_devices < 3:
         spread_info = {"family": best.kind, "dtod": {}, "message": "not estimated"}
     elif best.kind == "tabulated":
         spread_info = spread_tabulated(best, data)
     else:
-        spread_info = estimate_spread(specs[best.kind], best, data, progress=progress,
-                                      per_device=per.get(best.kind) or None)
+        spread_info = estimate_spread(
+            specs[best.kind], best, data, progress=progress, per_device=per.get(best.kind) or None
+        )
     device = _export_device(best, noise, spread_info)
     mean_dev = device if cycle_noise else device.model_copy(update={"dw_min_std": 0.0})  # the increment model's
     overlay = [model_trace(mean_dev, traces, wmap, d) for d in range(min(2, traces.n_devices))]
-    return FitResult(wmap, fits, criterion, noise, spread_info, device, data, source,
-                     "per-device" if two_stage else "pooled", overlay)
+    return FitResult(
+        wmap,
+        fits,
+        criterion,
+        noise,
+        spread_info,
+        device,
+        data,
+        source,
+        "per-device" if two_stage else "pooled",
+        overlay,
+    )

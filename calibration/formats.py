@@ -102,8 +102,16 @@ def read_runs(paths: list[str | os.PathLike]) -> TraceSet:
         dev += [(offset + p - start, sign, g, ln) for p, g, ln in reads]
     rows = [(d, *r) for d, runs in enumerate(by_device.values()) for r in runs]
     arr = np.array(rows, dtype=[("d", np.int64), ("p", np.int64), ("s", np.int8), ("g", float), ("n", np.int64)])
-    return TraceSet(tuple(by_device), arr["d"], arr["p"], arr["s"], arr["g"], unit,
-                    {"format": "runs", "files": ", ".join(map(str, paths))}, arr["n"])
+    return TraceSet(
+        tuple(by_device),
+        arr["d"],
+        arr["p"],
+        arr["s"],
+        arr["g"],
+        unit,
+        {"format": "runs", "files": ", ".join(map(str, paths))},
+        arr["n"],
+    )
 
 
 def read_matrix(path: str | os.PathLike) -> TraceSet:
@@ -135,9 +143,16 @@ def read_matrix(path: str | os.PathLike) -> TraceSet:
         g.append([read_value(c, where, k, labels[k - 3]) for k, c in enumerate(cells[2:], start=3)])
         lines.append(lineno)
     n_dev = len(labels)
-    return TraceSet(tuple(labels), np.repeat(np.arange(n_dev), len(pulses)), np.tile(pulses, n_dev),
-                    np.tile(np.array(pols, np.int8), n_dev), np.asarray(g, float).T.ravel(), unit,
-                    {**meta, "format": "matrix"}, np.tile(lines, n_dev))
+    return TraceSet(
+        tuple(labels),
+        np.repeat(np.arange(n_dev), len(pulses)),
+        np.tile(pulses, n_dev),
+        np.tile(np.array(pols, np.int8), n_dev),
+        np.asarray(g, float).T.ravel(),
+        unit,
+        {**meta, "format": "matrix"},
+        np.tile(lines, n_dev),
+    )
 
 
 def read_traces(paths: list[str | os.PathLike] | str | os.PathLike, fmt: str = "traces") -> TraceSet:

@@ -81,8 +81,7 @@ def _censored_slopes(mu, sd, behind, ahead):
 
 
 @njit(cache=True, nogil=True)
-def single_pulse_grad_kernel(x, up, er, code, consts, grid, tab_up, tab_dn, lo, hi, anchor, sigma, additive, g0,
-                             out):
+def single_pulse_grad_kernel(x, up, er, code, consts, grid, tab_up, tab_dn, lo, hi, anchor, sigma, additive, g0, out):
     """d increment / d p of `single_pulse_kernel`'s increments into out, shape (n, P + 2): p as in
     `element_step_derivatives` (the element columns, consts, tab_up, tab_dn), then the bounds lo, hi that clip the
     step (the start x -+ anchor s(x) moves with p: chain rule); g0 (n, P): work space. Both are the caller's,
@@ -139,8 +138,9 @@ def _element_vector(device: DeviceConfig) -> np.ndarray:
     return out
 
 
-def single_pulse_jacobian(config, theta: np.ndarray, h: np.ndarray, x: np.ndarray, up: np.ndarray, anchor: float,
-                          work: dict | None = None) -> np.ndarray:
+def single_pulse_jacobian(
+    config, theta: np.ndarray, h: np.ndarray, x: np.ndarray, up: np.ndarray, anchor: float, work: dict | None = None
+) -> np.ndarray:
     """d increment / d theta (n, len(theta)) of single pulses, config(theta) the device (with cycle noise: the
     censored mean, `noise_form`): the element's analytic derivatives (`single_pulse_grad_kernel`) times d p /
     d theta, the latter by forward differences of the nominal element with steps h (no data involved: some 50
@@ -160,8 +160,23 @@ def single_pulse_jacobian(config, theta: np.ndarray, h: np.ndarray, x: np.ndarra
     if work.get("shape") != (len(x), len(p0)):
         work.update(shape=(len(x), len(p0)), g0=np.empty((len(x), len(p0) - 2)), grad=np.empty((len(x), len(p0))))
     lo, hi = device.bounds
-    single_pulse_grad_kernel(x, up, er, code, consts, grid, tab_up, tab_dn, float(lo), float(hi), float(anchor),
-                             float(device.dw_min_std), noise_form(device) == "additive", work["g0"], work["grad"])
+    single_pulse_grad_kernel(
+        x,
+        up,
+        er,
+        code,
+        consts,
+        grid,
+        tab_up,
+        tab_dn,
+        float(lo),
+        float(hi),
+        float(anchor),
+        float(device.dw_min_std),
+        noise_form(device) == "additive",
+        work["g0"],
+        work["grad"],
+    )
     return work["grad"] @ dp
 
 

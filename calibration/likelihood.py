@@ -187,8 +187,16 @@ def increment_cost_grads(s, unit, sigma, a, b, y, read_sd, log_stray):
     return out, grad
 
 
-def total_nll(s: np.ndarray, unit: np.ndarray, sigma: float, a: np.ndarray, b: np.ndarray, y: np.ndarray,
-              read_sd: float, log_stray: float) -> float:
+def total_nll(
+    s: np.ndarray,
+    unit: np.ndarray,
+    sigma: float,
+    a: np.ndarray,
+    b: np.ndarray,
+    y: np.ndarray,
+    read_sd: float,
+    log_stray: float,
+) -> float:
     """Sum over the increments of -log((1 - STRAY) f(y) + exp(log_stray)), f the density of `increment_nll` with
     sd = sigma unit and log_stray = log(STRAY / span): an increment the model cannot produce costs at most
     -log_stray instead of deciding the fit (a bad read, a bound the device does not have). The terms are
@@ -238,8 +246,9 @@ class DeviceLikelihood:
     message: str
 
 
-def refine(fam: Family, start: FamilyFit, data: PulseData, read_sd0: float,
-           theta0: np.ndarray | None = None) -> DeviceLikelihood:
+def refine(
+    fam: Family, start: FamilyFit, data: PulseData, read_sd0: float, theta0: np.ndarray | None = None
+) -> DeviceLikelihood:
     """Maximum likelihood of `fam` on one device's increments `data` from its least-squares fit `start` (or from
     theta0): the noise factor and the read noise first (one at a time, the family held at the start), then
     everything with L-BFGS-B in coordinates scaled by the least-squares standard errors."""
@@ -251,10 +260,12 @@ def refine(fam: Family, start: FamilyFit, data: PulseData, read_sd0: float,
     stray = math.log(STRAY / (data.hi - data.lo))
     log_r = float(np.clip(math.log(max(read_sd0, 1e-12)), *LOG_READ_BOX))
     for _ in range(2):  # the two noise levels alone: a good start for the joint fit
-        log_r = optimize.minimize_scalar(lambda q: total_nll(s, unit, sigma, a, b, inc.y, math.exp(q), stray),
-                                         bounds=LOG_READ_BOX, method="bounded").x
-        sigma = optimize.minimize_scalar(lambda g: total_nll(s, unit, g, a, b, inc.y, math.exp(log_r), stray),
-                                         bounds=SIGMA_BOX, method="bounded").x
+        log_r = optimize.minimize_scalar(
+            lambda q: total_nll(s, unit, sigma, a, b, inc.y, math.exp(q), stray), bounds=LOG_READ_BOX, method="bounded"
+        ).x
+        sigma = optimize.minimize_scalar(
+            lambda g: total_nll(s, unit, g, a, b, inc.y, math.exp(log_r), stray), bounds=SIGMA_BOX, method="bounded"
+        ).x
     x0 = np.r_[np.clip(theta0, lo + 1e-9 * (hi - lo), hi - 1e-9 * (hi - lo)), sigma, log_r]
     lo_all, hi_all = np.r_[lo, SIGMA_BOX[0], LOG_READ_BOX[0]], np.r_[hi, SIGMA_BOX[1], LOG_READ_BOX[1]]
     se = np.r_[np.array(list(start.stderr.values()), float), 0.3, 0.3]
@@ -292,14 +303,18 @@ def refine(fam: Family, start: FamilyFit, data: PulseData, read_sd0: float,
         grad[-1] = g[:, 4].sum()
         return float(np.sum(costs)), grad * scale
 
-    res = optimize.minimize(nll_and_grad, np.zeros(len(x0)), jac=True, method="L-BFGS-B",
-                            bounds=list(zip((lo_all - x0) / scale, (hi_all - x0) / scale)),
-                            options={"maxiter": MAX_ITER, "ftol": 1e-13, "gtol": 1e-8})
+    res = optimize.minimize(
+        nll_and_grad,
+        np.zeros(len(x0)),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=list(zip((lo_all - x0) / scale, (hi_all - x0) / scale)),
+        options={"maxiter": MAX_ITER, "ftol": 1e-13, "gtol": 1e-8},
+    )
     p = x0 + res.x * scale
     k = len(theta0)
     cov = (res.hess_inv.todense() * np.outer(scale, scale))[:k, :k]
-    return DeviceLikelihood(p[:k], float(p[-2]), math.exp(p[-1]), float(res.fun), inc.x.size, cov,
-                            str(res.message))
+    return DeviceLikelihood(p[:k], float(p[-2]), math.exp(p[-1]), float(res.fun), inc.x.size, cov, str(res.message))
 
 
 def refined_fit(fam: Family, start: FamilyFit, ml: DeviceLikelihood) -> FamilyFit:
@@ -307,9 +322,14 @@ def refined_fit(fam: Family, start: FamilyFit, ml: DeviceLikelihood) -> FamilyFi
     residuals and criterion stay those of the least-squares fit)."""
     se = np.sqrt(np.maximum(np.diag(ml.cov), 0.0))
     device = parse_device(fam.config_fields(ml.theta), where=fam.kind)
-    return replace(start, params={p: float(v) for p, v in zip(fam.params, ml.theta)},
-                   stderr={p: float(v) for p, v in zip(fam.params, se)}, device=device, cov=ml.cov,
-                   message=f"maximum likelihood: {ml.message}")
+    return replace(
+        start,
+        params={p: float(v) for p, v in zip(fam.params, ml.theta)},
+        stderr={p: float(v) for p, v in zip(fam.params, se)},
+        device=device,
+        cov=ml.cov,
+        message=f"maximum likelihood: {ml.message}",
+    )
 
 
 OUTLYING = 5.0  # a device whose parameter lies further than this many MADs (x 1.4826) from the median is refitted
@@ -327,8 +347,9 @@ def outlying(ml: dict[int, DeviceLikelihood]) -> list[int]:
     return [d for d, f in zip(ml, far) if f]
 
 
-def refine_population(fam: Family, per: dict[int, FamilyFit], data: PulseData, progress: bool = False
-                      ) -> tuple[dict[int, FamilyFit], dict]:
+def refine_population(
+    fam: Family, per: dict[int, FamilyFit], data: PulseData, progress: bool = False
+) -> tuple[dict[int, FamilyFit], dict]:
     """Every device's least-squares fit `per` refined by maximum likelihood (`refine`; an `outlying` device is
     refined once more from the other devices' median solution, and the likelier fit kept), and a summary: the median
     and per-device noise factor and read noise (weight units), the summed negative log-likelihood, and the
@@ -336,17 +357,23 @@ def refine_population(fam: Family, per: dict[int, FamilyFit], data: PulseData, p
     a device whose fit ran into a degenerate solution (all noise, no response) does not move them."""
     read0 = data.quality.get("anchor", {}).get("read_variance", float("nan"))
     read0 = math.sqrt(read0) if read0 > 0 else 0.1 * data.dw0
-    ml = {d: refine(fam, f, device_data(data, d), read0)
-          for d, f in tqdm(per.items(), desc=f"{fam.kind} likelihood", unit="device", disable=not progress,
-                           leave=False)}
+    ml = {
+        d: refine(fam, f, device_data(data, d), read0)
+        for d, f in tqdm(per.items(), desc=f"{fam.kind} likelihood", unit="device", disable=not progress, leave=False)
+    }
     for d in outlying(ml):  # another basin than the other devices': try theirs, keep the likelier
         others = np.median([m.theta for e, m in ml.items() if e != d], axis=0)
         again = refine(fam, per[d], device_data(data, d), read0, others)
         if again.nll < ml[d].nll:
             ml[d] = again
     sig, read = [m.sigma for m in ml.values()], [m.read_sd for m in ml.values()]
-    summary = {"sigma": float(np.median(sig)), "sigma_per_device": sig, "read_noise": float(np.median(read)),
-               "read_noise_per_device": read, "nll": float(sum(m.nll for m in ml.values())),
-               "n_increments": int(sum(m.n for m in ml.values())),
-               "not_converged": [d for d, m in ml.items() if not m.message.startswith("CONVERGENCE")]}
+    summary = {
+        "sigma": float(np.median(sig)),
+        "sigma_per_device": sig,
+        "read_noise": float(np.median(read)),
+        "read_noise_per_device": read,
+        "nll": float(sum(m.nll for m in ml.values())),
+        "n_increments": int(sum(m.n for m in ml.values())),
+        "not_converged": [d for d, m in ml.items() if not m.message.startswith("CONVERGENCE")],
+    }
     return {d: refined_fit(fam, per[d], m) for d, m in ml.items()}, summary

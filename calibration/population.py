@@ -79,8 +79,11 @@ def identification(fam: Family | None, fit: FamilyFit, data: PulseData) -> dict[
             flags[p] = "interval wider than half its box"
     span = data.hi - data.lo
     b_lo, b_hi = fit.device.bounds
-    for p, beyond in (("w_max", b_hi - data.hi), ("w_min", data.lo - b_lo), ("tau", max(b_hi - data.hi,
-                                                                                          data.lo - b_lo))):
+    for p, beyond in (
+        ("w_max", b_hi - data.hi),
+        ("w_min", data.lo - b_lo),
+        ("tau", max(b_hi - data.hi, data.lo - b_lo)),
+    ):
         if p in fit.params and p not in flags and beyond > EXTRAPOLATED * span:
             flags[p] = f"bound extrapolated {beyond / span:.0%} of the measured range beyond the reads"
     return flags
@@ -91,8 +94,14 @@ def device_data(data: PulseData, d: int) -> PulseData:
     return replace(data.subset(data.device == d), lo=float(data.dev_lo[d]), hi=float(data.dev_hi[d]))
 
 
-def fit_population(fam: Family | None, pooled: FamilyFit, data: PulseData, n_bins: int = 20,
-                   progress: bool = False, shared: bool = True) -> tuple[FamilyFit, dict[int, FamilyFit]]:
+def fit_population(
+    fam: Family | None,
+    pooled: FamilyFit,
+    data: PulseData,
+    n_bins: int = 20,
+    progress: bool = False,
+    shared: bool = True,
+) -> tuple[FamilyFit, dict[int, FamilyFit]]:
     """(population fit, per-device fits by device index) of one family; `pooled`: a fit of all devices (or
     of a subsample of their increments), the per-device fits' start; fam None: the tabulated family
     (per-device tables for the criterion, the pooled table as the population). shared: the shared model
@@ -117,8 +126,16 @@ def fit_population(fam: Family | None, pooled: FamilyFit, data: PulseData, n_bin
 
     pool = ThreadPoolExecutor(min(len(used), numba.get_num_threads()))  # module docstring: threads
     try:  # results in device order, whichever finishes first
-        fits = list(tqdm(pool.map(own_fit, used), total=len(used), desc=f"{kind} per device", unit="device",
-                         disable=not progress, leave=False))
+        fits = list(
+            tqdm(
+                pool.map(own_fit, used),
+                total=len(used),
+                desc=f"{kind} per device",
+                unit="device",
+                disable=not progress,
+                leave=False,
+            )
+        )
     finally:  # an interrupt drops the fits not started
         pool.shutdown(cancel_futures=True)
     per = {d: f for d, f in zip(used, fits) if f is not None}
@@ -136,8 +153,10 @@ def pooled_residuals(pooled: FamilyFit, data: PulseData) -> np.ndarray:
 
 def _device_rss(r: np.ndarray, data: PulseData) -> tuple[np.ndarray, np.ndarray]:
     """(rss, increments) of every device of `data` for its residuals r."""
-    return (np.bincount(data.device, (r * data.weight) ** 2, minlength=data.n_devices),
-            np.bincount(data.device, minlength=data.n_devices))
+    return (
+        np.bincount(data.device, (r * data.weight) ** 2, minlength=data.n_devices),
+        np.bincount(data.device, minlength=data.n_devices),
+    )
 
 
 def _shared(fit: FamilyFit, data: PulseData, test: str, r: np.ndarray | None = None) -> FamilyFit:
@@ -145,15 +164,22 @@ def _shared(fit: FamilyFit, data: PulseData, test: str, r: np.ndarray | None = N
     part under it. r: the residuals of all of `data` where `fit` is of a subsample (its intervals stay the
     subsample's); None where `fit` is of `data` itself."""
     if r is not None:
-        fit = replace(fit, rss=float(np.sum((r * data.weight) ** 2)), n=data.n, residuals=r,
-                      diagnostics=diagnostics(r, data, data.dw - r))
+        fit = replace(
+            fit,
+            rss=float(np.sum((r * data.weight) ** 2)),
+            n=data.n,
+            residuals=r,
+            diagnostics=diagnostics(r, data, data.dw - r),
+        )
     rss, n = _device_rss(fit.residuals, data)
-    return replace(fit, parts=tuple((float(rss[d]), int(n[d]), fit.k) for d in range(data.n_devices) if n[d]),
-                   shared=test)
+    return replace(
+        fit, parts=tuple((float(rss[d]), int(n[d]), fit.k) for d in range(data.n_devices) if n[d]), shared=test
+    )
 
 
-def shared_or_own(fam: Family, pooled: FamilyFit, population: FamilyFit, per: dict[int, FamilyFit],
-                  data: PulseData, r: np.ndarray) -> FamilyFit:
+def shared_or_own(
+    fam: Family, pooled: FamilyFit, population: FamilyFit, per: dict[int, FamilyFit], data: PulseData, r: np.ndarray
+) -> FamilyFit:
     """The shared model, `pooled` (the least-squares fit of all devices, or of a subsample of their increments:
     `refit_shared`; r its residuals of all of `data`), unless the devices' own fits `per` reject it (module
     docstring); then the per-device `population`."""
@@ -163,9 +189,13 @@ def shared_or_own(fam: Family, pooled: FamilyFit, population: FamilyFit, per: di
     p = float(stats.chi2.sf(ratio, dof))
     if p < SPREAD_LEVEL:
         return population
-    shared = _shared(pooled, data, f"one parameter set for all {data.n_devices} devices (their own sets: likelihood "
-                                   f"ratio {ratio:.1f} on {dof} degrees of freedom, p = {p:.2f})",
-                     None if pooled.n == data.n else r)
+    shared = _shared(
+        pooled,
+        data,
+        f"one parameter set for all {data.n_devices} devices (their own sets: likelihood "
+        f"ratio {ratio:.1f} on {dof} degrees of freedom, p = {p:.2f})",
+        None if pooled.n == data.n else r,
+    )
     shared.flags = identification(fam, shared, data)
     return shared
 
@@ -191,8 +221,13 @@ def median_interval(theta: np.ndarray, level: float = 0.95) -> tuple[tuple[np.nd
     return (s[c - 1], s[n - c]), c, float(coverage[c - 1])
 
 
-def summarize(fam: Family | None, pooled: FamilyFit, per: dict[int, FamilyFit], data: PulseData,
-              pooled_r: np.ndarray | None = None) -> FamilyFit:
+def summarize(
+    fam: Family | None,
+    pooled: FamilyFit,
+    per: dict[int, FamilyFit],
+    data: PulseData,
+    pooled_r: np.ndarray | None = None,
+) -> FamilyFit:
     """The population fit of per-device fits `per` (module docstring); devices without a fit of their own are
     charged with the `pooled` fit's residuals (pooled_r, default `pooled_residuals`) and parameters."""
     kind = fam.kind if fam else "tabulated"
@@ -208,9 +243,23 @@ def summarize(fam: Family | None, pooled: FamilyFit, per: dict[int, FamilyFit], 
     fitted = data.dw - r
     rss = float(np.sum((r * data.weight) ** 2))
     if fam is None:
-        return FamilyFit(kind, pooled.params, pooled.stderr, [], pooled.device, rss, data.n, pooled.k, r,
-                         diagnostics(r, data, fitted), pooled.cov, "pooled table; criterion over per-device tables",
-                         tuple(parts), None, pooled.interval)
+        return FamilyFit(
+            kind,
+            pooled.params,
+            pooled.stderr,
+            [],
+            pooled.device,
+            rss,
+            data.n,
+            pooled.k,
+            r,
+            diagnostics(r, data, fitted),
+            pooled.cov,
+            "pooled table; criterion over per-device tables",
+            tuple(parts),
+            None,
+            pooled.interval,
+        )
     theta = np.array([list(f.params.values()) for f in per.values()])
     n = len(theta)
     median = np.median(theta, axis=0)
@@ -219,10 +268,22 @@ def summarize(fam: Family | None, pooled: FamilyFit, per: dict[int, FamilyFit], 
     params = {p: float(v) for p, v in zip(fam.params, median)}
     device = parse_device(fam.config_fields(median), where=f"{kind} population")
     at_bound = [p for p in fam.params if sum(p in g.at_bound for g in per.values()) > n / 2]
-    out = FamilyFit(kind, params, {p: float(v) for p, v in zip(fam.params, se)}, at_bound, device, rss, data.n,
-                    pooled.k, r, diagnostics(r, data, fitted), np.diag(se ** 2), f"median of {n} per-device fits",
-                    tuple(parts), {p: (float(a), float(b)) for p, a, b in zip(fam.params, lo, hi)},
-                    f"over {n} devices: estimates {c} and {n + 1 - c} in order, coverage {coverage:.1%}")
+    out = FamilyFit(
+        kind,
+        params,
+        {p: float(v) for p, v in zip(fam.params, se)},
+        at_bound,
+        device,
+        rss,
+        data.n,
+        pooled.k,
+        r,
+        diagnostics(r, data, fitted),
+        np.diag(se**2),
+        f"median of {n} per-device fits",
+        tuple(parts),
+        {p: (float(a), float(b)) for p, a, b in zip(fam.params, lo, hi)},
+        f"over {n} devices: estimates {c} and {n + 1 - c} in order, coverage {coverage:.1%}",
+    )
     out.flags = identification(fam, out, data)
     return out
-

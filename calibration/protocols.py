@@ -25,9 +25,17 @@ def cycle_polarity(n_pulses: int, n_cycles: int) -> np.ndarray:
     return np.concatenate([[0], np.tile(one, n_cycles)]).astype(np.int8)
 
 
-def measure(device: DeviceConfig | str, polarity: np.ndarray, n_devices: int = 16, read_noise: float = 0.0,
-            seed: int = 0, reset_pulses: int = 0, g_mid: float = 20.0, g_scale: float = 10.0,
-            unit: str = "uS") -> TraceSet:
+def measure(
+    device: DeviceConfig | str,
+    polarity: np.ndarray,
+    n_devices: int = 16,
+    read_noise: float = 0.0,
+    seed: int = 0,
+    reset_pulses: int = 0,
+    g_mid: float = 20.0,
+    g_scale: float = 10.0,
+    unit: str = "uS",
+) -> TraceSet:
     """Run a pulse sequence on `n_devices` elements of `device` and read after every pulse.
 
     polarity: (n_reads,) shared by all elements or (n_reads, n_devices); entry k is the pulse fired before
@@ -50,14 +58,26 @@ def measure(device: DeviceConfig | str, polarity: np.ndarray, n_devices: int = 1
         if pol[k].any():
             arr.pulse(pol[k].reshape(n_devices, 1))
         reads[k] = arr.read_weights(read_noise)[:, 0]
-    meta = {"source": "aimc.calibration.protocols.measure", "seed": str(seed), "read_noise_w": repr(read_noise),
-            "g_mid": repr(float(g_mid)), "g_scale": repr(float(g_scale)),
-            "device": json.dumps(device.model_dump(mode="json"), separators=(",", ":"))}
+    meta = {
+        "source": "aimc.calibration.protocols.measure",
+        "seed": str(seed),
+        "read_noise_w": repr(read_noise),
+        "g_mid": repr(float(g_mid)),
+        "g_scale": repr(float(g_scale)),
+        "device": json.dumps(device.model_dump(mode="json"), separators=(",", ":")),
+    }
     return from_arrays(g_mid + g_scale * reads, pol, unit=unit, meta=meta)
 
 
-def measure_cycles(device: DeviceConfig | str, n_pulses: int | None = None, n_cycles: int = 2,
-                   n_devices: int = 16, read_noise: float = 0.0, seed: int = 0, **kw) -> TraceSet:
+def measure_cycles(
+    device: DeviceConfig | str,
+    n_pulses: int | None = None,
+    n_cycles: int = 2,
+    n_devices: int = 16,
+    read_noise: float = 0.0,
+    seed: int = 0,
+    **kw,
+) -> TraceSet:
     """Potentiation/depression cycles: from the low state (a RESET of n_pulses down pulses), n_cycles times
     n_pulses up then n_pulses down, read after each. n_pulses defaults to 1.5 x the number of states, so the
     trace reaches both bounds. Other keywords go to `measure`."""
@@ -68,8 +88,15 @@ def measure_cycles(device: DeviceConfig | str, n_pulses: int | None = None, n_cy
     return measure(device, cycle_polarity(n_pulses, n_cycles), n_devices, read_noise, seed, **kw)
 
 
-def measure_random(device: DeviceConfig | str, n_reads: int, n_devices: int = 16, p_up: float = 0.5,
-                   read_noise: float = 0.0, seed: int = 0, **kw) -> TraceSet:
+def measure_random(
+    device: DeviceConfig | str,
+    n_reads: int,
+    n_devices: int = 16,
+    p_up: float = 0.5,
+    read_noise: float = 0.0,
+    seed: int = 0,
+    **kw,
+) -> TraceSet:
     """Random pulse sequence: before each read, each element gets an up pulse with probability p_up, else a
     down pulse (independent per element and read). Other keywords go to `measure`."""
     if not 0.0 <= p_up <= 1.0:

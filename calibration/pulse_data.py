@@ -55,8 +55,13 @@ class WeightMap:
         return self.g_mid + self.g_scale * np.asarray(w, float)
 
     def as_dict(self) -> dict:
-        return {"g_mid": self.g_mid, "g_scale": self.g_scale, "unit": self.unit, "origin": self.origin,
-                "formula": "w = (G - g_mid) / g_scale"}
+        return {
+            "g_mid": self.g_mid,
+            "g_scale": self.g_scale,
+            "unit": self.unit,
+            "origin": self.origin,
+            "formula": "w = (G - g_mid) / g_scale",
+        }
 
 
 def _extremes(values: np.ndarray, frac: float = 0.02) -> tuple[float, float]:
@@ -134,9 +139,23 @@ class PulseData:
         follows[1:] &= idx[1:] == idx[:-1] + 1
         if len(idx):
             follows[0] = False
-        return PulseData(self.m[idx], self.dw[idx], self.up[idx], self.device[idx], follows, self.n_devices,
-                         self.lo, self.hi, self.dev_lo, self.dev_hi, self.dw0, self.k[idx], self.row[idx],
-                         self.quality, self.anchor)
+        return PulseData(
+            self.m[idx],
+            self.dw[idx],
+            self.up[idx],
+            self.device[idx],
+            follows,
+            self.n_devices,
+            self.lo,
+            self.hi,
+            self.dev_lo,
+            self.dev_hi,
+            self.dw0,
+            self.k[idx],
+            self.row[idx],
+            self.quality,
+            self.anchor,
+        )
 
     @functools.cached_property
     def x(self) -> np.ndarray:
@@ -164,28 +183,59 @@ def pulse_data(traces: TraceSet, wmap: WeightMap, anchor: float | None = None) -
         raise ValueError("the traces do not span a conductance range (all reads equal)")
     m, dw = wmap.to_w(inc.g), inc.dg / wmap.g_scale
     bad, expected = outliers(m, dw, up, inc.n_pulses)
-    listed = [{"at": traces.where(int(r)), "after": traces.where(int(r) - 1), "polarity": "up" if u else "down",
-               "pulses": int(k), "increment": float(d), "expected": float(e * k)}
-              for r, u, k, d, e in zip(inc.row[bad], up[bad], inc.n_pulses[bad], dw[bad], expected[bad])]
+    listed = [
+        {
+            "at": traces.where(int(r)),
+            "after": traces.where(int(r) - 1),
+            "polarity": "up" if u else "down",
+            "pulses": int(k),
+            "increment": float(d),
+            "expected": float(e * k),
+        }
+        for r, u, k, d, e in zip(inc.row[bad], up[bad], inc.n_pulses[bad], dw[bad], expected[bad])
+    ]
     keep = ~bad
     n_up, n_down = int((up & keep).sum()), int((~up & keep).sum())
     if n_up < 10 or n_down < 10:
-        raise ValueError(f"need at least 10 up and 10 down increments (found {n_up} up, {n_down} down); "
-                         "an increment is two reads of a device with pulses of one polarity between them")
+        raise ValueError(
+            f"need at least 10 up and 10 down increments (found {n_up} up, {n_down} down); "
+            "an increment is two reads of a device with pulses of one polarity between them"
+        )
     y = dw / inc.n_pulses
     central = keep & (np.abs(m - 0.5 * (lo + hi)) < 0.25 * (hi - lo))
-    dw0 = 0.5 * (np.mean(y[up & central]) - np.mean(y[~up & central])) if (central & up).any() and \
-        (central & ~up).any() else float("nan")
+    dw0 = (
+        0.5 * (np.mean(y[up & central]) - np.mean(y[~up & central]))
+        if (central & up).any() and (central & ~up).any()
+        else float("nan")
+    )
     if not dw0 > 0:
         dw0 = float(np.median(np.abs(y[keep])))
     if not dw0 > 0:
         raise ValueError("the traces show no change under pulses (all increments zero)")
-    quality = {"n_pairs_used": int(keep.sum()), "skipped": inc.skipped, "n_outliers": int(bad.sum()),
-               "outliers": listed[:MAX_LISTED], "n_multi_pulse": int(np.sum(keep & (inc.n_pulses > 1))),
-               "sparse_devices": [traces.devices[d] for d in sparse_devices(inc.device[keep], up[keep],
-                                                                             traces.n_devices)]}
-    full = PulseData(m, dw, up, inc.device, inc.follows, traces.n_devices, lo, hi, ext[:, 0], ext[:, 1], dw0,
-                     inc.n_pulses, inc.row, quality)
+    quality = {
+        "n_pairs_used": int(keep.sum()),
+        "skipped": inc.skipped,
+        "n_outliers": int(bad.sum()),
+        "outliers": listed[:MAX_LISTED],
+        "n_multi_pulse": int(np.sum(keep & (inc.n_pulses > 1))),
+        "sparse_devices": [traces.devices[d] for d in sparse_devices(inc.device[keep], up[keep], traces.n_devices)],
+    }
+    full = PulseData(
+        m,
+        dw,
+        up,
+        inc.device,
+        inc.follows,
+        traces.n_devices,
+        lo,
+        hi,
+        ext[:, 0],
+        ext[:, 1],
+        dw0,
+        inc.n_pulses,
+        inc.row,
+        quality,
+    )
     data = full if not bad.any() else full.subset(keep)
     noise = increment_noise(data)
     noise["used"] = noise["anchor"] if anchor is None else float(anchor)
@@ -214,16 +264,18 @@ def increment_noise(data: PulseData) -> dict:
     e11, e12 = float(np.mean(d1 * d1)), float(np.mean(d1 * d2))
     read = max(-(e11 + 2.0 * e12) / 2.0, 0.0)
     total = e11 / 2.0 - read
-    out.update(read_variance=read, increment_variance=total,
-               anchor=min(max(read / total, 0.0), 0.5) if total > 0 else 0.5)
+    out.update(
+        read_variance=read, increment_variance=total, anchor=min(max(read / total, 0.0), 0.5) if total > 0 else 0.5
+    )
     return out
 
 
 def mean_step(device: DeviceConfig, m: np.ndarray, up: np.ndarray, element: tuple | None = None) -> np.ndarray:
     """Mean step magnitude dw_min q_plus(m) (up) or dw_min q_minus(m) (down) of the nominal element (element:
     its `increment_kernels.element_args`, when the caller has them)."""
-    return mean_steps_kernel(np.ascontiguousarray(m, dtype=float), np.ascontiguousarray(up, dtype=bool),
-                             *(element or element_args(device)))
+    return mean_steps_kernel(
+        np.ascontiguousarray(m, dtype=float), np.ascontiguousarray(up, dtype=bool), *(element or element_args(device))
+    )
 
 
 def step_sd(device: DeviceConfig, w: np.ndarray, s: np.ndarray, up: np.ndarray) -> np.ndarray | None:
@@ -252,8 +304,9 @@ def rooms(x: np.ndarray, up: np.ndarray, lo: float, hi: float, anchor: float = 0
     return ahead, behind
 
 
-def _noisy_mean(device: DeviceConfig, w: np.ndarray, s: np.ndarray, up: np.ndarray, behind: np.ndarray,
-                ahead: np.ndarray) -> np.ndarray:
+def _noisy_mean(
+    device: DeviceConfig, w: np.ndarray, s: np.ndarray, up: np.ndarray, behind: np.ndarray, ahead: np.ndarray
+) -> np.ndarray:
     """Mean step magnitude of a pulse from w with mean s whose noisy step is clipped to [-behind, ahead]
     (`censored`); min(s, ahead) without noise, as before the noise was modelled."""
     sd = step_sd(device, w, s, up)
@@ -280,8 +333,9 @@ def compose(device: DeviceConfig, w: np.ndarray, up: np.ndarray, k: np.ndarray) 
     return end - w
 
 
-def predict(device: DeviceConfig, x: np.ndarray, up: np.ndarray, k: np.ndarray | None = None,
-            anchor: float = 0.5) -> np.ndarray:
+def predict(
+    device: DeviceConfig, x: np.ndarray, up: np.ndarray, k: np.ndarray | None = None, anchor: float = 0.5
+) -> np.ndarray:
     """Mean increment of a pulse seen from its anchor x = w_start + anchor dw (module docstring; anchor 1/2:
     the midpoint): the clipped mean step, evaluated where the pulse started, x -+ anchor s (one fixed-point
     step; the error is of order anchor^2 dw_min^3); with cycle noise (dw_min_std > 0) the mean of the noisy
@@ -310,8 +364,7 @@ def predict(device: DeviceConfig, x: np.ndarray, up: np.ndarray, k: np.ndarray |
     return out
 
 
-def model_trace(device: DeviceConfig, traces: TraceSet, wmap: WeightMap, d: int,
-                max_reads: int = 4000) -> dict:
+def model_trace(device: DeviceConfig, traces: TraceSet, wmap: WeightMap, d: int, max_reads: int = 4000) -> dict:
     """Device d's measured reads (weight units) beside the mean trace of `device` under the same pulses:
     from the first read, each read k pulses after the previous one of the same polarity moves the model by
     k mean steps; where the pulses between two reads are unknown (polarity 0, or k > 1 after a read of the
@@ -326,5 +379,5 @@ def model_trace(device: DeviceConfig, traces: TraceSet, wmap: WeightMap, d: int,
             model[j] = w[j]
             continue
         up = np.array([pol[j] > 0])
-        model[j] = model[j - 1] + compose(device, model[j - 1:j], up, np.array([gap]))[0]
+        model[j] = model[j - 1] + compose(device, model[j - 1 : j], up, np.array([gap]))[0]
     return {"device": traces.devices[d], "pulse": pulse.tolist(), "measured": w.tolist(), "model": model.tolist()}

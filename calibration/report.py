@@ -53,8 +53,9 @@ def resolve(spec: str | DeviceConfig | FitResult, name: str | None = None) -> Su
     """A report subject from a preset name, a device file (JSON/TOML), a fit output folder (device.json and
     fit.json), a device config or a FitResult."""
     if isinstance(spec, FitResult):
-        return Subject(name or _fit_name(spec.source, spec.best.kind), spec.device, spec.weight_map,
-                       json_safe(spec.summary()))
+        return Subject(
+            name or _fit_name(spec.source, spec.best.kind), spec.device, spec.weight_map, json_safe(spec.summary())
+        )
     if not isinstance(spec, str):
         device = load_device(spec)
         return Subject(name or _cell_name(spec.kind, device), _element(device))
@@ -74,8 +75,9 @@ def resolve(spec: str | DeviceConfig | FitResult, name: str | None = None) -> Su
         data = json.loads(path.read_text())
         if isinstance(data.get("weight_map"), dict):
             m = data["weight_map"]
-            wmap = WeightMap(float(m["g_mid"]), float(m["g_scale"]), str(m.get("unit", "a.u.")),
-                             str(m.get("origin", "file")))
+            wmap = WeightMap(
+                float(m["g_mid"]), float(m["g_scale"]), str(m.get("unit", "a.u.")), str(m.get("origin", "file"))
+            )
     return Subject(name or _cell_name(spec if spec in PRESETS else path.stem, device), _element(device), wmap)
 
 
@@ -113,38 +115,73 @@ def _table(rows: list[list], head: list[str]) -> str:
 
 def _key_rows(num: dict, wmap: WeightMap | None) -> list[list]:
     sp = num["spread"]
-    rows = [["family", num["kind"], ""], ["bounds (w)", f"{num['bounds'][0]:.4g} .. {num['bounds'][1]:.4g}", ""],
-            ["dynamic range (w)", num["dynamic_range"], f"elements {_fmt(sp['dynamic_range']['p5'])} .. "
-                                                        f"{_fmt(sp['dynamic_range']['p95'])}"],
-            ["dw_min (w)", num["dw_min"], f"step at mid range: mean {_fmt(sp['step_at_mid_range']['mean'])}, "
-                                          f"std {_fmt(sp['step_at_mid_range']['std'])}"],
-            ["number of states (range / dw_min)", num["n_states"], f"elements {_fmt(sp['n_states']['p5'])} .. "
-                                                                   f"{_fmt(sp['n_states']['p95'])}"],
-            ["pulses to cross the range (up, down)", f"{num['crossing']['pulses_up']:.4g}, "
-                                                     f"{num['crossing']['pulses_down']:.4g}",
-             "integral of dw / step from one bound to within dw_min/2 of the other; more than range / dw_min "
-             "where the step shrinks toward the bound"],
-            ["non-linearity NL (LTP, LTD)", f"{num['crossing']['NL_LTP']:.3g}, {num['crossing']['NL_LTD']:.3g}",
-             "largest distance of the normalised potentiation (depression) curve from a straight line, in "
-             "units of the range (0: linear)"],
-            ["symmetric point (w)", num["symmetric_point"], f"elements mean {_fmt(sp['symmetric_point']['mean'])}, "
-                                                            f"std {_fmt(sp['symmetric_point']['std'])}"],
-            ["max |G|", num["asymmetry"]["max_abs_G"], "largest drift per step toward the symmetric point, in units "
-                                                       "of alpha E|grad| (0 for a symmetric device)"],
-            ["mean |G/F|", num["asymmetry"]["mean_abs_G_over_F"], ""],
-            ["R_c at the bounds", f"{num['penalty']['R_c_at_bounds'][0]:.4g}, {num['penalty']['R_c_at_bounds'][1]:.4g}",
-             "implicit penalty per unit E|grad|"],
-            ["(G/F)' at the symmetric point", num["penalty"]["stiffness_at_symmetric_point"],
-             "penalty stiffness: R_c ~ stiffness/2 (w - w_sym)^2"]]
+    rows = [
+        ["family", num["kind"], ""],
+        ["bounds (w)", f"{num['bounds'][0]:.4g} .. {num['bounds'][1]:.4g}", ""],
+        [
+            "dynamic range (w)",
+            num["dynamic_range"],
+            f"elements {_fmt(sp['dynamic_range']['p5'])} .. {_fmt(sp['dynamic_range']['p95'])}",
+        ],
+        [
+            "dw_min (w)",
+            num["dw_min"],
+            f"step at mid range: mean {_fmt(sp['step_at_mid_range']['mean'])}, "
+            f"std {_fmt(sp['step_at_mid_range']['std'])}",
+        ],
+        [
+            "number of states (range / dw_min)",
+            num["n_states"],
+            f"elements {_fmt(sp['n_states']['p5'])} .. {_fmt(sp['n_states']['p95'])}",
+        ],
+        [
+            "pulses to cross the range (up, down)",
+            f"{num['crossing']['pulses_up']:.4g}, {num['crossing']['pulses_down']:.4g}",
+            "integral of dw / step from one bound to within dw_min/2 of the other; more than range / dw_min "
+            "where the step shrinks toward the bound",
+        ],
+        [
+            "non-linearity NL (LTP, LTD)",
+            f"{num['crossing']['NL_LTP']:.3g}, {num['crossing']['NL_LTD']:.3g}",
+            "largest distance of the normalised potentiation (depression) curve from a straight line, in "
+            "units of the range (0: linear)",
+        ],
+        [
+            "symmetric point (w)",
+            num["symmetric_point"],
+            f"elements mean {_fmt(sp['symmetric_point']['mean'])}, std {_fmt(sp['symmetric_point']['std'])}",
+        ],
+        [
+            "max |G|",
+            num["asymmetry"]["max_abs_G"],
+            "largest drift per step toward the symmetric point, in units of alpha E|grad| (0 for a symmetric device)",
+        ],
+        ["mean |G/F|", num["asymmetry"]["mean_abs_G_over_F"], ""],
+        [
+            "R_c at the bounds",
+            f"{num['penalty']['R_c_at_bounds'][0]:.4g}, {num['penalty']['R_c_at_bounds'][1]:.4g}",
+            "implicit penalty per unit E|grad|",
+        ],
+        [
+            "(G/F)' at the symmetric point",
+            num["penalty"]["stiffness_at_symmetric_point"],
+            "penalty stiffness: R_c ~ stiffness/2 (w - w_sym)^2",
+        ],
+    ]
     if wmap:
         rows.append(["conductance map", f"G = {wmap.g_mid:.4g} + {wmap.g_scale:.4g} w ({wmap.unit})", wmap.origin])
         rows.append([f"dynamic range ({wmap.unit})", num["dynamic_range"] * wmap.g_scale, ""])
     return rows
 
 
-_AIHWKIT_CLASS = {"ConstantStep": "ConstantStepDevice", "LinearStep": "LinearStepDevice",
-                  "SoftBounds": "SoftBoundsDevice", "ExpStep": "ExpStepDevice", "PowStep": "PowStepDevice",
-                  "PiecewiseStep": "PiecewiseStepDevice"}
+_AIHWKIT_CLASS = {
+    "ConstantStep": "ConstantStepDevice",
+    "LinearStep": "LinearStepDevice",
+    "SoftBounds": "SoftBoundsDevice",
+    "ExpStep": "ExpStepDevice",
+    "PowStep": "PowStepDevice",
+    "PiecewiseStep": "PiecewiseStepDevice",
+}
 
 
 def aihwkit_snippet(device: dict) -> str:
@@ -178,76 +215,134 @@ def fit_flags(fit: dict, num: dict) -> list[str]:
 def _quality_html(q: dict | None) -> str:
     if not q:
         return ""
-    rows = [["increments used", q["n_pairs_used"], f"{q['n_multi_pulse']} of them span k > 1 pulses"],
-            ["outliers left out", q["n_outliers"], "more than 8 robust std and 2x the largest typical step "
-                                                   "from the increments at the same weight"]]
+    rows = [
+        ["increments used", q["n_pairs_used"], f"{q['n_multi_pulse']} of them span k > 1 pulses"],
+        [
+            "outliers left out",
+            q["n_outliers"],
+            "more than 8 robust std and 2x the largest typical step from the increments at the same weight",
+        ],
+    ]
     rows += [[f"pairs skipped: {why}", n, ""] for why, n in q["skipped"].items()]
     if "anchor" in q:
         a = q["anchor"]
-        rows.append(["increment triples for the regression anchor", a["n_triples"],
-                     f"read variance {a['read_variance']:.3g}, increment variance {a['increment_variance']:.3g} "
-                     f"(w^2): anchor {a['anchor']:.3f} of the way between the two reads (0.5: midpoint); "
-                     f"used {a['used']:.3f}"])
+        rows.append(
+            [
+                "increment triples for the regression anchor",
+                a["n_triples"],
+                f"read variance {a['read_variance']:.3g}, increment variance {a['increment_variance']:.3g} "
+                f"(w^2): anchor {a['anchor']:.3f} of the way between the two reads (0.5: midpoint); "
+                f"used {a['used']:.3f}",
+            ]
+        )
     if "likelihood" in q:
         rows.append(["likelihood refinement", "", q["likelihood"]])
     if "censored_mean" in q:
-        rows.append(["increment model", "", "the mean of the noisy step clipped at the bounds (cycle noise measured "
-                     "first)" if q["censored_mean"] else "the clipped mean step (cycle noise measured after the fit)"])
+        rows.append(
+            [
+                "increment model",
+                "",
+                "the mean of the noisy step clipped at the bounds (cycle noise measured first)"
+                if q["censored_mean"]
+                else "the clipped mean step (cycle noise measured after the fit)",
+            ]
+        )
     if q["sparse_devices"]:
         rows.append(["devices with too few increments", len(q["sparse_devices"]), ", ".join(q["sparse_devices"])])
     out = "<h4>Data quality</h4>" + _table(rows, ["item", "count", "note"])
     if q["outliers"]:
-        out += _table([[o["at"], o["after"], o["polarity"], o["pulses"], o["increment"], o["expected"]]
-                       for o in q["outliers"]], ["outlier read", "previous read", "pulse", "k", "increment (w)",
-                                                 "expected (w)"])
+        out += _table(
+            [[o["at"], o["after"], o["polarity"], o["pulses"], o["increment"], o["expected"]] for o in q["outliers"]],
+            ["outlier read", "previous read", "pulse", "k", "increment (w)", "expected (w)"],
+        )
     return out
 
 
 def _fit_html(fit: dict, imgs: list[str], num: dict) -> str:
     best = fit["families"][fit["best"]]
     flags = best.get("flags", {})
-    prm = [[p, v, best["stderr"][p], best["ci95"][p][0] if best["ci95"][p][0] is not None else None,
-            best["ci95"][p][1] if best["ci95"][p][1] is not None else None, flags.get(p, "yes")]
-           for p, v in best["params"].items()]
-    rank = [[r["kind"], r["k"], r["rmse"], r["r2"], r["aic"], r["bic"], r["delta_aic"], r["delta_bic"],
-             r["akaike_weight"]] for r in fit["ranking"]]
+    prm = [
+        [
+            p,
+            v,
+            best["stderr"][p],
+            best["ci95"][p][0] if best["ci95"][p][0] is not None else None,
+            best["ci95"][p][1] if best["ci95"][p][1] is not None else None,
+            flags.get(p, "yes"),
+        ]
+        for p, v in best["params"].items()
+    ]
+    rank = [
+        [r["kind"], r["k"], r["rmse"], r["r2"], r["aic"], r["bic"], r["delta_aic"], r["delta_bic"], r["akaike_weight"]]
+        for r in fit["ranking"]
+    ]
     n = fit["noise"]
     diag = best["diagnostics"]
-    noise_rows = [["read noise (w)", n["read_noise"], n.get("read_noise_se")],
-                  [f"read noise ({fit['weight_map']['unit']})", n["read_noise_g"], n.get("read_noise_g_se")],
-                  ["cycle noise, additive (x step at reference)", n["sigma_additive"], n.get("sigma_additive_se")],
-                  ["cycle noise, multiplicative (x mean step)", n["sigma_multiplicative"],
-                   n.get("sigma_multiplicative_se")], ["noise form chosen", n["form"], None]]
-    diag_rows = [[k, diag[k]] for k in ("rmse", "r2", "skewness", "excess_kurtosis", "lag1_autocorr",
-                                        "lack_of_fit_chi2", "lack_of_fit_dof", "lack_of_fit_p")]
+    noise_rows = [
+        ["read noise (w)", n["read_noise"], n.get("read_noise_se")],
+        [f"read noise ({fit['weight_map']['unit']})", n["read_noise_g"], n.get("read_noise_g_se")],
+        ["cycle noise, additive (x step at reference)", n["sigma_additive"], n.get("sigma_additive_se")],
+        ["cycle noise, multiplicative (x mean step)", n["sigma_multiplicative"], n.get("sigma_multiplicative_se")],
+        ["noise form chosen", n["form"], None],
+    ]
+    diag_rows = [
+        [k, diag[k]]
+        for k in (
+            "rmse",
+            "r2",
+            "skewness",
+            "excess_kurtosis",
+            "lag1_autocorr",
+            "lack_of_fit_chi2",
+            "lack_of_fit_dof",
+            "lack_of_fit_p",
+        )
+    ]
     spread = fit["spread"]
     sp_rows = [[k, v] for k, v in spread.get("dtod", {}).items()]
     warn = fit_flags(fit, num)
-    parts = [f"<h3>Fit: best family {html.escape(fit['best'])} (by {fit['criterion'].upper()}), "
-             f"{fit['data']['n_increments']} increments from {fit['data']['n_devices']} devices</h3>",
-             "".join(f"<p><b>Warning:</b> {html.escape(w)}</p>" for w in warn), _quality_html(fit.get("quality")),
-             "<h4>Measured traces and the fitted device under the same pulses</h4>", imgs[3] if len(imgs) > 3 else "",
-             imgs[0], "<h4>Family ranking</h4>",
-             _table(rank, ["family", "k", "rmse", "r2", "AIC", "BIC", "dAIC", "dBIC", "Akaike weight"]), imgs[2],
-             f"<h4>Parameters ({html.escape(fit.get('method', 'pooled'))} fit; 95% intervals: "
-             f"{html.escape(best.get('interval', 'Jacobian sandwich, normal'))})</h4>",
-             _table(prm, ["parameter", "value", "std error", "95% low", "95% high", "identified"]),
-             "<h4>Residual diagnostics</h4>", _table(diag_rows, ["diagnostic", "value"]), imgs[1],
-             "<h4>Noise</h4>", _table(noise_rows, ["quantity", "value", "std error"]),
-             "<h4>Device-to-device spread</h4>",
-             _table(sp_rows, ["field", "value"]) if sp_rows else f"<p>{html.escape(spread.get('message', ''))}</p>",
-             "<h4>The fitted device in IBM aihwkit 1.1.0</h4>",
-             f"<pre>{html.escape(aihwkit_snippet(fit['device_file']['device']))}</pre>"]
+    parts = [
+        f"<h3>Fit: best family {html.escape(fit['best'])} (by {fit['criterion'].upper()}), "
+        f"{fit['data']['n_increments']} increments from {fit['data']['n_devices']} devices</h3>",
+        "".join(f"<p><b>Warning:</b> {html.escape(w)}</p>" for w in warn),
+        _quality_html(fit.get("quality")),
+        "<h4>Measured traces and the fitted device under the same pulses</h4>",
+        imgs[3] if len(imgs) > 3 else "",
+        imgs[0],
+        "<h4>Family ranking</h4>",
+        _table(rank, ["family", "k", "rmse", "r2", "AIC", "BIC", "dAIC", "dBIC", "Akaike weight"]),
+        imgs[2],
+        f"<h4>Parameters ({html.escape(fit.get('method', 'pooled'))} fit; 95% intervals: "
+        f"{html.escape(best.get('interval', 'Jacobian sandwich, normal'))})</h4>",
+        _table(prm, ["parameter", "value", "std error", "95% low", "95% high", "identified"]),
+        "<h4>Residual diagnostics</h4>",
+        _table(diag_rows, ["diagnostic", "value"]),
+        imgs[1],
+        "<h4>Noise</h4>",
+        _table(noise_rows, ["quantity", "value", "std error"]),
+        "<h4>Device-to-device spread</h4>",
+        _table(sp_rows, ["field", "value"]) if sp_rows else f"<p>{html.escape(spread.get('message', ''))}</p>",
+        "<h4>The fitted device in IBM aihwkit 1.1.0</h4>",
+        f"<pre>{html.escape(aihwkit_snippet(fit['device_file']['device']))}</pre>",
+    ]
     return "\n".join(parts)
 
 
-_CSS = ("body{font-family:sans-serif;max-width:1250px;margin:auto;padding:1em}table{border-collapse:collapse;"
-        "margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;font-size:13px;text-align:left}"
-        "img{max-width:100%}h2{border-bottom:2px solid #444}")
+_CSS = (
+    "body{font-family:sans-serif;max-width:1250px;margin:auto;padding:1em}table{border-collapse:collapse;"
+    "margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;font-size:13px;text-align:left}"
+    "img{max-width:100%}h2{border-bottom:2px solid #444}"
+)
 
 
-def write_report(specs: list, out_dir: str | os.PathLike, n_elements: int = 64, seed: int = 0,
-                 title: str = "aimc device report", progress: bool = False) -> Path:
+def write_report(
+    specs: list,
+    out_dir: str | os.PathLike,
+    n_elements: int = 64,
+    seed: int = 0,
+    title: str = "aimc device report",
+    progress: bool = False,
+) -> Path:
     """Write out_dir/report.html (figures embedded as base64), the figures as PNG and PDF beside it and every
     number as out_dir/report.json. specs: preset names, device files, fit folders, configs or FitResults.
     progress: a progress bar over the devices on standard error."""
@@ -265,26 +360,45 @@ def write_report(specs: list, out_dir: str | os.PathLike, n_elements: int = 64, 
         files = rendered(fig)
         for fmt, data in files.items():
             atomic_write_bytes(out / f"{stem}.{fmt}", data)
-        return (f'<p><img alt="{html.escape(stem)}" src="data:image/png;base64,'
-                f'{base64.b64encode(files["png"]).decode()}"></p>')
+        return (
+            f'<p><img alt="{html.escape(stem)}" src="data:image/png;base64,'
+            f'{base64.b64encode(files["png"]).decode()}"></p>'
+        )
 
     for s in tqdm(subjects, desc="report", unit="device", disable=not progress, file=sys.stderr):
         num = device_numbers(s.device, n_elements=n_elements, seed=seed)
         slug = _slug(s.name)
         nums.append((s.name, num))
-        numbers[s.name] = {"numbers": num, "weight_map": s.weight_map.as_dict() if s.weight_map else None,
-                           "fit": s.fit}
-        part = [f"<h2>{html.escape(s.name)}</h2>", _table(_key_rows(num, s.weight_map), ["quantity", "value", "note"]),
-                img(fig_traces(num, s.weight_map), f"{slug}_traces"), img(fig_response(num), f"{slug}_response"),
-                img(fig_steps(num), f"{slug}_steps"), img(fig_penalty(num), f"{slug}_penalty")]
+        numbers[s.name] = {"numbers": num, "weight_map": s.weight_map.as_dict() if s.weight_map else None, "fit": s.fit}
+        part = [
+            f"<h2>{html.escape(s.name)}</h2>",
+            _table(_key_rows(num, s.weight_map), ["quantity", "value", "note"]),
+            img(fig_traces(num, s.weight_map), f"{slug}_traces"),
+            img(fig_response(num), f"{slug}_response"),
+            img(fig_steps(num), f"{slug}_steps"),
+            img(fig_penalty(num), f"{slug}_penalty"),
+        ]
         if s.fit:
-            part.append(_fit_html(s.fit, [img(fig_fit_data(s.fit), f"{slug}_fit_data"),
-                                          img(fig_fit_residuals(s.fit), f"{slug}_fit_residuals"),
-                                          img(fig_fit_ranking(s.fit), f"{slug}_fit_ranking")]
-                                  + ([img(fig_fit_overlay(s.fit, s.weight_map), f"{slug}_fit_overlay")]
-                                     if s.fit.get("overlay") else []), num))
-        part.append(f"<details><summary>device config</summary><pre>"
-                    f"{html.escape(json.dumps(num['device'], indent=1))}</pre></details>")
+            part.append(
+                _fit_html(
+                    s.fit,
+                    [
+                        img(fig_fit_data(s.fit), f"{slug}_fit_data"),
+                        img(fig_fit_residuals(s.fit), f"{slug}_fit_residuals"),
+                        img(fig_fit_ranking(s.fit), f"{slug}_fit_ranking"),
+                    ]
+                    + (
+                        [img(fig_fit_overlay(s.fit, s.weight_map), f"{slug}_fit_overlay")]
+                        if s.fit.get("overlay")
+                        else []
+                    ),
+                    num,
+                )
+            )
+        part.append(
+            f"<details><summary>device config</summary><pre>"
+            f"{html.escape(json.dumps(num['device'], indent=1))}</pre></details>"
+        )
         sections.append("\n".join(part))
     head = ""
     if len(subjects) > 1:
@@ -293,17 +407,22 @@ def write_report(specs: list, out_dir: str | os.PathLike, n_elements: int = 64, 
         rows.append(["max |G|"] + [n["asymmetry"]["max_abs_G"] for _, n in nums])
         rows.append(["(G/F)' at w_sym"] + [n["penalty"]["stiffness_at_symmetric_point"] for _, n in nums])
         rows.append(["std of symmetric point"] + [n["spread"]["symmetric_point"]["std"] for _, n in nums])
-        head = ("<h2>Side by side</h2>" + _table(rows, ["quantity"] + [s.name for s in subjects])
-                + img(fig_compare(nums), "compare"))
-    page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>"
-            "<p>Weights in weight units unless a conductance map is given. Drift and penalty follow R1 "
-            "(Wu et al., NeurIPS 2025, arXiv:2502.06309, Theorem 1): Analog SGD drifts by -alpha E|grad| G(w) "
-            "per step and minimises "
-            "f + &lt;E|grad|, R_c&gt;. The families ideal, linear, power and exponential are R1's; ConstantStep, "
-            "LinearStep, SoftBounds, ExpStep, PowStep and PiecewiseStep are IBM aihwkit 1.1.0's; tabulated is a "
-            "measured step table. "
-            "Bands: 5th to 95th percentile over the drawn elements.</p>"
-            f"{head}{''.join(sections)}</body></html>")
+        head = (
+            "<h2>Side by side</h2>"
+            + _table(rows, ["quantity"] + [s.name for s in subjects])
+            + img(fig_compare(nums), "compare")
+        )
+    page = (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>"
+        "<p>Weights in weight units unless a conductance map is given. Drift and penalty follow R1 "
+        "(Wu et al., NeurIPS 2025, arXiv:2502.06309, Theorem 1): Analog SGD drifts by -alpha E|grad| G(w) "
+        "per step and minimises "
+        "f + &lt;E|grad|, R_c&gt;. The families ideal, linear, power and exponential are R1's; ConstantStep, "
+        "LinearStep, SoftBounds, ExpStep, PowStep and PiecewiseStep are IBM aihwkit 1.1.0's; tabulated is a "
+        "measured step table. "
+        "Bands: 5th to 95th percentile over the drawn elements.</p>"
+        f"{head}{''.join(sections)}</body></html>"
+    )
     atomic_write_text(out / "report.json", json.dumps(json_safe(numbers), indent=1) + "\n")
     return atomic_write_text(out / "report.html", page)

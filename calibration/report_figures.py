@@ -53,8 +53,12 @@ def fig_response(num: dict) -> Figure:
     c = num["curves"]
     w = np.asarray(c["w"])
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
-    for ax, key, lab in ((axes[0], "q_plus", "q+ (up)"), (axes[0], "q_minus", "q- (down)"), (axes[1], "F", "F"),
-                         (axes[1], "G", "G")):
+    for ax, key, lab in (
+        (axes[0], "q_plus", "q+ (up)"),
+        (axes[0], "q_minus", "q- (down)"),
+        (axes[1], "F", "F"),
+        (axes[1], "G", "G"),
+    ):
         ax.plot(w, c[key], label=lab)
         ax.fill_between(w, c["bands"][key]["p5"], c["bands"][key]["p95"], alpha=0.2)
     axes[2].plot(w, c["G_over_F"], label="G/F")
@@ -76,8 +80,14 @@ def fig_steps(num: dict) -> Figure:
     axes[0].plot(w, np.asarray(c["q_plus"]) * dw, label="up step")
     axes[0].plot(w, np.asarray(c["q_minus"]) * dw, label="down step")
     axes[0].plot(w, np.asarray(c["step"]), "k--", lw=1, label="dw_min F(w)")
-    axes[0].fill_between(w, np.asarray(c["bands"]["F"]["p5"]) * dw, np.asarray(c["bands"]["F"]["p95"]) * dw,
-                         color="k", alpha=0.1, label="5-95% of elements")
+    axes[0].fill_between(
+        w,
+        np.asarray(c["bands"]["F"]["p5"]) * dw,
+        np.asarray(c["bands"]["F"]["p95"]) * dw,
+        color="k",
+        alpha=0.1,
+        label="5-95% of elements",
+    )
     axes[0].set_xlabel("weight w")
     axes[0].set_ylabel("step per pulse (weight units)")
     axes[0].legend(fontsize=8)
@@ -87,8 +97,7 @@ def fig_steps(num: dict) -> Figure:
     axes[1].bar(labels, vals, color=["C2", "C0", "C1"])
     if s["p5"] is not None and s["p95"] is not None and s["p95"] > s["p5"]:
         lo, hi = max(num["n_states"] - s["p5"], 0), max(s["p95"] - num["n_states"], 0)
-        axes[1].errorbar([0], [num["n_states"]], [[lo], [hi]],
-                         color="k", capsize=4, label="elements 5-95%")
+        axes[1].errorbar([0], [num["n_states"]], [[lo], [hi]], color="k", capsize=4, label="elements 5-95%")
         axes[1].legend(fontsize=8)
     axes[1].set_title("states: granularity and pulses to cross the range")
     axes[1].set_ylabel("number")
@@ -122,8 +131,15 @@ def fig_fit_data(fit: dict) -> Figure:
     for name, col in (("up", "C0"), ("down", "C1")):
         b = d["binned"][name]
         ok = np.asarray(b["count"]) > 0
-        ax.errorbar(np.asarray(b["w"])[ok], np.asarray(b["mean"])[ok], np.asarray(b["se"])[ok], fmt="o", ms=3,
-                    color=col, label=f"{name}: binned data")
+        ax.errorbar(
+            np.asarray(b["w"])[ok],
+            np.asarray(b["mean"])[ok],
+            np.asarray(b["se"])[ok],
+            fmt="o",
+            ms=3,
+            color=col,
+            label=f"{name}: binned data",
+        )
     for k, ls in zip([r["kind"] for r in fit["ranking"][:3]], ("-", "--", ":")):
         ax.plot(mc["w"], mc[k]["up"], color="k", ls=ls, lw=1, label=k)
         ax.plot(mc["w"], mc[k]["down"], color="k", ls=ls, lw=1)
@@ -159,8 +175,15 @@ def fig_fit_residuals(fit: dict) -> Figure:
     for name, col in (("up", "C0"), ("down", "C1")):
         b = best["diagnostics"]["binned_residuals"][name]
         ok = np.asarray(b["count"]) >= 5
-        axes[0].errorbar(np.asarray(b["w"])[ok], np.asarray(b["mean"])[ok], np.asarray(b["se"])[ok], fmt="o", ms=3,
-                         color=col, label=name)
+        axes[0].errorbar(
+            np.asarray(b["w"])[ok],
+            np.asarray(b["mean"])[ok],
+            np.asarray(b["se"])[ok],
+            fmt="o",
+            ms=3,
+            color=col,
+            label=name,
+        )
     axes[0].axhline(0, color="0.7", lw=0.8)
     axes[0].set_title(f"binned residual means ({fit['best']})")
     axes[0].set_xlabel("weight")
@@ -186,7 +209,7 @@ def fig_compare(nums: list[tuple[str, dict]]) -> Figure:
     fig, axes = plt.subplots(2, 2, figsize=(11, 7))
     for name, num in nums:
         c = num["curves"]
-        line, = axes[0, 0].plot(c["w"], c["q_plus"], label=f"{name} q+")
+        (line,) = axes[0, 0].plot(c["w"], c["q_plus"], label=f"{name} q+")
         axes[0, 0].plot(c["w"], c["q_minus"], ls="--", color=line.get_color())
         axes[0, 1].plot(c["w"], c["G_over_F"], label=name)
         axes[1, 0].plot(c["w"], c["R_c"], label=name)
@@ -194,9 +217,12 @@ def fig_compare(nums: list[tuple[str, dict]]) -> Figure:
         x = np.asarray(t["pulse"]) / max(t["pulse"][-1], 1)
         lo, hi = num["bounds"]
         axes[1, 1].plot(x, (np.asarray(t["mean"]) - lo) / (hi - lo), label=name)
-    for ax, title, xl in ((axes[0, 0], "q+ (solid), q- (dashed)", "weight"), (axes[0, 1], "G/F", "weight"),
-                          (axes[1, 0], "implicit penalty R_c", "weight"),
-                          (axes[1, 1], "cycles, normalised (range and pulse count)", "fraction of the sequence")):
+    for ax, title, xl in (
+        (axes[0, 0], "q+ (solid), q- (dashed)", "weight"),
+        (axes[0, 1], "G/F", "weight"),
+        (axes[1, 0], "implicit penalty R_c", "weight"),
+        (axes[1, 1], "cycles, normalised (range and pulse count)", "fraction of the sequence"),
+    ):
         ax.set_title(title)
         ax.set_xlabel(xl)
         ax.legend(fontsize=7)

@@ -24,8 +24,12 @@ def _stats(v: np.ndarray) -> dict:
     v = v[np.isfinite(v)]
     if not len(v):
         return {"mean": None, "std": None, "p5": None, "p95": None}
-    return {"mean": float(v.mean()), "std": float(v.std()), "p5": float(np.percentile(v, 5)),
-            "p95": float(np.percentile(v, 95))}
+    return {
+        "mean": float(v.mean()),
+        "std": float(v.std()),
+        "p5": float(np.percentile(v, 5)),
+        "p95": float(np.percentile(v, 95)),
+    }
 
 
 def implicit_penalty(w: np.ndarray, g_over_f: np.ndarray, w_sym: float) -> np.ndarray:
@@ -58,8 +62,9 @@ def _zero(v: float, scale: float) -> float:
     return 0.0 if abs(v) < 1e-9 * scale else float(v)
 
 
-def device_numbers(device: DeviceConfig, n_elements: int = 64, seed: int = 0, n_grid: int = 201,
-                   max_pulses: int = 2000) -> dict:
+def device_numbers(
+    device: DeviceConfig, n_elements: int = 64, seed: int = 0, n_grid: int = 201, max_pulses: int = 2000
+) -> dict:
     """The report numbers of one device (weight units), with the curves behind them.
 
     n_elements elements drawn with the device's spread give the bands (5th to 95th percentile); the traces
@@ -90,8 +95,10 @@ def device_numbers(device: DeviceConfig, n_elements: int = 64, seed: int = 0, n_
         v = np.where(inside, val, np.nan)
         with warnings.catch_warnings():  # weights outside every element's bounds: an all-NaN column, band NaN
             warnings.simplefilter("ignore", RuntimeWarning)
-            bands[key] = {"p5": np.nanpercentile(v, 5, axis=0).tolist(),
-                          "p95": np.nanpercentile(v, 95, axis=0).tolist()}
+            bands[key] = {
+                "p5": np.nanpercentile(v, 5, axis=0).tolist(),
+                "p95": np.nanpercentile(v, 95, axis=0).tolist(),
+            }
     sym = arr.symmetric_points()[:, 0]
     sym = np.where(np.abs(sym) < 1e-9 * (hi - lo), 0.0, sym)
     mid = 0.5 * (b_lo + b_hi)
@@ -99,22 +106,47 @@ def device_numbers(device: DeviceConfig, n_elements: int = 64, seed: int = 0, n_
     states = np.divide(b_hi - b_lo, step_mid, out=np.full(n_elements, np.nan), where=step_mid > 0)
 
     n_pulses = int(min(math.ceil(1.5 * device.n_states), max_pulses))
-    tr = measure_cycles(device, n_pulses=n_pulses, n_cycles=2, n_devices=n_elements, seed=seed, g_mid=0.0,
-                        g_scale=1.0, unit="a.u.")
+    tr = measure_cycles(
+        device, n_pulses=n_pulses, n_cycles=2, n_devices=n_elements, seed=seed, g_mid=0.0, g_scale=1.0, unit="a.u."
+    )
     reads = tr.conductance.reshape(n_elements, -1)
     return {
-        "kind": device.kind, "device": device.model_dump(mode="json"),
-        "bounds": [lo, hi], "dynamic_range": hi - lo, "dw_min": device.dw_min, "n_states": device.n_states,
+        "kind": device.kind,
+        "device": device.model_dump(mode="json"),
+        "bounds": [lo, hi],
+        "dynamic_range": hi - lo,
+        "dw_min": device.dw_min,
+        "n_states": device.n_states,
         "crossing": crossing(device),
         "symmetric_point": float(w_sym_raw) if math.isfinite(w_sym_raw) else None,
         "asymmetry": {"max_abs_G": float(np.max(np.abs(G))), "mean_abs_G_over_F": float(np.nanmean(np.abs(gf)))},
         "penalty": {"R_c_at_bounds": [float(rc[0]), float(rc[-1])], "stiffness_at_symmetric_point": stiffness},
-        "spread": {"symmetric_point": _stats(sym), "dynamic_range": _stats(b_hi - b_lo), "w_min": _stats(b_lo),
-                   "w_max": _stats(b_hi), "step_at_mid_range": _stats(step_mid), "n_states": _stats(states)},
-        "curves": {"w": w.tolist(), "q_plus": qp.tolist(), "q_minus": qm.tolist(), "F": F.tolist(), "G": G.tolist(),
-                   "G_over_F": gf.tolist(), "R_c": rc.tolist(), "drift": (-G).tolist(),
-                   "step": (device.dw_min * F).tolist(), "bands": bands},
-        "traces": {"pulse": np.arange(reads.shape[1]).tolist(), "mean": reads.mean(0).tolist(),
-                   "p5": np.percentile(reads, 5, axis=0).tolist(), "p95": np.percentile(reads, 95, axis=0).tolist(),
-                   "n_pulses": n_pulses, "n_cycles": 2},
+        "spread": {
+            "symmetric_point": _stats(sym),
+            "dynamic_range": _stats(b_hi - b_lo),
+            "w_min": _stats(b_lo),
+            "w_max": _stats(b_hi),
+            "step_at_mid_range": _stats(step_mid),
+            "n_states": _stats(states),
+        },
+        "curves": {
+            "w": w.tolist(),
+            "q_plus": qp.tolist(),
+            "q_minus": qm.tolist(),
+            "F": F.tolist(),
+            "G": G.tolist(),
+            "G_over_F": gf.tolist(),
+            "R_c": rc.tolist(),
+            "drift": (-G).tolist(),
+            "step": (device.dw_min * F).tolist(),
+            "bands": bands,
+        },
+        "traces": {
+            "pulse": np.arange(reads.shape[1]).tolist(),
+            "mean": reads.mean(0).tolist(),
+            "p5": np.percentile(reads, 5, axis=0).tolist(),
+            "p95": np.percentile(reads, 95, axis=0).tolist(),
+            "n_pulses": n_pulses,
+            "n_cycles": 2,
+        },
     }

@@ -33,7 +33,7 @@ _CONDUCTANCE = re.compile(r"^conductance\s*\[\s*([^\]]+?)\s*\]$")
 # The largest read magnitude accepted: the fit squares differences of reads and sums them over up to ~1e6
 # increments, so values near float64's limit (1.8e308) would overflow it; 1e150 leaves room for both.
 MAX_ABS_READ = 1e150
-MAX_PULSE = 2 ** 53  # pulse indices are exact integers in float64 below this
+MAX_PULSE = 2**53  # pulse indices are exact integers in float64 below this
 
 
 class TraceFormatError(ConfigError):
@@ -116,16 +116,26 @@ class TraceSet:
         pol0, pol1 = self.polarity[:-1], self.polarity[1:]
         single = same & (gap == 1) & (pol1 != 0)
         multi = same & (gap > 1) & (pol1 != 0) & (pol0 == pol1)
-        skipped = {"no pulse before the read (polarity 0)": int(np.sum(same & (pol1 == 0))),
-                   "reads k > 1 pulses apart after pulses of different polarity": int(
-                       np.sum(same & (gap > 1) & (pol1 != 0) & (pol0 != pol1)))}
+        skipped = {
+            "no pulse before the read (polarity 0)": int(np.sum(same & (pol1 == 0))),
+            "reads k > 1 pulses apart after pulses of different polarity": int(
+                np.sum(same & (gap > 1) & (pol1 != 0) & (pol0 != pol1))
+            ),
+        }
         idx = np.flatnonzero(single | multi)
         g0, g1 = self.conductance[idx], self.conductance[idx + 1]
         follows = np.zeros(len(idx), bool)
         follows[1:] = idx[1:] == idx[:-1] + 1
-        return Increments(0.5 * (g0 + g1), g1 - g0, self.polarity[idx + 1].astype(np.int8),
-                          self.device[idx].astype(np.int64), follows, gap[idx].astype(np.int64), idx + 1,
-                          {k: v for k, v in skipped.items() if v})
+        return Increments(
+            0.5 * (g0 + g1),
+            g1 - g0,
+            self.polarity[idx + 1].astype(np.int8),
+            self.device[idx].astype(np.int64),
+            follows,
+            gap[idx].astype(np.int64),
+            idx + 1,
+            {k: v for k, v in skipped.items() if v},
+        )
 
     def where(self, row: int) -> str:
         """Where a row came from: 'line N' of the file, else 'row N', with its device and pulse index."""
@@ -133,8 +143,13 @@ class TraceSet:
         return f"{place} (device {self.devices[int(self.device[row])]}, pulse {int(self.pulse[row])})"
 
 
-def from_arrays(conductance: np.ndarray, polarity: np.ndarray, unit: str = "uS",
-                labels: list[str] | None = None, meta: dict[str, str] | None = None) -> TraceSet:
+def from_arrays(
+    conductance: np.ndarray,
+    polarity: np.ndarray,
+    unit: str = "uS",
+    labels: list[str] | None = None,
+    meta: dict[str, str] | None = None,
+) -> TraceSet:
     """A trace set from reads of shape (n_reads, n_devices) and the polarity of the pulse before each read
     (shape (n_reads,) shared by all devices, or (n_reads, n_devices)); read k has pulse index k."""
     g = np.asarray(conductance, float)
@@ -145,8 +160,15 @@ def from_arrays(conductance: np.ndarray, polarity: np.ndarray, unit: str = "uS",
     labels = [str(k) for k in range(n_dev)] if labels is None else [str(s) for s in labels]
     if len(labels) != n_dev:
         raise ValueError(f"{len(labels)} labels for {n_dev} devices")
-    return TraceSet(tuple(labels), np.repeat(np.arange(n_dev), n_reads), np.tile(np.arange(n_reads), n_dev),
-                    np.ascontiguousarray(pol.T).ravel(), np.ascontiguousarray(g.T).ravel(), unit, dict(meta or {}))
+    return TraceSet(
+        tuple(labels),
+        np.repeat(np.arange(n_dev), n_reads),
+        np.tile(np.arange(n_reads), n_dev),
+        np.ascontiguousarray(pol.T).ravel(),
+        np.ascontiguousarray(g.T).ravel(),
+        unit,
+        dict(meta or {}),
+    )
 
 
 def write_csv(traces: TraceSet, path: str | os.PathLike) -> Path:
@@ -174,9 +196,11 @@ def read_text(path: Path) -> str:
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        line = raw[:err.start].count(b"\n") + 1
-        raise TraceFormatError(f"{path}: line {line}: byte {raw[err.start]:#04x} at offset {err.start} is not "
-                               "UTF-8 (save the file as UTF-8 text)") from None
+        line = raw[: err.start].count(b"\n") + 1
+        raise TraceFormatError(
+            f"{path}: line {line}: byte {raw[err.start]:#04x} at offset {err.start} is not "
+            "UTF-8 (save the file as UTF-8 text)"
+        ) from None
 
 
 def read_value(cell: str, where: str, column: int, name: str) -> float:
@@ -188,8 +212,10 @@ def read_value(cell: str, where: str, column: int, name: str) -> float:
     if not np.isfinite(g):
         raise TraceFormatError(f"{where}, column {column} ({name}): {cell!r} is not finite")
     if abs(g) > MAX_ABS_READ:
-        raise TraceFormatError(f"{where}, column {column} ({name}): {cell!r} is beyond +-{MAX_ABS_READ:g} "
-                               "(the fit would overflow; choose a smaller unit)")
+        raise TraceFormatError(
+            f"{where}, column {column} ({name}): {cell!r} is beyond +-{MAX_ABS_READ:g} "
+            "(the fit would overflow; choose a smaller unit)"
+        )
     return g
 
 
@@ -237,8 +263,10 @@ def read_csv(path: str | os.PathLike) -> TraceSet:
             g = read_value(cells[3], where, 4, "conductance")
             d = labels.setdefault(label, len(labels))
             if d in last and pulse <= last[d]:
-                raise TraceFormatError(f"{where}, column 2 (pulse): index {pulse} of device {label!r} does not "
-                                       f"increase (previous {last[d]})")
+                raise TraceFormatError(
+                    f"{where}, column 2 (pulse): index {pulse} of device {label!r} does not "
+                    f"increase (previous {last[d]})"
+                )
             last[d] = pulse
             rows.append((d, pulse, pol, g, lineno))
     end = f"{path}: line {max(lineno, 1)} (end of file)"

@@ -50,16 +50,16 @@ def _noise_moments(r: np.ndarray, s: np.ndarray, ref: np.ndarray, follows: np.nd
     """
     idx = np.flatnonzero(follows)
     sr2 = max(-float(np.mean(r[idx] * r[idx - 1])), 0.0) if len(idx) else 0.0
-    z = r ** 2 - 2.0 * sr2
+    z = r**2 - 2.0 * sr2
     out = {"read_noise": math.sqrt(sr2)}
     loglik = {}
-    floor = 1e-12 * max(float(np.mean(r ** 2)), 1e-300)
+    floor = 1e-12 * max(float(np.mean(r**2)), 1e-300)
     for name, x in (("additive", ref), ("multiplicative", s)):
-        x2 = x ** 2
-        var = max(float(np.sum(z * x2) / np.sum(x2 ** 2)), 0.0) if np.any(x2 > 0) else 0.0
+        x2 = x**2
+        var = max(float(np.sum(z * x2) / np.sum(x2**2)), 0.0) if np.any(x2 > 0) else 0.0
         out[f"sigma_{name}"] = math.sqrt(var)
         v = np.maximum(2.0 * sr2 + var * x2, floor)
-        loglik[name] = float(-0.5 * np.sum(np.log(v) + r ** 2 / v))
+        loglik[name] = float(-0.5 * np.sum(np.log(v) + r**2 / v))
     out["form"] = "additive" if loglik["additive"] >= loglik["multiplicative"] else "multiplicative"
     out["loglik"] = loglik
     return out
@@ -80,15 +80,31 @@ def estimate_noise(fit: FamilyFit, data: PulseData, g_scale: float) -> dict:
         ok = clear if clear.sum() >= 3 else ok
     if ok.sum() < 3:
         nan = float("nan")
-        return {"read_noise": 0.0, "sigma_additive": 0.0, "sigma_multiplicative": 0.0, "form": "additive",
-                "read_noise_se": nan, "sigma_additive_se": nan, "sigma_multiplicative_se": nan,
-                "read_noise_g": 0.0, "read_noise_g_se": nan, "n_increments": int(ok.sum()),
-                "message": "not estimated: no single-pulse increments inside the bounds"}
+        return {
+            "read_noise": 0.0,
+            "sigma_additive": 0.0,
+            "sigma_multiplicative": 0.0,
+            "form": "additive",
+            "read_noise_se": nan,
+            "sigma_additive_se": nan,
+            "sigma_multiplicative_se": nan,
+            "read_noise_g": 0.0,
+            "read_noise_g_se": nan,
+            "n_increments": int(ok.sum()),
+            "message": "not estimated: no single-pulse increments inside the bounds",
+        }
     sub = data.subset(ok)
     pooled = _noise_moments(fit.residuals[ok], s[ok], ref[ok], sub.follows)
-    per = [_noise_moments(fit.residuals[ok][sub.device == d], s[ok][sub.device == d], ref[ok][sub.device == d],
-                          sub.subset(sub.device == d).follows)
-           for d in range(data.n_devices) if np.sum(sub.device == d) >= 20]
+    per = [
+        _noise_moments(
+            fit.residuals[ok][sub.device == d],
+            s[ok][sub.device == d],
+            ref[ok][sub.device == d],
+            sub.subset(sub.device == d).follows,
+        )
+        for d in range(data.n_devices)
+        if np.sum(sub.device == d) >= 20
+    ]
     out = dict(pooled)
     for key in ("read_noise", "sigma_additive", "sigma_multiplicative"):
         vals = np.array([p[key] for p in per])
@@ -120,8 +136,14 @@ def _numeric_grad(func: Callable[[np.ndarray], float], theta: np.ndarray) -> np.
     return np.array([(func(theta + e) - func(theta - e)) / (2 * e[k]) for k, e in enumerate(np.diag(h))])
 
 
-def estimate_spread(fam: Family, pooled: FamilyFit, data: PulseData, min_increments: int = 50,
-                    progress: bool = False, per_device: dict[int, FamilyFit] | None = None) -> dict:
+def estimate_spread(
+    fam: Family,
+    pooled: FamilyFit,
+    data: PulseData,
+    min_increments: int = 50,
+    progress: bool = False,
+    per_device: dict[int, FamilyFit] | None = None,
+) -> dict:
     """Device-to-device spread: fit `fam` to each device alone (from the pooled solution; or take the fits
     `per_device` already made), then for every spread field of the family the between-device std of its
     per-device quantity, with the estimation noise removed: sqrt(max(var over devices - mean squared
@@ -150,15 +172,22 @@ def estimate_spread(fam: Family, pooled: FamilyFit, data: PulseData, min_increme
     for k, p in enumerate(fam.params):
         out["per_device"][p] = theta[:, k].tolist()
     for fld, (func, how) in fam.spread.items():
+
         def q(t, func=func):
             return func(dict(zip(fam.params, t)), dw_nom)
+
         vals = np.array([q(t) for t in theta])
         noise = np.array([_numeric_grad(q, t) @ c @ _numeric_grad(q, t) for t, c in zip(theta, covs)])
         between = math.sqrt(max(float(vals.var(ddof=1) - noise.mean()), 0.0))
         mean = float(vals.mean())
         value = between if how == "abs" else between / abs(mean) * (math.sqrt(2.0) if how == "rel2" else 1.0)
-        out["quantities"][fld] = {"mean": mean, "std": float(vals.std(ddof=1)), "estimation_std": float(
-            math.sqrt(noise.mean())), "between_std": between, "per_device": vals.tolist()}
+        out["quantities"][fld] = {
+            "mean": mean,
+            "std": float(vals.std(ddof=1)),
+            "estimation_std": float(math.sqrt(noise.mean())),
+            "between_std": between,
+            "per_device": vals.tolist(),
+        }
         out["dtod"][fld] = value
     return out
 

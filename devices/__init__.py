@@ -15,8 +15,12 @@ from aimc.devices.threads import check_kernel_threads, limit_blas_threads, set_k
 limit_blas_threads()
 # built with parallel=True for the parallel pipeline's clean-up of their serial code, not for a parallel loop (their
 # docstrings): Numba's warning that it found none is expected for these (pyproject.toml repeats it for pytest)
-warnings.filterwarnings("ignore", r"(?s).*no transformation for parallel execution.*"
-                                  r"def (pulsed_update_kernel|pulse_columns_kernel)", NumbaPerformanceWarning)
+warnings.filterwarnings(
+    "ignore",
+    r"(?s).*no transformation for parallel execution.*"
+    r"def (pulsed_update_kernel|pulse_columns_kernel)",
+    NumbaPerformanceWarning,
+)
 
 from aimc.devices import (  # noqa: E402
     array_update,
@@ -63,9 +67,31 @@ from aimc.devices.rng import Stream  # noqa: E402
 from aimc.devices.tile import AnalogTile  # noqa: E402
 from aimc.devices.update import UpdateConfig  # noqa: E402
 
-CACHED_MODULES = (rng, prefetch, bits, normals, threads, loops, response_step, kernel_bundles, pulses, pulse_trains,
-                  coincidences, pulsed_update, expected_update, characteristics, effective_weight, effects, periphery,
-                  threshold, one_sided_update, pulsed_set, array_update, column_read, *FAMILY_MODULES)
+CACHED_MODULES = (
+    rng,
+    prefetch,
+    bits,
+    normals,
+    threads,
+    loops,
+    response_step,
+    kernel_bundles,
+    pulses,
+    pulse_trains,
+    coincidences,
+    pulsed_update,
+    expected_update,
+    characteristics,
+    effective_weight,
+    effects,
+    periphery,
+    threshold,
+    one_sided_update,
+    pulsed_set,
+    array_update,
+    column_read,
+    *FAMILY_MODULES,
+)
 """Every module with cached Numba kernels (and kernel_bundles, the kernels' argument types): a change to any of
 them flushes all their caches, because a kernel's cache does not notice a change in a kernel it inlines from
 another module."""
@@ -74,11 +100,40 @@ another module."""
 flush_stale(list(CACHED_MODULES), [device_base])
 
 __all__ = [
-    "AnalogTile", "check_kernel_threads", "ConductanceArray", "ConstantStep", "DEVICE_KINDS", "DEVICE_TAGS",
+    "AnalogTile",
+    "check_kernel_threads",
+    "ConductanceArray",
+    "ConstantStep",
+    "DEVICE_KINDS",
+    "DEVICE_TAGS",
     "DeviceConfig",
-    "ElementParams", "ExpStep", "Exponential", "Ideal", "Linear", "LinearStep", "PRESETS", "PeripheryConfig",
-    "OneSided", "OneSidedArray", "PiecewiseStep", "PowStep", "PowStepReference", "Power", "SoftBounds",
-    "SoftBoundsReference", "Tabulated", "UpdateConfig", "analog_mvm", "Preset", "Stream", "device_schema",
-    "expand_preset_table", "get_preset", "limit_blas_threads", "load_device", "parse_device", "set_kernel_threads",
+    "ElementParams",
+    "ExpStep",
+    "Exponential",
+    "Ideal",
+    "Linear",
+    "LinearStep",
+    "PRESETS",
+    "PeripheryConfig",
+    "OneSided",
+    "OneSidedArray",
+    "PiecewiseStep",
+    "PowStep",
+    "PowStepReference",
+    "Power",
+    "SoftBounds",
+    "SoftBoundsReference",
+    "Tabulated",
+    "UpdateConfig",
+    "analog_mvm",
+    "Preset",
+    "Stream",
+    "device_schema",
+    "expand_preset_table",
+    "get_preset",
+    "limit_blas_threads",
+    "load_device",
+    "parse_device",
+    "set_kernel_threads",
     "soft_bounds_pmax",
 ]

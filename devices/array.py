@@ -58,8 +58,9 @@ class ConductanceArray:
         self.reference = np.zeros(self.shape, np.float32)
         self._counts = np.zeros(2, np.int64)  # COUNTER, PULSES (devices.array_update), advanced in place
         self.read_stream = Stream((self.seed << 12) ^ 0xEAD)  # reads and read noise
-        self.effects: ElementEffects | None = (device.draw_effects(self.shape, setup)
-                                               if isinstance(device, DeviceEffects) else None)
+        self.effects: ElementEffects | None = (
+            device.draw_effects(self.shape, setup) if isinstance(device, DeviceEffects) else None
+        )
         self.hidden: np.ndarray | None = None
         self.write_std: np.ndarray | None = None
         self._bounds_c: tuple[np.ndarray, np.ndarray] | None = None  # see _contiguous_bounds
@@ -101,14 +102,27 @@ class ConductanceArray:
         weights, element parameters, seed and counters, which those kernels advance in place; the fields of
         ArrayHandle as a plain tuple (devices.kernel_bundles says why)."""
         wn = NO_WRITE_NOISE if self.hidden is None else self.write_std
-        return (self._target, self.w, self.reference, wn, self.params.kernel, float(self.params.granularity),
-                self.seed, self._counts)  # devices.array_update.ArrayHandle's fields
+        return (
+            self._target,
+            self.w,
+            self.reference,
+            wn,
+            self.params.kernel,
+            float(self.params.granularity),
+            self.seed,
+            self._counts,
+        )  # devices.array_update.ArrayHandle's fields
 
     def state_dict(self) -> dict:
         """Everything needed to continue bit-exactly: weights (and the hidden ones), reference, counters,
         read RNG."""
-        out = {"w": self.w.copy(), "reference": self.reference.copy(), "counter": self.counter,
-               "pulses": self.pulses, "read_counter": self.read_stream.counter}
+        out = {
+            "w": self.w.copy(),
+            "reference": self.reference.copy(),
+            "counter": self.counter,
+            "pulses": self.pulses,
+            "read_counter": self.read_stream.counter,
+        }
         if self.hidden is not None:
             out["hidden"] = self.hidden.copy()
         if self.drift is not None:
@@ -146,8 +160,18 @@ class ConductanceArray:
 
     def _redraw_apparent(self, pulsed: np.ndarray = NO_SET) -> None:
         """w = hidden + write noise for the elements of the set `pulsed` (every element for NO_SET)."""
-        redraw_kernel(self.w, self.hidden, pulsed, np.broadcast_to(self.write_std, self.shape), self.w, self.w, False,
-                      self.seed, self.next_counter(), WRITE)
+        redraw_kernel(
+            self.w,
+            self.hidden,
+            pulsed,
+            np.broadcast_to(self.write_std, self.shape),
+            self.w,
+            self.w,
+            False,
+            self.seed,
+            self.next_counter(),
+            WRITE,
+        )
 
     def post_update_step(self) -> bool:
         """What aihwkit 1.1.0 applies once per optimizer step (its post_update_step, alpha 1): diffusion
@@ -160,8 +184,7 @@ class ConductanceArray:
         lo, hi = self._contiguous_bounds()
         w = self._target
         if fx.diffusion_rate is not None:
-            redraw_kernel(w, w, NO_SET, fx.diffusion_rate, lo, hi, True, self.seed,
-                          self.next_counter(), DIFFUSE)
+            redraw_kernel(w, w, NO_SET, fx.diffusion_rate, lo, hi, True, self.seed, self.next_counter(), DIFFUSE)
         if fx.decay_scale is not None:
             b = fx.reset_bias
             if self._decay_clip is None:
@@ -191,9 +214,19 @@ class ConductanceArray:
             np.clip(w, lo, hi, out=w)
         n = delta_t / step_s
         if fx is not None and fx.diffusion_rate is not None and n > 0:
-            key = self.seed if seed == 0 else int(np.random.default_rng([self.seed, seed]).integers(2 ** 62))
-            redraw_kernel(w, w, NO_SET, (np.sqrt(n) * fx.diffusion_rate).astype(np.float32),
-                          lo, hi, True, key, self.next_counter(), DIFFUSE)
+            key = self.seed if seed == 0 else int(np.random.default_rng([self.seed, seed]).integers(2**62))
+            redraw_kernel(
+                w,
+                w,
+                NO_SET,
+                (np.sqrt(n) * fx.diffusion_rate).astype(np.float32),
+                lo,
+                hi,
+                True,
+                key,
+                self.next_counter(),
+                DIFFUSE,
+            )
         if fx is not None and fx.decay_scale is not None and n > 0:
             decay_kernel(w, fx.reset_bias, (fx.decay_scale.astype(float) ** n).astype(np.float32), lo, hi, True)
         if self.hidden is not None:
@@ -222,8 +255,18 @@ class ConductanceArray:
         """Reset the elements where mask (uint8, out x in) is nonzero, as `reset` does."""
         fx = self._reset_effects()
         lo, hi = self._contiguous_bounds()
-        redraw_kernel(self._target, fx.reset_bias, set_of_mask(mask), np.broadcast_to(np.float32(fx.reset_std),
-                      self.shape), lo, hi, True, self.seed, self.next_counter(), RESET)
+        redraw_kernel(
+            self._target,
+            fx.reset_bias,
+            set_of_mask(mask),
+            np.broadcast_to(np.float32(fx.reset_std), self.shape),
+            lo,
+            hi,
+            True,
+            self.seed,
+            self.next_counter(),
+            RESET,
+        )
         if self.hidden is not None:
             self._redraw_apparent()
 
@@ -287,8 +330,14 @@ class ConductanceArray:
         return self.params.ep[..., W_MIN], self.params.ep[..., W_MAX]
 
     # -- programming ------------------------------------------------------------------------------------
-    def program(self, target: np.ndarray, max_iters: int = 30, read_noise_std: float = 0.0,
-                tolerance: float | None = None, max_pulses: int | None = None) -> np.ndarray:
+    def program(
+        self,
+        target: np.ndarray,
+        max_iters: int = 30,
+        read_noise_std: float = 0.0,
+        tolerance: float | None = None,
+        max_pulses: int | None = None,
+    ) -> np.ndarray:
         """Closed-loop programming of the effective weights to `target`: read, fire round(error / granularity)
         pulses (at most max_pulses per element and iteration), repeat until every |error| < tolerance
         (default granularity / 2; `DeviceBase.granularity`, dw_min for most families) or max_iters. Returns
@@ -317,8 +366,7 @@ class ConductanceArray:
         n_cycles: (up, down) pairs for every element. None: each element gets the pairs its own drift needs,
         `zero_shift_cycles`. Returns the reference.
         """
-        cycles = (np.full(self.shape, int(n_cycles), np.int64) if n_cycles is not None
-                  else self.zero_shift_cycles())
+        cycles = np.full(self.shape, int(n_cycles), np.int64) if n_cycles is not None else self.zero_shift_cycles()
         alternate_kernel(self._target, cycles, self.params.kernel, self.seed, self.next_counter())
         if self.hidden is not None:
             self._redraw_apparent(set_of_mask(cycles))

@@ -48,8 +48,9 @@ def next_counter(a: ArrayHandle) -> int:
 @njit(cache=True)
 def _redraw_written(a: ArrayHandle, pulsed) -> None:
     """Write noise after a call: app = w + std xi for the elements of the set `pulsed` (devices.pulsed_set)."""
-    redraw_kernel(a.app, a.w, pulsed, np.broadcast_to(a.wn, a.app.shape), a.app, a.app, False, a.seed,
-                  next_counter(a), WRITE)
+    redraw_kernel(
+        a.app, a.w, pulsed, np.broadcast_to(a.wn, a.app.shape), a.app, a.app, False, a.seed, next_counter(a), WRITE
+    )
 
 
 @njit(cache=True)

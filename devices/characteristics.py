@@ -26,8 +26,9 @@ def element_steps_kernel(w, up, params):
 def _net_step(w, er, j, code, consts, grid, tab_up, tab_dn) -> float:
     """Mean up step minus mean down step of element j at the weight w. A plain call, so that the response
     functions are compiled in once and not at each of the bisection's three call sites."""
-    return (element_step(code, True, w, er, j, consts, grid, tab_up, tab_dn)
-            - element_step(code, False, w, er, j, consts, grid, tab_up, tab_dn))
+    return element_step(code, True, w, er, j, consts, grid, tab_up, tab_dn) - element_step(
+        code, False, w, er, j, consts, grid, tab_up, tab_dn
+    )
 
 
 @njit(cache=True, parallel=True)

@@ -32,8 +32,27 @@ in cache: there the hint only costs instructions."""
 
 
 @njit(cache=True, inline="always")
-def _fire_list(wr, er, js, n, d_up, fired, ring, code, consts, grid, tab_up, tab_dn, sigma, noisy, additive,
-               wm, em, consts_m, routed):
+def _fire_list(
+    wr,
+    er,
+    js,
+    n,
+    d_up,
+    fired,
+    ring,
+    code,
+    consts,
+    grid,
+    tab_up,
+    tab_dn,
+    sigma,
+    noisy,
+    additive,
+    wm,
+    em,
+    consts_m,
+    routed,
+):
     """Fire the pulses of one slot list js[:n] into row wr, er its parameters; the pulses are numbers
     fired .. fired + n - 1 of the row, and pulse k takes normal k of the row's noise stream from
     ring[k % ring.size] (_refill_normals put it there). routed (a one-sided cell, a constant): every pulse
@@ -48,11 +67,13 @@ def _fire_list(wr, er, js, n, d_up, fired, ring, code, consts, grid, tab_up, tab
         if noisy:
             xi = ring[uint64(fired + a) & last]
         if routed and not up:
-            wm[j] = noisy_pulse(wm[j], True, em, j, code, consts_m, grid, tab_up, tab_dn, sigma, additive, xi,
-                                np.float32, noisy)
+            wm[j] = noisy_pulse(
+                wm[j], True, em, j, code, consts_m, grid, tab_up, tab_dn, sigma, additive, xi, np.float32, noisy
+            )
         else:
-            wr[j] = noisy_pulse(wr[j], up or routed, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi,
-                                np.float32, noisy)
+            wr[j] = noisy_pulse(
+                wr[j], up or routed, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi, np.float32, noisy
+            )
 
 
 @njit(cache=True)
@@ -72,8 +93,26 @@ def _refill_normals(ring, key, filled, need) -> int:
 
 
 @njit(cache=True, inline="always")
-def coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                 ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, ring) -> int:
+def coincide_row(
+    i,
+    w,
+    x_lists,
+    x_counts,
+    d,
+    lr_sign,
+    d_masks,
+    ep,
+    code,
+    consts,
+    grid,
+    tab_up,
+    tab_dn,
+    sigma,
+    additive,
+    seed,
+    counter,
+    ring,
+) -> int:
     """The coincidences of row i (see coincidence_update_kernel), noise from stream (seed, counter, i)
     through `ring` (a float32 work array of ring_size(in) slots); returns the pulses fired into the row.
 
@@ -84,21 +123,86 @@ def coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
     512x512 update: 0.87-0.92 of the time of a loop with both switches, same-process A/B against commit
     0120d83 on a Zen 4, 2026-12-03). Each copy adds ~15 s to the kernel's first compilation."""
     if code == LINEAR and sigma > 0.0 and not additive:
-        return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                         ep, LINEAR, consts, grid, tab_up, tab_dn, sigma, True, False, seed, counter, ring,
-                         w, ep, consts, False)
+        return _fire_row(
+            i,
+            w,
+            x_lists,
+            x_counts,
+            d,
+            lr_sign,
+            d_masks,
+            ep,
+            LINEAR,
+            consts,
+            grid,
+            tab_up,
+            tab_dn,
+            sigma,
+            True,
+            False,
+            seed,
+            counter,
+            ring,
+            w,
+            ep,
+            consts,
+            False,
+        )
     if code == LINEAR and not sigma > 0.0:
-        return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                         ep, LINEAR, consts, grid, tab_up, tab_dn, sigma, False, False, seed, counter, ring,
-                         w, ep, consts, False)
-    return _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                     ep, code, consts, grid, tab_up, tab_dn, sigma, sigma > 0.0, additive, seed, counter, ring,
-                     w, ep, consts, False)
+        return _fire_row(
+            i,
+            w,
+            x_lists,
+            x_counts,
+            d,
+            lr_sign,
+            d_masks,
+            ep,
+            LINEAR,
+            consts,
+            grid,
+            tab_up,
+            tab_dn,
+            sigma,
+            False,
+            False,
+            seed,
+            counter,
+            ring,
+            w,
+            ep,
+            consts,
+            False,
+        )
+    return _fire_row(
+        i,
+        w,
+        x_lists,
+        x_counts,
+        d,
+        lr_sign,
+        d_masks,
+        ep,
+        code,
+        consts,
+        grid,
+        tab_up,
+        tab_dn,
+        sigma,
+        sigma > 0.0,
+        additive,
+        seed,
+        counter,
+        ring,
+        w,
+        ep,
+        consts,
+        False,
+    )
 
 
 @njit(cache=True, inline="always")
-def coincide_row_routed(i, w_plus, w_minus, trains, d, lr_sign, params_plus, params_minus, seed, counter,
-                        ring) -> int:
+def coincide_row_routed(i, w_plus, w_minus, trains, d, lr_sign, params_plus, params_minus, seed, counter, ring) -> int:
     """The coincidences of row i of a one-sided cell (devices.one_sided_update): the walk, order and noise
     of coincide_row (trains = (x_lists, x_counts, d_masks)), each pulse an up pulse into w_plus where it
     would raise W and into w_minus where it would lower W; params_plus, params_minus the two devices'
@@ -106,15 +210,59 @@ def coincide_row_routed(i, w_plus, w_minus, trains, d, lr_sign, params_plus, par
     x_lists, x_counts, d_masks = trains
     ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params_plus
     ep_minus, _, consts_minus, _, _, _, _, _ = params_minus
-    return _fire_row(i, w_plus, x_lists, x_counts, d, lr_sign, d_masks,
-                     ep, code, consts, grid, tab_up, tab_dn, sigma, sigma > 0.0, additive, seed, counter, ring,
-                     w_minus, ep_minus, consts_minus, True)
+    return _fire_row(
+        i,
+        w_plus,
+        x_lists,
+        x_counts,
+        d,
+        lr_sign,
+        d_masks,
+        ep,
+        code,
+        consts,
+        grid,
+        tab_up,
+        tab_dn,
+        sigma,
+        sigma > 0.0,
+        additive,
+        seed,
+        counter,
+        ring,
+        w_minus,
+        ep_minus,
+        consts_minus,
+        True,
+    )
 
 
 @njit(cache=True, inline="always")
-def _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-              ep, code, consts, grid, tab_up, tab_dn, sigma, noisy, additive, seed, counter, ring,
-              w_minus, ep_minus, consts_m, routed) -> int:
+def _fire_row(
+    i,
+    w,
+    x_lists,
+    x_counts,
+    d,
+    lr_sign,
+    d_masks,
+    ep,
+    code,
+    consts,
+    grid,
+    tab_up,
+    tab_dn,
+    sigma,
+    noisy,
+    additive,
+    seed,
+    counter,
+    ring,
+    w_minus,
+    ep_minus,
+    consts_m,
+    routed,
+) -> int:
     """coincide_row for one family code and noise (noisy: draw cycle noise; additive: its form), each a
     constant where coincide_row can fix it; routed (a constant): the pulses that would lower W go up into
     w_minus (parameters ep_minus, constants consts_m) instead (_fire_list).
@@ -150,8 +298,27 @@ def _fire_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
                         prefetch(ep, i, js[a] & INDEX)
                 if noisy and fired + n > filled:
                     filled = _refill_normals(ring, key, filled, fired + n)
-                _fire_list(wr, er, js, n, d_up, fired, ring, code, consts, grid, tab_up, tab_dn, sigma, noisy,
-                           additive, wm, em, consts_m, routed)
+                _fire_list(
+                    wr,
+                    er,
+                    js,
+                    n,
+                    d_up,
+                    fired,
+                    ring,
+                    code,
+                    consts,
+                    grid,
+                    tab_up,
+                    tab_dn,
+                    sigma,
+                    noisy,
+                    additive,
+                    wm,
+                    em,
+                    consts_m,
+                    routed,
+                )
                 fired += n
     return fired
 
@@ -198,17 +365,35 @@ def coincide_rows_parallel(fired, w, trains, d, lr_sign, params, seed, counter, 
     threads = kernel_thread_count()
     rings = np.empty((threads, ring_size(w.shape[1])), np.float32)
     for i in prange(w.shape[0]):
-        fired[i] = coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                                ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter,
-                                rings[get_thread_id()])
+        fired[i] = coincide_row(
+            i,
+            w,
+            x_lists,
+            x_counts,
+            d,
+            lr_sign,
+            d_masks,
+            ep,
+            code,
+            consts,
+            grid,
+            tab_up,
+            tab_dn,
+            sigma,
+            additive,
+            seed,
+            counter,
+            rings[get_thread_id()],
+        )
     if wn.shape[0] == 0:
         return
     rows, normals, columns, samples = redraw_work(threads, d_masks, w.shape[0], w.shape[1])
     for i in prange(w.shape[0]):  # a loop of its own: in the loop above it slowed the pulses by 5-10%
         if fired[i] > 0:
             t = get_thread_id()
-            redraw_pulsed_row(i, rows, t, normals[t], columns[t], samples, x_lists, x_counts, d_masks, app, w, wn,
-                              seed, wn_counter)
+            redraw_pulsed_row(
+                i, rows, t, normals[t], columns[t], samples, x_lists, x_counts, d_masks, app, w, wn, seed, wn_counter
+            )
 
 
 @njit(cache=True)
@@ -233,8 +418,12 @@ def redraw_work(n: int, d_masks, rows: int, cols: int) -> tuple:
     """Work arrays of n redraw_pulsed_row callers for an (rows, cols) array: one-row pulsed sets
     (devices.pulsed_set, each caller's a row of one set), normals (n, cols + BLOCK) float32, columns (n, cols)
     int64, and the rows' samples (row_samples)."""
-    return (new_set(n, cols, True), np.empty((n, cols + BLOCK), np.float32), np.empty((n, cols), np.int64),
-            row_samples(d_masks, rows))
+    return (
+        new_set(n, cols, True),
+        np.empty((n, cols + BLOCK), np.float32),
+        np.empty((n, cols), np.int64),
+        row_samples(d_masks, rows),
+    )
 
 
 @njit(cache=True, inline="always")
@@ -286,8 +475,7 @@ def _pulsed_columns(i, rows, r, js, samples, x_lists, x_counts, d_masks) -> int:
 
 
 @njit(cache=True, inline="always")
-def redraw_pulsed_row(i, rows, r, xi, js, samples, x_lists, x_counts, d_masks, app, w, wn, seed,
-                      wn_counter) -> None:
+def redraw_pulsed_row(i, rows, r, xi, js, samples, x_lists, x_counts, d_masks, app, w, wn, seed, wn_counter) -> None:
     """Write noise of row i after its pulses: app[i, j] = w[i, j] + wn[0, 0] xi for every column j that the
     coincidences fired at least once, exactly as devices.effects.redraw_kernel with the pulsed set and
     counter wn_counter. Row r of the set `rows` is the caller's (empty; left empty), xi and js work arrays,

@@ -54,8 +54,16 @@ class ColumnReader(NamedTuple):
 
 def one_hot_settings(cfg: PeripheryConfig) -> tuple:
     """The settings tuple of read_one_hot for the periphery `cfg`."""
-    return (bool(cfg.ideal), float(cfg.inp_bound), int(cfg.inp_bits or 0), float(cfg.out_noise),
-            float(cfg.out_bound), int(cfg.out_bits or 0), bool(cfg.bound_management), int(cfg.max_bm_reads))
+    return (
+        bool(cfg.ideal),
+        float(cfg.inp_bound),
+        int(cfg.inp_bits or 0),
+        float(cfg.out_noise),
+        float(cfg.out_bound),
+        int(cfg.out_bits or 0),
+        bool(cfg.bound_management),
+        int(cfg.max_bm_reads),
+    )
 
 
 @njit(cache=True)

@@ -60,8 +60,16 @@ class ElementParams:
     def kernel(self) -> tuple:
         """The parameters as the kernels take them: the fields of devices.kernel_bundles.ElementKernelParams, as
         a plain tuple (that module says why)."""
-        return (self.ep, self.code, self.consts, self.grid, self.tab_up, self.tab_dn, self.sigma,
-                self.additive)  # devices.kernel_bundles.ElementKernelParams' fields
+        return (
+            self.ep,
+            self.code,
+            self.consts,
+            self.grid,
+            self.tab_up,
+            self.tab_dn,
+            self.sigma,
+            self.additive,
+        )  # devices.kernel_bundles.ElementKernelParams' fields
 
 
 def kernel_params(ep: np.ndarray) -> np.ndarray:
@@ -90,12 +98,17 @@ _EMPTY = np.zeros(2)
 class DeviceBase(Float32Config):
     """Fields and methods common to all families."""
 
-    dw_min: float = Field(0.001, gt=0, description="granularity: mean step of one pulse at the reference point "
-                                                   "(weight units)")
+    dw_min: float = Field(
+        0.001, gt=0, description="granularity: mean step of one pulse at the reference point (weight units)"
+    )
     dw_min_dtod: float = Field(0.0, ge=0, lt=1, description="device-to-device relative std of the step size")
-    dw_min_std: float = Field(0.0, ge=0, description="cycle-to-cycle std per pulse: relative to the mean step "
-                                                     "(multiplicative noise) or in units of the element's step "
-                                                     "(additive noise)")
+    dw_min_std: float = Field(
+        0.0,
+        ge=0,
+        description="cycle-to-cycle std per pulse: relative to the mean step "
+        "(multiplicative noise) or in units of the element's step "
+        "(additive noise)",
+    )
 
     # -- hooks of each family ---------------------------------------------------------------------------
     def _code(self) -> int:
@@ -156,16 +169,34 @@ class DeviceBase(Float32Config):
             ep[..., DW_DOWN] = np.where(bad, 0.0, ep[..., DW_DOWN])
         grid, tab_up, tab_dn = self._table()
         ep = kernel_params(ep)
-        return ElementParams(ep, self._code(), self._consts_of(ep), grid,
-                             tab_up, tab_dn, float(self.dw_min_std), self._additive(), self.granularity)
+        return ElementParams(
+            ep,
+            self._code(),
+            self._consts_of(ep),
+            grid,
+            tab_up,
+            tab_dn,
+            float(self.dw_min_std),
+            self._additive(),
+            self.granularity,
+        )
 
     def nominal(self) -> ElementParams:
         """Parameters of one nominal element (shape (1, 1)), no spread."""
         ep = np.zeros((1, 1, N_ELEMENT_PARAMS))
         self._fill(ep, None)
         grid, tab_up, tab_dn = self._table()
-        return ElementParams(ep, self._code(), self._consts_of(ep), grid, tab_up, tab_dn,
-                             float(self.dw_min_std), self._additive(), self.granularity)
+        return ElementParams(
+            ep,
+            self._code(),
+            self._consts_of(ep),
+            grid,
+            tab_up,
+            tab_dn,
+            float(self.dw_min_std),
+            self._additive(),
+            self.granularity,
+        )
 
     def _q(self, w, up: bool) -> np.ndarray:
         # imported here: the kernels dispatch to the family modules, which import this module

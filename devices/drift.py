@@ -36,15 +36,17 @@ class DriftParameter(Float32Config):
     nu_dtod: float = Field(0.0, ge=0, description="device-to-device relative std of nu, drawn once")
     nu_std: float = Field(0.0, ge=0, description="cycle-to-cycle relative std of nu, drawn every call")
     t_0: float = Field(1.0, gt=0, description="time unit of the drift clock (seconds): f = (t / t_0)^-nu")
-    reset_tol: float = Field(1e-7, ge=0, description="a weight change above this between two calls "
-                                                     "restarts the element's drift (weight units)")
+    reset_tol: float = Field(
+        1e-7,
+        ge=0,
+        description="a weight change above this between two calls restarts the element's drift (weight units)",
+    )
     wg_ratio: float = Field(1.0, gt=0, description="(w_max - w_min) / (g_max - g_min): weight per conductance")
     g_offset: float = Field(0.0, description="g_min: conductance of the weight w_offset")
     w_offset: float = Field(0.0, description="w(g_min): the weight g_min maps to")
     nu_k: float = Field(0.0, description="dependence of nu on the conductance: nu - nu_k ln(g / g0)")
     log_g0: float = Field(0.0, description="ln(g0) of the nu_k term")
-    w_noise_std: float = Field(0.0, ge=0, description="std of Gaussian noise added after each call "
-                                                      "(weight units)")
+    w_noise_std: float = Field(0.0, ge=0, description="std of Gaussian noise added after each call (weight units)")
 
     @property
     def enabled(self) -> bool:
@@ -73,8 +75,9 @@ def start_drift(param: DriftParameter, w: np.ndarray, rng: np.random.Generator) 
     return DriftState(nu=nu, time=0.0, t0=np.zeros(w.shape), w0=w.astype(np.float64), w_prev=w.astype(np.float64))
 
 
-def drift_weights(param: DriftParameter, state: DriftState, w: np.ndarray, delta_t: float,
-                  rng: np.random.Generator) -> None:
+def drift_weights(
+    param: DriftParameter, state: DriftState, w: np.ndarray, delta_t: float, rng: np.random.Generator
+) -> None:
     """One drift call of delta_t seconds on weights w (float32, changed in place; module docstring)."""
     state.time += float(delta_t) / param.t_0
     now = w.astype(np.float64)

@@ -39,11 +39,18 @@ REDRAW_ROWS = 16
 class DeviceEffects(BaseModel):
     """aihwkit 1.1.0's effect fields of a pulsed device (all off by default, as there)."""
 
-    write_noise_std: float = Field(0.0, ge=0, description="write noise: std of the apparent weight around the "
-                                                         "hidden one, in units of dw_min, redrawn after each pulse")
+    write_noise_std: float = Field(
+        0.0,
+        ge=0,
+        description="write noise: std of the apparent weight around the "
+        "hidden one, in units of dw_min, redrawn after each pulse",
+    )
     apply_write_noise_on_set: bool = Field(True, description="draw write noise when weights are set")
-    lifetime: float = Field(0.0, ge=0, description="decay toward the reset value per optimizer step: "
-                                                  "w <- b + (w - b)(1 - 1/lifetime); 0 = off")
+    lifetime: float = Field(
+        0.0,
+        ge=0,
+        description="decay toward the reset value per optimizer step: w <- b + (w - b)(1 - 1/lifetime); 0 = off",
+    )
     lifetime_dtod: float = Field(0.0, ge=0, description="device-to-device relative std of the lifetime")
     diffusion: float = Field(0.0, ge=0, description="std of the random walk per optimizer step (weight units)")
     diffusion_dtod: float = Field(0.0, ge=0, description="device-to-device relative std of the diffusion rate")
@@ -51,10 +58,12 @@ class DeviceEffects(BaseModel):
     reset_dtod: float = Field(0.0, ge=0, description="device-to-device std of the reset value (absolute)")
     reset_std: float = Field(0.01, ge=0, description="cycle-to-cycle std of a reset")
     corrupt_devices_prob: float = Field(0.0, ge=0, le=1, description="probability that an element is stuck")
-    corrupt_devices_range: float = Field(0.1, ge=0, description="a stuck element's value is uniform within "
-                                                               "+- this range (and its bounds)")
-    drift: DriftParameter = Field(default_factory=DriftParameter,
-                                  description="power-law drift of an idle array (devices.drift); off by default")
+    corrupt_devices_range: float = Field(
+        0.1, ge=0, description="a stuck element's value is uniform within +- this range (and its bounds)"
+    )
+    drift: DriftParameter = Field(
+        default_factory=DriftParameter, description="power-law drift of an idle array (devices.drift); off by default"
+    )
 
     @model_serializer(mode="wrap")
     def _without_default_drift(self, handler):
@@ -79,6 +88,7 @@ class DeviceEffects(BaseModel):
 
     def draw_effects(self, shape: tuple[int, int], rng: np.random.Generator) -> ElementEffects:
         """Per-element effect values of an array of `shape` (device-to-device spread from rng)."""
+
         def spread(mean: float, dtod: float, relative: bool) -> np.ndarray:
             if dtod <= 0:
                 return np.broadcast_to(np.float32(mean), shape)
@@ -93,9 +103,14 @@ class DeviceEffects(BaseModel):
         diffusion = None
         if self.diffusion > 0:
             diffusion = np.abs(spread(self.diffusion, self.diffusion_dtod, relative=True))
-        return ElementEffects(write_noise=float(self.write_noise_std * self.dw_min),
-                              on_set=bool(self.apply_write_noise_on_set), reset_bias=reset_bias,
-                              reset_std=float(self.reset_std), decay_scale=decay, diffusion_rate=diffusion)
+        return ElementEffects(
+            write_noise=float(self.write_noise_std * self.dw_min),
+            on_set=bool(self.apply_write_noise_on_set),
+            reset_bias=reset_bias,
+            reset_std=float(self.reset_std),
+            decay_scale=decay,
+            diffusion_rate=diffusion,
+        )
 
 
 @dataclass

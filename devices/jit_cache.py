@@ -22,8 +22,13 @@ from aimc.common.files import atomic_write_text
 
 def _cached_kernels(module: ModuleType) -> list[CPUDispatcher]:
     """The module's own Numba functions compiled with cache=True."""
-    return [f for f in vars(module).values() if isinstance(f, CPUDispatcher)
-            and f.__module__ == module.__name__ and isinstance(getattr(f, "_cache", None), FunctionCache)]
+    return [
+        f
+        for f in vars(module).values()
+        if isinstance(f, CPUDispatcher)
+        and f.__module__ == module.__name__
+        and isinstance(getattr(f, "_cache", None), FunctionCache)
+    ]
 
 
 def source_fingerprint(modules: list[ModuleType]) -> str:

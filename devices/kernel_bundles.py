@@ -40,5 +40,10 @@ class UpdateSettings(NamedTuple):
 def update_settings(lr: float, granularity: float, cfg) -> tuple:
     """The UpdateSettings of an update W -= lr d^T x with the update config `cfg` (devices.update.UpdateConfig)
     on an array of the given granularity, as the plain tuple Python passes to the kernels."""
-    return (float(lr), float(granularity), int(cfg.desired_bl), bool(cfg.update_management),
-            bool(cfg.update_bl_management))
+    return (
+        float(lr),
+        float(granularity),
+        int(cfg.desired_bl),
+        bool(cfg.update_management),
+        bool(cfg.update_bl_management),
+    )

@@ -98,8 +98,8 @@ def fill_normals(out, start, count, key, first) -> None:
     `key` (float32); first and count multiples of BLOCK."""
     for blk in range(count // BLOCK):
         base = start + BLOCK * blk
-        firsts = out[base:base + PAIRS]  # two slices: LLVM vectorizes two stores into distinct arrays
-        seconds = out[base + PAIRS:base + BLOCK]
+        firsts = out[base : base + PAIRS]  # two slices: LLVM vectorizes two stores into distinct arrays
+        seconds = out[base + PAIRS : base + BLOCK]
         pair0 = first // 2 + PAIRS * blk
         for k in range(PAIRS):
             h = mix64(key + uint64(pair0 + k) * GOLDEN)

@@ -28,8 +28,9 @@ from aimc.devices.families.table import PiecewiseStep
 from aimc.devices.periphery import PeripheryConfig
 from aimc.devices.update import UpdateConfig
 
-PulsedDevice = Annotated[Union[ConstantStep, LinearStep, SoftBounds, ExpStep, PowStep, PiecewiseStep],
-                         Field(discriminator="kind")]
+PulsedDevice = Annotated[
+    Union[ConstantStep, LinearStep, SoftBounds, ExpStep, PowStep, PiecewiseStep], Field(discriminator="kind")
+]
 """The devices a one-sided cell can hold: aihwkit's pulsed families (as aihwkit 1.1.0 requires)."""
 
 
@@ -40,24 +41,34 @@ class OneSided(Float32Config):
 
     kind: Literal["OneSided"] = "OneSided"
     device: PulsedDevice = Field(description="the device of both G+ and G- (an aihwkit pulsed family)")
-    refresh_every: int = Field(0, ge=0, description="refresh after this many update cycles (samples, or "
-                                                    "mini-batches with units_in_mbatch); 0 = never")
+    refresh_every: int = Field(
+        0,
+        ge=0,
+        description="refresh after this many update cycles (samples, or mini-batches with units_in_mbatch); 0 = never",
+    )
     units_in_mbatch: bool = Field(True, description="refresh_every counts mini-batches, not samples")
-    refresh_upper_thres: float = Field(0.75, description="the larger device, relative to |w_max|, must exceed "
-                                                         "this for a refresh")
-    refresh_lower_thres: float = Field(0.25, description="the smaller device, relative to |w_max|, must exceed "
-                                                         "this for a refresh")
-    refresh_forward: PeripheryConfig = Field(PeripheryConfig(), description="read periphery of the refresh "
-                                                                            "reads (noisy by default)")
+    refresh_upper_thres: float = Field(
+        0.75, description="the larger device, relative to |w_max|, must exceed this for a refresh"
+    )
+    refresh_lower_thres: float = Field(
+        0.25, description="the smaller device, relative to |w_max|, must exceed this for a refresh"
+    )
+    refresh_forward: PeripheryConfig = Field(
+        PeripheryConfig(), description="read periphery of the refresh reads (noisy by default)"
+    )
     refresh_update: UpdateConfig = Field(UpdateConfig(), description="pulsed update of the refresh rewrite")
-    copy_inverted: bool = Field(False, description="G+ swaps its own up and down steps and mirrors its own "
-                                                   "bounds (b_max <- -b_min, b_min <- -b_max)")
+    copy_inverted: bool = Field(
+        False,
+        description="G+ swaps its own up and down steps and mirrors its own bounds (b_max <- -b_min, b_min <- -b_max)",
+    )
 
     @model_validator(mode="after")
     def _check(self):
         if self.device.write_noise_std > 0:
-            raise ValueError("device.write_noise_std: a one-sided cell's devices take no write noise (aihwkit "
-                             "1.1.0 refuses a refresh reset with write noise)")
+            raise ValueError(
+                "device.write_noise_std: a one-sided cell's devices take no write noise (aihwkit "
+                "1.1.0 refuses a refresh reset with write noise)"
+            )
         if self.refresh_update.mode != "pulsed":
             raise ValueError("refresh_update.mode: the refresh rewrite is a pulsed update")
         return self

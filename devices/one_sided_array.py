@@ -138,15 +138,25 @@ class OneSidedArray:
         p, m = self.plus, self.minus
         self.counter += 1
         if cfg.mode == "pulsed":
-            n = one_sided_update_kernel(p.w, m.w, x, d, update_settings(lr, p.params.granularity, cfg),
-                                        p.params.kernel, m.params.kernel, self.seed, self.counter)
+            n = one_sided_update_kernel(
+                p.w,
+                m.w,
+                x,
+                d,
+                update_settings(lr, p.params.granularity, cfg),
+                p.params.kernel,
+                m.params.kernel,
+                self.seed,
+                self.counter,
+            )
             p.add_pulses(n)  # the routed pulses are counted on G+ (the total is what counts)
             return
         dw = np.ascontiguousarray(mean_update(x, d, lr, p.params.granularity, cfg), np.float64)
         for a, part in ((p, np.maximum(dw, 0.0)), (m, np.maximum(-dw, 0.0))):
             counter = a.next_counter()
-            a.add_pulses(expected_update_kernel(a.w, part, a.params.granularity, a.params.kernel, a.seed, counter,
-                                                NO_SET))
+            a.add_pulses(
+                expected_update_kernel(a.w, part, a.params.granularity, a.params.kernel, a.seed, counter, NO_SET)
+            )
 
     # -- the refresh --------------------------------------------------------------------------------------
     def refresh(self) -> int:
@@ -181,9 +191,16 @@ class OneSidedArray:
     # -- state --------------------------------------------------------------------------------------------
     def state_dict(self) -> dict:
         """Both devices' states and the cell's counters and read RNG: enough to continue bit-exactly."""
-        return {"plus": self.plus.state_dict(), "minus": self.minus.state_dict(), "counter": self.counter,
-                "cycles": self.cycles, "refreshes": self.refreshes, "resets": self.resets, "reads": self.reads,
-                "read_counter": self.read_stream.counter}
+        return {
+            "plus": self.plus.state_dict(),
+            "minus": self.minus.state_dict(),
+            "counter": self.counter,
+            "cycles": self.cycles,
+            "refreshes": self.refreshes,
+            "resets": self.resets,
+            "reads": self.reads,
+            "read_counter": self.read_stream.counter,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         if "plus" not in state:

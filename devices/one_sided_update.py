@@ -33,6 +33,17 @@ def one_sided_update_kernel(w_plus, w_minus, x, d, settings, params_plus, params
     fired = np.empty(rows, np.int64)
     rings = np.empty((kernel_thread_count(), ring_size(w_plus.shape[1])), np.float32)
     for i in prange(rows):
-        fired[i] = coincide_row_routed(i, w_plus, w_minus, (x_lists, x_counts, d_masks), d, lr_sign, params_plus,
-                                       params_minus, seed, counter, rings[get_thread_id()])
+        fired[i] = coincide_row_routed(
+            i,
+            w_plus,
+            w_minus,
+            (x_lists, x_counts, d_masks),
+            d,
+            lr_sign,
+            params_plus,
+            params_minus,
+            seed,
+            counter,
+            rings[get_thread_id()],
+        )
     return total(fired)

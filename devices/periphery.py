@@ -229,8 +229,9 @@ def read_one_hot(col, periphery, seed, counter, out) -> int:
 
 
 @njit(cache=True)
-def _read(mat, transposed, x, inp_bound, inp_bits, noise_management, out_noise, out_bound, out_bits, check,
-          seed, counter):
+def _read(
+    mat, transposed, x, inp_bound, inp_bits, noise_management, out_noise, out_bound, out_bits, check, seed, counter
+):
     """One read in one call: DAC (_prepare_input), product, output noise and ADC (_finish_rows).
     Returns (y, input scales, finished rows)."""
     xq, scale = _prepare_input(x, inp_bound, inp_bits, noise_management)
@@ -263,8 +264,20 @@ def analog_mvm(weight: np.ndarray, x: np.ndarray, cfg: PeripheryConfig, stream: 
         return np.ascontiguousarray(x @ np.asarray(weight, dtype=np.float32).T)
     mat, transposed = _row_major(weight)
     check = cfg.bound_management and cfg.max_bm_reads > 1
-    y, scale, done = _read(mat, transposed, x, cfg.inp_bound, cfg.inp_bits or 0, cfg.noise_management,
-                           cfg.out_noise, cfg.out_bound, cfg.out_bits or 0, check, stream.seed, stream.take())
+    y, scale, done = _read(
+        mat,
+        transposed,
+        x,
+        cfg.inp_bound,
+        cfg.inp_bits or 0,
+        cfg.noise_management,
+        cfg.out_noise,
+        cfg.out_bound,
+        cfg.out_bits or 0,
+        check,
+        stream.seed,
+        stream.take(),
+    )
     if not done.all():
         _reread_saturated(y, x, np.flatnonzero(~done), scale, cfg, mat, transposed, stream)
     return y
@@ -285,6 +298,16 @@ def _reread_saturated(y, x, todo, scale, cfg, mat, transposed, stream) -> None:
         y[todo] = ys
         check = attempt < cfg.max_bm_reads - 1
         done = np.empty(len(todo), np.bool_)
-        _finish_rows(y, todo, scale[todo] / factor, cfg.out_noise, cfg.out_bound, out_bits, check,
-                     stream.seed, stream.take(), done)
+        _finish_rows(
+            y,
+            todo,
+            scale[todo] / factor,
+            cfg.out_noise,
+            cfg.out_bound,
+            out_bits,
+            check,
+            stream.seed,
+            stream.take(),
+            done,
+        )
         todo = todo[~done]

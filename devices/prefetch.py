@@ -18,8 +18,9 @@ from numba.extending import intrinsic
 @intrinsic
 def prefetch(typingctx, a, i, j):
     """Prefetch the cache line of a[i, j] (no bounds check: a hint only)."""
-    if not (isinstance(a, types.Array) and a.ndim >= 2 and isinstance(i, types.Integer)
-            and isinstance(j, types.Integer)):
+    if not (
+        isinstance(a, types.Array) and a.ndim >= 2 and isinstance(i, types.Integer) and isinstance(j, types.Integer)
+    ):
         return None
 
     def codegen(context, builder, signature, args):
@@ -27,16 +28,22 @@ def prefetch(typingctx, a, i, j):
         arr = context.make_array(array_type)(context, builder, value=args[0])
         index = [context.cast(builder, v, t, types.intp) for v, t in zip(args[1:], signature.args[1:])]
         index += [context.get_constant(types.intp, 0)] * (array_type.ndim - 2)
-        ptr = cgutils.get_item_pointer2(context, builder, data=arr.data,
-                                        shape=cgutils.unpack_tuple(builder, arr.shape),
-                                        strides=cgutils.unpack_tuple(builder, arr.strides),
-                                        layout=array_type.layout, inds=index)
+        ptr = cgutils.get_item_pointer2(
+            context,
+            builder,
+            data=arr.data,
+            shape=cgutils.unpack_tuple(builder, arr.shape),
+            strides=cgutils.unpack_tuple(builder, arr.strides),
+            layout=array_type.layout,
+            inds=index,
+        )
         i8p = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
         # declare_intrinsic mangles the name for the pointer type of this llvmlite (llvm.prefetch.p0i8; newer
         # LLVMs upgrade it to the opaque-pointer llvm.prefetch.p0)
-        fn = builder.module.declare_intrinsic("llvm.prefetch", [i8p],
-                                              ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]))
+        fn = builder.module.declare_intrinsic(
+            "llvm.prefetch", [i8p], ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        )
         builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
         return context.get_dummy_value()
 

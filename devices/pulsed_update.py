@@ -38,8 +38,9 @@ def _coincidences(x_counts, d_counts) -> int:
 
 
 @njit(cache=True)
-def _fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts,
-                    d_counts) -> None:
+def _fill_trains_of(
+    k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts
+) -> None:
     """Train set k of an update: x's trains of sample k and their slot lists for k < B, else d's trains
     of sample k - B and their slot counts (counts zero on entry)."""
     batch = x.shape[0]
@@ -53,13 +54,13 @@ def _fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_mas
 
 
 @njit(cache=True, parallel=True)
-def _fill_trains_parallel(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts,
-                          d_counts) -> None:
+def _fill_trains_parallel(
+    x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts
+) -> None:
     """All train sets of an update, in parallel (nothing else in this function: in a parallel build every
     array allocation or reduction is a parallel launch of its own)."""
     for k in prange(2 * x.shape[0]):
-        _fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts,
-                        d_counts)
+        _fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts)
 
 
 @njit(cache=True)
@@ -82,11 +83,9 @@ def draw_trains(x, d, settings, seed, counter, mask_pad) -> tuple:
     d_counts = zeros((batch, max_bl), np.int32)
     if batch * (x.shape[1] + d.shape[1]) <= SERIAL_TRAIN_ELEMENTS:
         for k in range(2 * batch):
-            _fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts,
-                            d_counts)
+            _fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts)
     else:
-        _fill_trains_parallel(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts,
-                              d_counts)
+        _fill_trains_parallel(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts)
     return x_lists, x_counts, d_masks, d_counts
 
 
@@ -116,15 +115,48 @@ def pulsed_update_kernel(w, x, d, settings, params, seed, counter, app, wn, wn_c
     if _coincidences(x_counts, d_counts) <= SERIAL_PULSES:
         ring = np.empty(ring_size(w.shape[1]), np.float32)
         for i in range(w.shape[0]):
-            fired[i] = coincide_row(i, w, x_lists, x_counts, d, lr_sign, d_masks,
-                                    ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, ring)
+            fired[i] = coincide_row(
+                i,
+                w,
+                x_lists,
+                x_counts,
+                d,
+                lr_sign,
+                d_masks,
+                ep,
+                code,
+                consts,
+                grid,
+                tab_up,
+                tab_dn,
+                sigma,
+                additive,
+                seed,
+                counter,
+                ring,
+            )
         if wn.shape[0] > 0:  # a loop of its own, as in coincide_rows_parallel
             rows, normals, columns, samples = redraw_work(1, d_masks, w.shape[0], w.shape[1])
             for i in range(w.shape[0]):
                 if fired[i] > 0:
-                    redraw_pulsed_row(i, rows, 0, normals[0], columns[0], samples, x_lists, x_counts, d_masks, app,
-                                      w, wn, seed, wn_counter)
+                    redraw_pulsed_row(
+                        i,
+                        rows,
+                        0,
+                        normals[0],
+                        columns[0],
+                        samples,
+                        x_lists,
+                        x_counts,
+                        d_masks,
+                        app,
+                        w,
+                        wn,
+                        seed,
+                        wn_counter,
+                    )
     else:
-        coincide_rows_parallel(fired, w, (x_lists, x_counts, d_masks), d, lr_sign, params, seed, counter, app, wn,
-                               wn_counter)
+        coincide_rows_parallel(
+            fired, w, (x_lists, x_counts, d_masks), d, lr_sign, params, seed, counter, app, wn, wn_counter
+        )
     return total(fired)

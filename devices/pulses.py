@@ -21,8 +21,7 @@ point took three instructions more."""
 
 
 @njit(cache=True, inline="always")
-def noisy_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi, F=np.float64,
-                noisy=True):
+def noisy_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi, F=np.float64, noisy=True):
     """w after one pulse whose cycle-to-cycle noise is sigma times the standard normal xi, clipped to the
     element's bounds; arithmetic in F (float64 in the reference kernels, where a call keeps an element's
     weight in float64 over its pulses; float32 in the pulsed update: aihwkit's tiles compute in float32,
@@ -78,8 +77,7 @@ def pulse_kernel(w, counts, params, seed, counter) -> int:
         for j in range(cols):
             n = counts[i, j]
             if n != 0:
-                v, s = _pulses(float(w[i, j]), n, er, j, code, consts, grid, tab_up, tab_dn,
-                               sigma, additive, s)
+                v, s = _pulses(float(w[i, j]), n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
                 w[i, j] = v
                 fired[i] += abs(n)
     return total(fired)
@@ -120,6 +118,7 @@ def alternate_kernel(w, cycles, params, seed, counter):
         for j in range(cols):
             v = float(w[i, j])
             for k in range(2 * cycles[i, j]):  # one call site: the response is compiled in once, not twice
-                v, s = _one_pulse(v, k % 2 == 0, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s,
-                                  np.float64)
+                v, s = _one_pulse(
+                    v, k % 2 == 0, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s, np.float64
+                )
             w[i, j] = v

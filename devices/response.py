@@ -27,20 +27,62 @@ from aimc.devices.families.table import PiecewiseStep, Tabulated
 from aimc.devices.one_sided import OneSided
 
 DeviceConfig = Annotated[
-    Union[Ideal, Linear, Power, Exponential, ConstantStep, LinearStep, SoftBounds, ExpStep, PowStep,
-          PiecewiseStep, SoftBoundsReference, PowStepReference, Tabulated, OneSided],
+    Union[
+        Ideal,
+        Linear,
+        Power,
+        Exponential,
+        ConstantStep,
+        LinearStep,
+        SoftBounds,
+        ExpStep,
+        PowStep,
+        PiecewiseStep,
+        SoftBoundsReference,
+        PowStepReference,
+        Tabulated,
+        OneSided,
+    ],
     Field(discriminator="kind"),
 ]
-DEVICE_KINDS = ("ideal", "linear", "power", "exponential", "ConstantStep", "LinearStep", "SoftBounds",
-                "ExpStep", "PowStep", "PiecewiseStep", "SoftBoundsReference", "PowStepReference",
-                "tabulated")
+DEVICE_KINDS = (
+    "ideal",
+    "linear",
+    "power",
+    "exponential",
+    "ConstantStep",
+    "LinearStep",
+    "SoftBounds",
+    "ExpStep",
+    "PowStep",
+    "PiecewiseStep",
+    "SoftBoundsReference",
+    "PowStepReference",
+    "tabulated",
+)
 """The response families of one element (a OneSided cell holds two elements of one of them)."""
 DEVICE_TAGS = (*DEVICE_KINDS, "OneSided")
 """Every `kind` of the device union, left out of error paths (`tile.device.tau`, not `tile.device.power.tau`)."""
 _ADAPTER = TypeAdapter(DeviceConfig)
-_FAMILIES = {cls.model_fields["kind"].default: cls for cls in (
-    Ideal, Linear, Power, Exponential, ConstantStep, LinearStep, SoftBounds, ExpStep, PowStep, PiecewiseStep,
-    SoftBoundsReference, PowStepReference, Tabulated, OneSided)}
+_FAMILIES = {
+    cls.model_fields["kind"].default: cls
+    for cls in (
+        Ideal,
+        Linear,
+        Power,
+        Exponential,
+        ConstantStep,
+        LinearStep,
+        SoftBounds,
+        ExpStep,
+        PowStep,
+        PiecewiseStep,
+        SoftBoundsReference,
+        PowStepReference,
+        Tabulated,
+        OneSided,
+    )
+}
 
 
 def parse_device(data: dict, where: str = "device") -> DeviceConfig:

@@ -37,9 +37,28 @@ from aimc.devices.device_base import (
 )
 from aimc.devices.families import constant, exp_step, exponential, linear, power, soft_bounds_reference, table
 
-__all__ = ["CONST", "DW_DOWN", "DW_UP", "EXP_R1", "EXP_STEP", "GAMMA_DOWN", "GAMMA_UP", "LINEAR", "N_ELEMENT_PARAMS",
-           "POWER", "SOFT_REF", "TABLE", "U_DW_UP", "U_GAMMA_UP", "U_W_MAX", "U_W_MIN", "W_MAX", "W_MIN",
-           "element_step", "element_step_derivatives"]
+__all__ = [
+    "CONST",
+    "DW_DOWN",
+    "DW_UP",
+    "EXP_R1",
+    "EXP_STEP",
+    "GAMMA_DOWN",
+    "GAMMA_UP",
+    "LINEAR",
+    "N_ELEMENT_PARAMS",
+    "POWER",
+    "SOFT_REF",
+    "TABLE",
+    "U_DW_UP",
+    "U_GAMMA_UP",
+    "U_W_MAX",
+    "U_W_MIN",
+    "W_MAX",
+    "W_MIN",
+    "element_step",
+    "element_step_derivatives",
+]
 
 
 @njit(cache=True, inline="always")
@@ -86,30 +105,31 @@ def element_step_derivatives(w, up, er, code, consts, grid, tab_up, tab_dn, g):
     s, ds_dw = np.empty(n), np.empty(n)
     if code == CONST:
         for i in range(n):
-            s[i], ds_dw[i] = constant.step_derivative(up[i], w[i], er, consts, grid, tab_up, tab_dn, g, i, c0,
-                                                      t_up, t_dn)
+            s[i], ds_dw[i] = constant.step_derivative(
+                up[i], w[i], er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_dn
+            )
     elif code == LINEAR:
         for i in range(n):
-            s[i], ds_dw[i] = linear.step_derivative(up[i], w[i], er, consts, grid, tab_up, tab_dn, g, i, c0,
-                                                    t_up, t_dn)
+            s[i], ds_dw[i] = linear.step_derivative(up[i], w[i], er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_dn)
     elif code == EXP_STEP:
         for i in range(n):
-            s[i], ds_dw[i] = exp_step.step_derivative(up[i], w[i], er, consts, grid, tab_up, tab_dn, g, i, c0,
-                                                      t_up, t_dn)
+            s[i], ds_dw[i] = exp_step.step_derivative(
+                up[i], w[i], er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_dn
+            )
     elif code == TABLE:
         for i in range(n):
-            s[i], ds_dw[i] = table.step_derivative(up[i], w[i], er, consts, grid, tab_up, tab_dn, g, i, c0,
-                                                   t_up, t_dn)
+            s[i], ds_dw[i] = table.step_derivative(up[i], w[i], er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_dn)
     elif code == POWER:
         for i in range(n):
-            s[i], ds_dw[i] = power.step_derivative(up[i], w[i], er, consts, grid, tab_up, tab_dn, g, i, c0,
-                                                   t_up, t_dn)
+            s[i], ds_dw[i] = power.step_derivative(up[i], w[i], er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_dn)
     elif code == EXP_R1:
         for i in range(n):
-            s[i], ds_dw[i] = exponential.step_derivative(up[i], w[i], er, consts, grid, tab_up, tab_dn, g, i, c0,
-                                                         t_up, t_dn)
+            s[i], ds_dw[i] = exponential.step_derivative(
+                up[i], w[i], er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_dn
+            )
     else:
         for i in range(n):
-            s[i], ds_dw[i] = soft_bounds_reference.step_derivative(up[i], w[i], er, consts, grid, tab_up, tab_dn, g,
-                                                                   i, c0, t_up, t_dn)
+            s[i], ds_dw[i] = soft_bounds_reference.step_derivative(
+                up[i], w[i], er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_dn
+            )
     return s, ds_dw

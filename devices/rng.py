@@ -96,8 +96,9 @@ ZIG_V = ZIG_R * math.exp(-0.5 * ZIG_R**2) + math.sqrt(math.pi / 2) * math.erfc(Z
 """Common area of the strips: ZIG_R f(ZIG_R) plus the tail integral of f beyond ZIG_R."""
 
 
-def _ziggurat_tables(layers: int = ZIG_LAYERS, r: float = ZIG_R, v: float = ZIG_V
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _ziggurat_tables(
+    layers: int = ZIG_LAYERS, r: float = ZIG_R, v: float = ZIG_V
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Tables of Marsaglia & Tsang's ziggurat for the normal density (J. Stat. Softw. 5(8), 2000) with
     `layers` strips: k (fast-path bounds of a 31-bit magnitude), w (magnitude to x) and f (density at each
     strip's edge); r and v as ZIG_R and ZIG_V."""

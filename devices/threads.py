@@ -43,8 +43,10 @@ def check_kernel_threads(n: int, field: str = "threads") -> None:
     """Raise ConfigError, naming `field` and the variable, where n exceeds the threads Numba was started
     with (NUMBA_NUM_THREADS, default the CPU count): Numba cannot start more after import."""
     if int(n) > numba.config.NUMBA_NUM_THREADS:
-        raise ConfigError(f"{field} = {int(n)} exceeds the {numba.config.NUMBA_NUM_THREADS} threads Numba was "
-                          "started with (NUMBA_NUM_THREADS); lower it or raise the variable")
+        raise ConfigError(
+            f"{field} = {int(n)} exceeds the {numba.config.NUMBA_NUM_THREADS} threads Numba was "
+            "started with (NUMBA_NUM_THREADS); lower it or raise the variable"
+        )
 
 
 def set_kernel_threads(n: int) -> None:

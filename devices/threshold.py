@@ -57,4 +57,3 @@ def threshold_counts_cols(h, cols, counts, granularity, threshold, max_pulses, s
                 total += abs(n)
             counts[i, j] = n
     return total
-

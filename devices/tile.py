@@ -47,9 +47,17 @@ class AnalogTile:
     `invalidate()`.
     """
 
-    def __init__(self, out_size: int, in_size: int, device: DeviceConfig, gains: Sequence[float] = (1.0,),
-                 forward: PeripheryConfig | None = None, backward: PeripheryConfig | None = None,
-                 update: UpdateConfig | None = None, seed: int = 0):
+    def __init__(
+        self,
+        out_size: int,
+        in_size: int,
+        device: DeviceConfig,
+        gains: Sequence[float] = (1.0,),
+        forward: PeripheryConfig | None = None,
+        backward: PeripheryConfig | None = None,
+        update: UpdateConfig | None = None,
+        seed: int = 0,
+    ):
         self.out_size, self.in_size = int(out_size), int(in_size)
         self.device = device
         self.seed = int(seed)
@@ -131,8 +139,9 @@ class AnalogTile:
         """Effective weight sum_n gains[n] W_n (float32, out x in), into `out` when given."""
         if out is None:
             out = np.empty((self.out_size, self.in_size), np.float32)
-        effective_weight_kernel(out, tuple(a.w for a in self.arrays), tuple(a.reference for a in self.arrays),
-                                self.gains)
+        effective_weight_kernel(
+            out, tuple(a.w for a in self.arrays), tuple(a.reference for a in self.arrays), self.gains
+        )
         return out
 
     # -- reads -----------------------------------------------------------------------------------------
@@ -181,12 +190,14 @@ class AnalogTile:
         caller calls `invalidate()` after such a kernel changed the arrays. Returns (the first array's
         ArrayHandle, the second's, the ColumnReader), each a plain tuple of its fields (devices.kernel_bundles
         says why)."""
-        return (self.arrays[first].handle(), self.arrays[second].handle(),
-                (one_hot_settings(self.forward_cfg), self.stream.seed, self.stream.counts))
+        return (
+            self.arrays[first].handle(),
+            self.arrays[second].handle(),
+            (one_hot_settings(self.forward_cfg), self.stream.seed, self.stream.counts),
+        )
 
     # -- programming ------------------------------------------------------------------------------------
-    def update(self, x: np.ndarray, d: np.ndarray, lr: float, index: int = 0,
-               cfg: UpdateConfig | None = None) -> int:
+    def update(self, x: np.ndarray, d: np.ndarray, lr: float, index: int = 0, cfg: UpdateConfig | None = None) -> int:
         """Pulsed (or expected) update W_index -= lr d^T x with the tile's update settings (or `cfg`);
         returns pulses fired. A one-sided cell's refresh reads count among the tile's reads."""
         a = self.arrays[index]
@@ -235,8 +246,12 @@ class AnalogTile:
         return self.stream.reads
 
     def state_dict(self) -> dict:
-        return {"arrays": [a.state_dict() for a in self.arrays], "gains": self.gains.copy(),
-                "read_counter": self.stream.counter, "reads": self.reads}
+        return {
+            "arrays": [a.state_dict() for a in self.arrays],
+            "gains": self.gains.copy(),
+            "read_counter": self.stream.counter,
+            "reads": self.reads,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         if len(state["arrays"]) != len(self.arrays):
@@ -283,8 +298,16 @@ class AnalogTile:
         a.reference[...] = a.w
         self.invalidate(layout=True)
 
-    def threshold_pulses(self, buffer: np.ndarray, counts: np.ndarray, threshold: float, max_pulses: int,
-                         index: int = 0, cols: np.ndarray | None = None, single: bool = False) -> int:
+    def threshold_pulses(
+        self,
+        buffer: np.ndarray,
+        counts: np.ndarray,
+        threshold: float,
+        max_pulses: int,
+        index: int = 0,
+        cols: np.ndarray | None = None,
+        single: bool = False,
+    ) -> int:
         """Fire whole pulses into array `index` where |buffer| >= threshold * dw_min: n = sign floor(|buffer| /
         dw_min) (at most max_pulses; one with `single`), taken off the buffer (in place). With `cols` only
         those columns are thresholded and counts is cleared there afterwards. counts: (out, in) int64 scratch
@@ -293,8 +316,9 @@ class AnalogTile:
         if cols is None:
             n = threshold_counts(buffer, counts, dw, float(threshold), int(max_pulses), single)
         else:
-            n = threshold_counts_cols(buffer, cols.astype(np.int64), counts, dw, float(threshold), int(max_pulses),
-                                      single)
+            n = threshold_counts_cols(
+                buffer, cols.astype(np.int64), counts, dw, float(threshold), int(max_pulses), single
+            )
         fired = self.pulse(counts, index) if n else 0
         if cols is not None:
             counts[:, cols] = 0

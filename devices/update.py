@@ -16,8 +16,10 @@ class UpdateConfig(Float32Config):
     trains, desired_bl 31, update management and BL management on)."""
 
     mode: Literal["pulsed", "expected"] = Field(
-        "pulsed", description="pulsed: coincidences of stochastic pulse trains (hardware); expected: the "
-                              "Analog Update with granularity and noise (fast, the paper's model)")
+        "pulsed",
+        description="pulsed: coincidences of stochastic pulse trains (hardware); expected: the "
+        "Analog Update with granularity and noise (fast, the paper's model)",
+    )
     desired_bl: int = Field(31, ge=1, le=32, description="longest pulse train BL (pulses per sample)")
     update_management: bool = Field(True, description="balance the x and d pulse probabilities")
     update_bl_management: bool = Field(True, description="shorten BL to ceil(lr max|x| max|d| / dw_min)")
@@ -38,8 +40,15 @@ def train_plan(x: np.ndarray, d: np.ndarray, lr: float, dw_min: float, cfg: Upda
     A sample with x = 0 or d = 0 gets BL = 0 (no pulses). `dw_min` is the device's granularity
     (`DeviceBase.granularity`: dw_min, or aihwkit's value for PowStep, ExpStep and PiecewiseStep).
     """
-    return plan_kernel(np.ascontiguousarray(x, np.float32), np.ascontiguousarray(d, np.float32), abs(float(lr)),
-                       float(dw_min), cfg.desired_bl, cfg.update_management, cfg.update_bl_management)
+    return plan_kernel(
+        np.ascontiguousarray(x, np.float32),
+        np.ascontiguousarray(d, np.float32),
+        abs(float(lr)),
+        float(dw_min),
+        cfg.desired_bl,
+        cfg.update_management,
+        cfg.update_bl_management,
+    )
 
 
 def mean_update(x: np.ndarray, d: np.ndarray, lr: float, dw_min: float, cfg: UpdateConfig) -> np.ndarray:

@@ -16,8 +16,7 @@ preset = sys.argv[1] if len(sys.argv) > 1 else "pcm_like"
 out = Path(sys.argv[2] if len(sys.argv) > 2 else "calibrate_out")
 device = get_preset(preset)
 n_pulses = min(int(1.5 * device.n_states), 600)  # long presets: a shorter cycle keeps the example quick
-traces = measure_cycles(device, n_pulses=n_pulses, n_cycles=2, n_devices=16, read_noise=0.2 * device.dw_min,
-                        seed=0)
+traces = measure_cycles(device, n_pulses=n_pulses, n_cycles=2, n_devices=16, read_noise=0.2 * device.dw_min, seed=0)
 csv = write_csv(traces, out / f"{preset}_traces.csv")
 # a progress bar per family on stderr; intervals of the best family from 100 refits of resampled devices and cycles
 result = fit(read_csv(csv), source=str(csv), progress=True, intervals="bootstrap", n_boot=100)

@@ -25,13 +25,25 @@ from aimc.devices import PeripheryConfig, SoftBounds, UpdateConfig
 
 def tile_config() -> trainers.TileConfig:
     """aihwkit: rpu_config = SingleRPUConfig(device=SoftBoundsDevice(...)); rpu_config.forward... ."""
-    periphery = PeripheryConfig(inp_bits=7, inp_bound=1.0, out_bits=9, out_bound=12.0, out_noise=0.06,
-                                noise_management=True, bound_management=True)
+    periphery = PeripheryConfig(
+        inp_bits=7,
+        inp_bound=1.0,
+        out_bits=9,
+        out_bound=12.0,
+        out_noise=0.06,
+        noise_management=True,
+        bound_management=True,
+    )
     return trainers.TileConfig(
         device=SoftBounds(dw_min=0.001, w_max=0.6, w_min=-0.6, dw_min_dtod=0.3, dw_min_std=0.3, up_down=0.0),
-        forward=periphery, backward=periphery,
+        forward=periphery,
+        backward=periphery,
         update=UpdateConfig(mode="pulsed", desired_bl=31, update_management=True, update_bl_management=True),
-        max_in=512, max_out=512, bias="digital", out_scale=False)
+        max_in=512,
+        max_out=512,
+        bias="digital",
+        out_scale=False,
+    )
 
 
 def trainer_config(algorithm: str, lr: float):
@@ -64,7 +76,7 @@ def main(argv: list[str] | None = None) -> dict[str, float | bool]:
         model.train()
         order = torch.randperm(len(y_train))
         for i in range(0, len(order), 10):
-            idx = order[i:i + 10]
+            idx = order[i : i + 10]
             opt.zero_grad()
             F.cross_entropy(model(x_train[idx]), y_train[idx]).backward()
             opt.step()
@@ -91,8 +103,7 @@ def main(argv: list[str] | None = None) -> dict[str, float | bool]:
     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, buf)
     buf.seek(0)
     state = torch.load(buf, weights_only=True)
-    fresh = trainers.convert(nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10)), tile_config(),
-                             seed=0)
+    fresh = trainers.convert(nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10)), tile_config(), seed=0)
     fresh.load_state_dict(state["model"])
     trainers.build_optimizer(fresh, trainer_config(args.algorithm, args.lr)).load_state_dict(state["optimizer"])
     fresh.eval()

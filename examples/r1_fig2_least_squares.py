@@ -38,8 +38,12 @@ def problem(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 def run(algorithm: dict, c: float, steps: int, seed: int = 0) -> np.ndarray:
     """||W_k - W*||^2 over the steps for one algorithm on the device with asymmetry c."""
     a, w_star, b = problem(seed)
-    tile = trainers.TileConfig(device=Linear(tau=3.5, dw_min=1e-4, c=c), forward=PeripheryConfig.perfect(),
-                               backward=PeripheryConfig.perfect(), update=UpdateConfig(desired_bl=8))
+    tile = trainers.TileConfig(
+        device=Linear(tau=3.5, dw_min=1e-4, c=c),
+        forward=PeripheryConfig.perfect(),
+        backward=PeripheryConfig.perfect(),
+        update=UpdateConfig(desired_bl=8),
+    )
     model = nn.Sequential(nn.Linear(50, 1, bias=False))
     nn.init.zeros_(model[0].weight)
     trainers.convert(model, tile, seed=seed)
@@ -68,6 +72,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("docs/figures"))
     args = parser.parse_args()
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -41,9 +41,18 @@ TILES = (1, 2, 3, 4)
 AIHWKIT_SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "aihwkit" / "multi_tile_lstsq_aihwkit.py"
 
 
-def tracking_error(n_tiles: int, fast_lr: float, steps: int, k: int = 256, seed: int = 0, lr: float = R3["lr"],
-                   transfer_lr: float = R3["transfer_lr"], gamma: float = R3["gamma"],
-                   period_ratio: float = R3["period_ratio"], transfer_every: int = R3["transfer_every"]) -> float:
+def tracking_error(
+    n_tiles: int,
+    fast_lr: float,
+    steps: int,
+    k: int = 256,
+    seed: int = 0,
+    lr: float = R3["lr"],
+    transfer_lr: float = R3["transfer_lr"],
+    gamma: float = R3["gamma"],
+    period_ratio: float = R3["period_ratio"],
+    transfer_every: int = R3["transfer_every"],
+) -> float:
     """Mean of (w - b)^2 over the k weights and the last quarter of `steps` (every 10th step), for `n_tiles`
     arrays (1: Analog SGD at lr)."""
     torch.manual_seed(seed)
@@ -52,12 +61,24 @@ def tracking_error(n_tiles: int, fast_lr: float, steps: int, k: int = 256, seed:
     with torch.no_grad():
         lin.weight.zero_()
     perfect = PeripheryConfig.perfect()
-    tile = trainers.TileConfig(device=Linear(tau=1.0, dw_min=0.5), forward=perfect, backward=perfect,
-                               update=UpdateConfig(mode="pulsed"))
+    tile = trainers.TileConfig(
+        device=Linear(tau=1.0, dw_min=0.5), forward=perfect, backward=perfect, update=UpdateConfig(mode="pulsed")
+    )
     model = trainers.convert(nn.Sequential(lin), tile, seed=seed)
-    cfg = (trainers.AnalogSGDConfig(lr=lr) if n_tiles == 1 else
-           trainers.MultiTileConfig(n_tiles=n_tiles, gamma=gamma, lr=lr, fast_lr=fast_lr, transfer_lr=transfer_lr,
-                                    transfer_every=transfer_every, period_ratio=period_ratio, zero_shift=False))
+    cfg = (
+        trainers.AnalogSGDConfig(lr=lr)
+        if n_tiles == 1
+        else trainers.MultiTileConfig(
+            n_tiles=n_tiles,
+            gamma=gamma,
+            lr=lr,
+            fast_lr=fast_lr,
+            transfer_lr=transfer_lr,
+            transfer_every=transfer_every,
+            period_ratio=period_ratio,
+            zero_shift=False,
+        )
+    )
     opt = trainers.build_optimizer(model, cfg)
     return last_quarter_error(model, opt, b, steps, lambda: model[0].analog_weight()[:, 0])
 
@@ -87,8 +108,9 @@ def main() -> None:
         print(f"fast step {fast:g}: " + json.dumps(row), flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "r3_least_squares.json").write_text(json.dumps({"settings": dict(R3, steps=args.steps, k=256),
-                                                           "error": results}, indent=1))
+    (out / "r3_least_squares.json").write_text(
+        json.dumps({"settings": dict(R3, steps=args.steps, k=256), "error": results}, indent=1)
+    )
     import matplotlib
 
     matplotlib.use("Agg")
@@ -99,8 +121,13 @@ def main() -> None:
         for sim, style in (("aimc", "-o"), ("aihwkit", "--s")):
             if sim in row:
                 ax.plot(list(row[sim]), list(row[sim].values()), style, color=color, label=f"{sim}, {label}")
-    ax.set(xlabel="tiles (1: Analog SGD)", ylabel="mean (w - b)^2, last quarter", yscale="log",
-           title=f"R3 least squares, 4-state device, {args.steps} steps", xticks=list(TILES))
+    ax.set(
+        xlabel="tiles (1: Analog SGD)",
+        ylabel="mean (w - b)^2, last quarter",
+        yscale="log",
+        title=f"R3 least squares, 4-state device, {args.steps} steps",
+        xticks=list(TILES),
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

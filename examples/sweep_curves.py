@@ -47,10 +47,20 @@ def main() -> None:
     p.add_argument("sweeps", nargs="+", type=Path)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--title", default="")
-    p.add_argument("--aihwkit", action="append", default=[], metavar="LABEL=FILE",
-                   help="an aihwkit run's JSON lines (benchmarks/aihwkit/train_r1_fcn_aihwkit.py), drawn dashed")
-    p.add_argument("--steps-per-epoch", type=int, default=None, metavar="N",
-                   help="put training steps (N per epoch) on the x axis instead of epochs")
+    p.add_argument(
+        "--aihwkit",
+        action="append",
+        default=[],
+        metavar="LABEL=FILE",
+        help="an aihwkit run's JSON lines (benchmarks/aihwkit/train_r1_fcn_aihwkit.py), drawn dashed",
+    )
+    p.add_argument(
+        "--steps-per-epoch",
+        type=int,
+        default=None,
+        metavar="N",
+        help="put training steps (N per epoch) on the x axis instead of epochs",
+    )
     p.add_argument("--ymin", type=float, default=0.0, help="lower end of the accuracy axis, %% (default 0)")
     a = p.parse_args()
     scale = a.steps_per_epoch or 1

@@ -39,8 +39,12 @@ def build(out: str | Path) -> list[Path]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         pdoc.pdoc(*modules(), output_directory=out)
-    problems = [str(w.message) for w in caught if ("pdoc" in w.filename or issubclass(w.category, RuntimeWarning))
-                and "has already been added" not in str(w.message)]  # a package's __all__ names a submodule
+    problems = [
+        str(w.message)
+        for w in caught
+        if ("pdoc" in w.filename or issubclass(w.category, RuntimeWarning))
+        and "has already been added" not in str(w.message)
+    ]  # a package's __all__ names a submodule
     if problems:
         raise RuntimeError("API reference: " + "; ".join(problems))
     return sorted(out.rglob("*.html"))

@@ -27,8 +27,12 @@ def installed_layout(dest: Path) -> Path:
     """Copy every package folder to where pyproject's package-dir puts it in the installed `aimc`."""
     setup = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     for package, folder in sorted(setup["package-dir"].items()):
-        shutil.copytree(ROOT / folder, dest / package.replace(".", "/"), dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("__pycache__", "data"))
+        shutil.copytree(
+            ROOT / folder,
+            dest / package.replace(".", "/"),
+            dirs_exist_ok=True,
+            ignore=shutil.ignore_patterns("__pycache__", "data"),
+        )
     return dest
 
 
@@ -42,8 +46,9 @@ def check(plants: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         for module, source in (plants or {}).items():
             (site / (module.replace(".", "/") + ".py")).write_text(source)
         env = dict(os.environ, PYTHONPATH=str(site))
-        return subprocess.run([lint, str(ROOT / "pyproject.toml")], capture_output=True, text=True,
-                              cwd=site, env=env, timeout=300)
+        return subprocess.run(
+            [lint, str(ROOT / "pyproject.toml")], capture_output=True, text=True, cwd=site, env=env, timeout=300
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

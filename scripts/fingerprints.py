@@ -40,8 +40,10 @@ def digest(*arrays) -> str:
 
 
 def _batches(rng: np.random.Generator, n: int, out: int, inp: int, batch: int = 4) -> list:
-    return [(rng.standard_normal((batch, inp)).astype(np.float32),
-             rng.standard_normal((batch, out)).astype(np.float32)) for _ in range(n)]
+    return [
+        (rng.standard_normal((batch, inp)).astype(np.float32), rng.standard_normal((batch, out)).astype(np.float32))
+        for _ in range(n)
+    ]
 
 
 def array_cases() -> Iterator[tuple[str, Callable[[], str]]]:
@@ -91,15 +93,27 @@ def _model(conv: bool) -> nn.Module:
 
 
 ALGORITHMS: dict[str, dict] = {
-    "sgd": {}, "analog_sgd": {}, "tiki_taka": {"transfer_every": 2},
+    "sgd": {},
+    "analog_sgd": {},
+    "tiki_taka": {"transfer_every": 2},
     "tiki_taka_reset": {"algorithm": "tiki_taka", "with_reset_prob": 0.3},
-    "ttv2": {"threshold": 0.5}, "residual": {"zero_shift_cycles": 10}, "residual_v2": {"zero_shift_cycles": 10},
-    "multi_tile": {"n_tiles": 3, "zero_shift_cycles": 10}, "mixed_precision": {},
-    "c_ttv2": {}, "c_ttv2_regular": {"algorithm": "c_ttv2", "in_chop_random": False, "out_chop_prob": 0.2},
+    "ttv2": {"threshold": 0.5},
+    "residual": {"zero_shift_cycles": 10},
+    "residual_v2": {"zero_shift_cycles": 10},
+    "multi_tile": {"n_tiles": 3, "zero_shift_cycles": 10},
+    "mixed_precision": {},
+    "c_ttv2": {},
+    "c_ttv2_regular": {"algorithm": "c_ttv2", "in_chop_random": False, "out_chop_prob": 0.2},
     "c_ttv2_step": {"algorithm": "c_ttv2", "step": 0.5, "transfer_bl": 3, "forget_buffer": False},
-    "agad": {}, "agad_feedback": {"algorithm": "agad", "experimental_fast_lr_feedback": True,
-                                  "experimental_correct_accumulation": True},
-    "rider": {}, "rider_threshold": {"algorithm": "rider", "threshold": 0.5}, "e_rider": {"chop_prob": 0.3},
+    "agad": {},
+    "agad_feedback": {
+        "algorithm": "agad",
+        "experimental_fast_lr_feedback": True,
+        "experimental_correct_accumulation": True,
+    },
+    "rider": {},
+    "rider_threshold": {"algorithm": "rider", "threshold": 0.5},
+    "e_rider": {"chop_prob": 0.3},
 }
 
 
@@ -113,10 +127,12 @@ def train_cases() -> Iterator[tuple[str, Callable[[], str]]]:
                 if algo == "tiki_taka_reset" and device != "aihwkit_reram_es":
                     continue
                 for conv in (False, True) if algo != "sgd" else (False,):  # torch's digital conv: thread-dependent
+
                     def run(device=device, mode=mode, algo=algo, extra=extra, conv=conv) -> str:
                         noisy = PeripheryConfig(out_noise=0.02, inp_bits=7, out_bits=9)
-                        tile = trainers.TileConfig(device=device, forward=noisy, backward=noisy,
-                                                   update=UpdateConfig(mode=mode))
+                        tile = trainers.TileConfig(
+                            device=device, forward=noisy, backward=noisy, update=UpdateConfig(mode=mode)
+                        )
                         model = _model(conv)
                         if algo != "sgd":
                             model = trainers.convert(model, tile, seed=5)
@@ -134,8 +150,11 @@ def train_cases() -> Iterator[tuple[str, Callable[[], str]]]:
                         with torch.no_grad():
                             y = model(torch.randn(shape, generator=g))
                         state = model.state_dict()
-                        parts = [v.detach().numpy() if torch.is_tensor(v) else np.asarray(v)
-                                 for k, v in sorted(state.items()) if torch.is_tensor(v) or isinstance(v, np.ndarray)]
+                        parts = [
+                            v.detach().numpy() if torch.is_tensor(v) else np.asarray(v)
+                            for k, v in sorted(state.items())
+                            if torch.is_tensor(v) or isinstance(v, np.ndarray)
+                        ]
                         costs = opt.costs() if hasattr(opt, "costs") else {}
                         return digest(y.numpy(), *parts, np.array(sorted(costs.items()), dtype=object).astype(str))
 

@@ -34,8 +34,11 @@ def main() -> None:
     parser.add_argument("--train", type=int, default=6000, help="training images (default 6000)")
     parser.add_argument("--test", type=int, default=1000, help="test images (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the selection (default 0)")
-    parser.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "aimc" / "data" /
-                                             "mnist_small.npz"), help="output file")
+    parser.add_argument(
+        "--out",
+        default=str(Path(__file__).resolve().parents[1] / "aimc" / "data" / "mnist_small.npz"),
+        help="output file",
+    )
     args = parser.parse_args()
     data = load_idx_dir(args.mnist_dir)
     rng = np.random.default_rng(args.seed)
@@ -43,9 +46,15 @@ def main() -> None:
     out = Path(args.out)
     fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".npz")
     with os.fdopen(fd, "wb") as f:
-        np.savez_compressed(f, x_train=data.x_train[i_train], y_train=data.y_train[i_train].astype(np.uint8),
-                            x_test=data.x_test[i_test], y_test=data.y_test[i_test].astype(np.uint8),
-                            idx_train=i_train, idx_test=i_test)
+        np.savez_compressed(
+            f,
+            x_train=data.x_train[i_train],
+            y_train=data.y_train[i_train].astype(np.uint8),
+            x_test=data.x_test[i_test],
+            y_test=data.y_test[i_test].astype(np.uint8),
+            idx_train=i_train,
+            idx_test=i_test,
+        )
     os.replace(tmp, out)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB): {len(i_train)} train + {len(i_test)} test images")
 

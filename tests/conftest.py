@@ -16,8 +16,7 @@ NO_SPREAD = dict(dw_min_dtod=0.0, w_max_dtod=0.0, w_min_dtod=0.0, up_down_dtod=0
 
 # 800 pulses of mixed direction: up to the upper bound, random, down to the lower bound (the traces compared
 # with aihwkit's)
-TRACE_SIGNS = np.concatenate([np.ones(300), np.random.default_rng(1).choice([-1, 1], 200),
-                              -np.ones(300)]).astype(int)
+TRACE_SIGNS = np.concatenate([np.ones(300), np.random.default_rng(1).choice([-1, 1], 200), -np.ones(300)]).astype(int)
 
 
 def one_element_traces(dev) -> tuple[np.ndarray, np.ndarray]:
@@ -35,6 +34,7 @@ def one_element_traces(dev) -> tuple[np.ndarray, np.ndarray]:
         w_update.append(float(by_update.w[0, 0]))
     return np.array(w_pulse), np.array(w_update)
 
+
 # One asymmetric, non-trivial configuration per family, without device-to-device spread.
 FAMILY_CONFIGS: dict[str, dict] = {
     "ideal": dict(kind="ideal", tau=0.6, c=0.2, dw_min=1e-3),
@@ -42,48 +42,120 @@ FAMILY_CONFIGS: dict[str, dict] = {
     "power": dict(kind="power", tau=0.7, c=0.1, gamma=2.0, dw_min=1e-3),
     "exponential": dict(kind="exponential", tau=0.7, c=-0.1, gamma=2.0, dw_min=1e-3),
     "ConstantStep": dict(kind="ConstantStep", up_down=0.1, dw_min=1e-3, **NO_SPREAD),
-    "LinearStep": dict(kind="LinearStep", up_down=-0.05, gamma_up=0.3, gamma_down=0.7, w_max=0.8, w_min=-0.5,
-                       gamma_up_dtod=0.0, gamma_down_dtod=0.0, dw_min=1e-3, **NO_SPREAD),
+    "LinearStep": dict(
+        kind="LinearStep",
+        up_down=-0.05,
+        gamma_up=0.3,
+        gamma_down=0.7,
+        w_max=0.8,
+        w_min=-0.5,
+        gamma_up_dtod=0.0,
+        gamma_down_dtod=0.0,
+        dw_min=1e-3,
+        **NO_SPREAD,
+    ),
     "SoftBounds": dict(kind="SoftBounds", up_down=0.1, w_max=0.8, w_min=-0.5, dw_min=1e-3, **NO_SPREAD),
     "ExpStep": dict(kind="ExpStep", dw_min=1e-3, **NO_SPREAD),
-    "PowStep": dict(kind="PowStep", pow_gamma=1.5, pow_up_down=0.2, pow_gamma_dtod=0.0, dw_min=1e-3,
-                    **NO_SPREAD),
-    "PiecewiseStep": dict(kind="PiecewiseStep", piecewise_up=[1.2, 1.0, 0.6, 0.2],
-                          piecewise_down=[0.3, 0.7, 1.0, 1.3], dw_min=1e-3, **NO_SPREAD),
-    "tabulated": dict(kind="tabulated", w=[-0.5, -0.1, 0.3, 0.6], q_plus_values=[1.5, 1.1, 0.6, 0.1],
-                      q_minus_values=[0.2, 0.8, 1.2, 1.4], dw_min=1e-3),
-    "SoftBoundsReference": dict(kind="SoftBoundsReference", up_down=0.1, w_max=0.8, w_min=-0.5, reference_mean=0.1,
-                                dw_min=1e-3, **NO_SPREAD),
-    "PowStepReference": dict(kind="PowStepReference", pow_gamma=1.5, pow_up_down=0.2, pow_gamma_dtod=0.0,
-                             reference_mean=-0.1, dw_min=1e-3, **NO_SPREAD),
+    "PowStep": dict(kind="PowStep", pow_gamma=1.5, pow_up_down=0.2, pow_gamma_dtod=0.0, dw_min=1e-3, **NO_SPREAD),
+    "PiecewiseStep": dict(
+        kind="PiecewiseStep",
+        piecewise_up=[1.2, 1.0, 0.6, 0.2],
+        piecewise_down=[0.3, 0.7, 1.0, 1.3],
+        dw_min=1e-3,
+        **NO_SPREAD,
+    ),
+    "tabulated": dict(
+        kind="tabulated",
+        w=[-0.5, -0.1, 0.3, 0.6],
+        q_plus_values=[1.5, 1.1, 0.6, 0.1],
+        q_minus_values=[0.2, 0.8, 1.2, 1.4],
+        dw_min=1e-3,
+    ),
+    "SoftBoundsReference": dict(
+        kind="SoftBoundsReference", up_down=0.1, w_max=0.8, w_min=-0.5, reference_mean=0.1, dw_min=1e-3, **NO_SPREAD
+    ),
+    "PowStepReference": dict(
+        kind="PowStepReference",
+        pow_gamma=1.5,
+        pow_up_down=0.2,
+        pow_gamma_dtod=0.0,
+        reference_mean=-0.1,
+        dw_min=1e-3,
+        **NO_SPREAD,
+    ),
 }
 
 # The same families with every device-to-device spread the family has switched on.
 SPREAD_CONFIGS: dict[str, dict] = {
-    "ideal": dict(kind="ideal", tau=0.6, c=0.1, c_dtod=0.1, tau_dtod=0.2, dw_min_dtod=0.3, dw_min=1e-2,
-                  dw_min_std=0.5),
-    "linear": dict(kind="linear", tau=0.6, c=0.1, c_dtod=0.1, tau_dtod=0.2, dw_min_dtod=0.3, dw_min=1e-2,
-                   dw_min_std=0.5),
-    "power": dict(kind="power", tau=0.7, gamma=2.0, gamma_dtod=0.2, c_dtod=0.1, tau_dtod=0.2, dw_min=1e-2,
-                  dw_min_std=0.5, noise="multiplicative"),
-    "exponential": dict(kind="exponential", tau=0.7, gamma=2.0, gamma_dtod=0.2, c_dtod=0.1, tau_dtod=0.2,
-                        dw_min=1e-2, dw_min_std=0.5),
+    "ideal": dict(kind="ideal", tau=0.6, c=0.1, c_dtod=0.1, tau_dtod=0.2, dw_min_dtod=0.3, dw_min=1e-2, dw_min_std=0.5),
+    "linear": dict(
+        kind="linear", tau=0.6, c=0.1, c_dtod=0.1, tau_dtod=0.2, dw_min_dtod=0.3, dw_min=1e-2, dw_min_std=0.5
+    ),
+    "power": dict(
+        kind="power",
+        tau=0.7,
+        gamma=2.0,
+        gamma_dtod=0.2,
+        c_dtod=0.1,
+        tau_dtod=0.2,
+        dw_min=1e-2,
+        dw_min_std=0.5,
+        noise="multiplicative",
+    ),
+    "exponential": dict(
+        kind="exponential", tau=0.7, gamma=2.0, gamma_dtod=0.2, c_dtod=0.1, tau_dtod=0.2, dw_min=1e-2, dw_min_std=0.5
+    ),
     "ConstantStep": dict(kind="ConstantStep", dw_min=1e-2, dw_min_std=0.5),
-    "LinearStep": dict(kind="LinearStep", gamma_up=0.3, gamma_down=0.7, mean_bound_reference=False, dw_min=1e-2,
-                       dw_min_std=0.5, mult_noise=False),
+    "LinearStep": dict(
+        kind="LinearStep",
+        gamma_up=0.3,
+        gamma_down=0.7,
+        mean_bound_reference=False,
+        dw_min=1e-2,
+        dw_min_std=0.5,
+        mult_noise=False,
+    ),
     "SoftBounds": dict(kind="SoftBounds", up_down=0.1, dw_min=1e-2, dw_min_std=0.5),
     "ExpStep": dict(kind="ExpStep", dw_min=1e-2, dw_min_std=0.5),
-    "PowStep": dict(kind="PowStep", pow_gamma=1.5, pow_up_down=0.2, pow_up_down_dtod=0.1, dw_min=1e-2,
-                    dw_min_std=0.5),
-    "PiecewiseStep": dict(kind="PiecewiseStep", piecewise_up=[1.2, 1.0, 0.6, 0.2],
-                          piecewise_down=[0.3, 0.7, 1.0, 1.3], dw_min=1e-2, dw_min_std=0.5),
-    "tabulated": dict(kind="tabulated", w=[-0.5, -0.1, 0.3, 0.6], q_plus_values=[1.5, 1.1, 0.6, 0.1],
-                      q_minus_values=[0.2, 0.8, 1.2, 1.4], w_bound_dtod=0.2, up_down_dtod=0.1, dw_min_dtod=0.3,
-                      dw_min=1e-2, dw_min_std=0.5),
-    "SoftBoundsReference": dict(kind="SoftBoundsReference", up_down=0.1, slope_up_dtod=0.1, slope_down_dtod=0.1,
-                                reference_std=0.05, subtract_symmetry_point=True, dw_min=1e-2, dw_min_std=0.5),
-    "PowStepReference": dict(kind="PowStepReference", pow_gamma=1.5, pow_up_down=0.2, pow_up_down_dtod=0.1,
-                             reference_std=0.05, subtract_symmetry_point=True, dw_min=1e-2, dw_min_std=0.5),
+    "PowStep": dict(kind="PowStep", pow_gamma=1.5, pow_up_down=0.2, pow_up_down_dtod=0.1, dw_min=1e-2, dw_min_std=0.5),
+    "PiecewiseStep": dict(
+        kind="PiecewiseStep",
+        piecewise_up=[1.2, 1.0, 0.6, 0.2],
+        piecewise_down=[0.3, 0.7, 1.0, 1.3],
+        dw_min=1e-2,
+        dw_min_std=0.5,
+    ),
+    "tabulated": dict(
+        kind="tabulated",
+        w=[-0.5, -0.1, 0.3, 0.6],
+        q_plus_values=[1.5, 1.1, 0.6, 0.1],
+        q_minus_values=[0.2, 0.8, 1.2, 1.4],
+        w_bound_dtod=0.2,
+        up_down_dtod=0.1,
+        dw_min_dtod=0.3,
+        dw_min=1e-2,
+        dw_min_std=0.5,
+    ),
+    "SoftBoundsReference": dict(
+        kind="SoftBoundsReference",
+        up_down=0.1,
+        slope_up_dtod=0.1,
+        slope_down_dtod=0.1,
+        reference_std=0.05,
+        subtract_symmetry_point=True,
+        dw_min=1e-2,
+        dw_min_std=0.5,
+    ),
+    "PowStepReference": dict(
+        kind="PowStepReference",
+        pow_gamma=1.5,
+        pow_up_down=0.2,
+        pow_up_down_dtod=0.1,
+        reference_std=0.05,
+        subtract_symmetry_point=True,
+        dw_min=1e-2,
+        dw_min_std=0.5,
+    ),
 }
 
 

@@ -12,7 +12,7 @@ from torch import nn
 from aimc import trainers as T
 from aimc.devices import Ideal, Linear, PeripheryConfig, UpdateConfig
 
-DW = 2.0 ** -9
+DW = 2.0**-9
 """dw_min of the exact model: dyadic steps, so every product of the recursions is exact in float32 and float64."""
 PERFECT = PeripheryConfig.perfect()
 
@@ -23,16 +23,21 @@ def exact_model(n_in: int = 4, n_out: int = 3, device=None) -> nn.Module:
     lin = nn.Linear(n_in, n_out, bias=False)
     with torch.no_grad():
         lin.weight.zero_()
-    tile = T.TileConfig(device=device or Ideal(tau=8.0, dw_min=DW), forward=PERFECT, backward=PERFECT,
-                        update=UpdateConfig(mode="expected", desired_bl=32))
+    tile = T.TileConfig(
+        device=device or Ideal(tau=8.0, dw_min=DW),
+        forward=PERFECT,
+        backward=PERFECT,
+        update=UpdateConfig(mode="expected", desired_bl=32),
+    )
     return T.convert(nn.Sequential(lin), tile)
 
 
 def dyadic_batches(n_batches: int, batch: int, n_in: int, n_out: int, seed: int = 0) -> list:
     """Inputs and output gradients on a grid of 1/4 (so eta d x is a whole number of dw_min)."""
     rng = np.random.default_rng(seed)
-    return [(rng.integers(-4, 5, (batch, n_in)) / 4.0, rng.integers(-4, 5, (batch, n_out)) / 4.0)
-            for _ in range(n_batches)]
+    return [
+        (rng.integers(-4, 5, (batch, n_in)) / 4.0, rng.integers(-4, 5, (batch, n_out)) / 4.0) for _ in range(n_batches)
+    ]
 
 
 def drive(model, opt, batches) -> None:
@@ -48,8 +53,13 @@ def small_model(cfg):
     output scales, and the optimizer of `cfg`: every random stream and state of a step is exercised."""
     torch.manual_seed(3)
     net = nn.Sequential(nn.Linear(6, 5), nn.Sigmoid(), nn.Linear(5, 3))
-    model = T.convert(net, T.TileConfig(device=Linear(tau=1.0, dw_min=1e-2, c=0.1, dw_min_std=0.3,
-                                                      dw_min_dtod=0.2), max_in=4, out_scale=True), seed=5)
+    model = T.convert(
+        net,
+        T.TileConfig(
+            device=Linear(tau=1.0, dw_min=1e-2, c=0.1, dw_min_std=0.3, dw_min_dtod=0.2), max_in=4, out_scale=True
+        ),
+        seed=5,
+    )
     return model, T.build_optimizer(model, cfg)
 
 
@@ -80,7 +90,7 @@ def straight_and_resumed(cfg, cut: int = 4) -> tuple[tuple, tuple]:
         mse_step(model, opt, x, y)
     buf = io.BytesIO()
     torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, buf)
-    for x, y in data[cut:cut + 2]:
+    for x, y in data[cut : cut + 2]:
         mse_step(model, opt, x, y)
     buf.seek(0)
     ck = torch.load(buf, weights_only=True)

@@ -19,46 +19,66 @@ def _error(data: dict) -> str:
 
 
 def test_out_of_range_value_names_the_field():
-    assert "trainer.lr: Input should be greater than 0 (got -1)" in _error({"trainer": {"algorithm": "sgd",
-                                                                                        "lr": -1}})
+    assert "trainer.lr: Input should be greater than 0 (got -1)" in _error({"trainer": {"algorithm": "sgd", "lr": -1}})
     assert "compare.1.lr: Input should be greater than 0" in _error(
-        {"compare": [{"algorithm": "sgd"}, {"algorithm": "analog_sgd", "lr": 0}]})
+        {"compare": [{"algorithm": "sgd"}, {"algorithm": "analog_sgd", "lr": 0}]}
+    )
     assert "model.hidden.0: Input should be greater than or equal to 1" in _error({"model": {"hidden": [0]}})
 
 
 @pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
-@pytest.mark.parametrize("field,data", [
-    ("trainer.lr", lambda v: {"trainer": {"algorithm": "analog_sgd", "lr": v}}),
-    ("trainer.transfer_lr", lambda v: {"trainer": {"algorithm": "residual", "transfer_lr": v}}),
-    ("tile.device.dw_min", lambda v: {"tile": {"device": {"kind": "power", "dw_min": v}}}),
-    ("tile.device.gamma", lambda v: {"tile": {"device": {"kind": "power", "gamma": v}}}),
-    ("tile.forward.out_noise", lambda v: {"tile": {"forward": {"out_noise": v}}}),
-])
+@pytest.mark.parametrize(
+    "field,data",
+    [
+        ("trainer.lr", lambda v: {"trainer": {"algorithm": "analog_sgd", "lr": v}}),
+        ("trainer.transfer_lr", lambda v: {"trainer": {"algorithm": "residual", "transfer_lr": v}}),
+        ("tile.device.dw_min", lambda v: {"tile": {"device": {"kind": "power", "dw_min": v}}}),
+        ("tile.device.gamma", lambda v: {"tile": {"device": {"kind": "power", "gamma": v}}}),
+        ("tile.forward.out_noise", lambda v: {"tile": {"forward": {"out_noise": v}}}),
+    ],
+)
 def test_non_finite_numbers_are_refused_by_field(field, data, value):
     """JSON (config.json, which --resume reads) has no NaN or infinity, and no device or rate means one."""
     assert f"{field}: Input should be a finite number" in _error(data(value))
 
 
-@pytest.mark.parametrize("field,data", [
-    ("trainer.lr", {"trainer": {"algorithm": "analog_sgd", "lr": 1e300}}),
-    ("compare.0.transfer_lr", {"compare": [{"algorithm": "residual", "transfer_lr": 1e39}]}),
-    ("tile.device.w_max", {"tile": {"device": {"kind": "SoftBounds", "w_max": 3.5e38}}}),
-    ("tile.device.w", {"tile": {"device": {"kind": "tabulated", "w": [-1e300, 1.0], "q_plus_values": [1, 1],
-                                                 "q_minus_values": [1, 1]}}}),
-])
+@pytest.mark.parametrize(
+    "field,data",
+    [
+        ("trainer.lr", {"trainer": {"algorithm": "analog_sgd", "lr": 1e300}}),
+        ("compare.0.transfer_lr", {"compare": [{"algorithm": "residual", "transfer_lr": 1e39}]}),
+        ("tile.device.w_max", {"tile": {"device": {"kind": "SoftBounds", "w_max": 3.5e38}}}),
+        (
+            "tile.device.w",
+            {
+                "tile": {
+                    "device": {
+                        "kind": "tabulated",
+                        "w": [-1e300, 1.0],
+                        "q_plus_values": [1, 1],
+                        "q_minus_values": [1, 1],
+                    }
+                }
+            },
+        ),
+    ],
+)
 def test_numbers_beyond_float32_are_refused_by_field(field, data):
     """The arrays and torch compute in float32, whose largest finite value is 3.4028235e38 (IEEE 754)."""
     msg = _error(data)
     assert field.rsplit(".", 1)[0] in msg and "beyond float32's range" in msg
 
 
-@pytest.mark.parametrize("field,data", [
-    ("epochs", {"epochs": True}),
-    ("trainer.lr", {"trainer": {"algorithm": "sgd", "lr": True}}),
-    ("model.hidden.0", {"model": {"hidden": [False, 10]}}),
-    ("batch_size", {"batch_size": "10"}),
-    ("tile.device.dw_min", {"tile": {"device": {"kind": "power", "dw_min": "0.1"}}}),
-])
+@pytest.mark.parametrize(
+    "field,data",
+    [
+        ("epochs", {"epochs": True}),
+        ("trainer.lr", {"trainer": {"algorithm": "sgd", "lr": True}}),
+        ("model.hidden.0", {"model": {"hidden": [False, 10]}}),
+        ("batch_size", {"batch_size": "10"}),
+        ("tile.device.dw_min", {"tile": {"device": {"kind": "power", "dw_min": "0.1"}}}),
+    ],
+)
 def test_no_coercion_across_types(field, data):
     """`epochs = true` is not one epoch and a quoted number is not a number."""
     msg = _error(data)
@@ -80,8 +100,9 @@ def test_unknown_device_preset_and_bad_device_field():
 
 
 def test_cross_field_rules():
-    assert "trainer: give either `trainer` or `compare`" in _error({"trainer": {"algorithm": "sgd"},
-                                                                   "compare": [{"algorithm": "sgd"}]})
+    assert "trainer: give either `trainer` or `compare`" in _error(
+        {"trainer": {"algorithm": "sgd"}, "compare": [{"algorithm": "sgd"}]}
+    )
     assert "data.path: mnist_small is shipped" in _error({"data": {"name": "mnist_small", "path": "/x"}})
 
 
@@ -140,11 +161,14 @@ def test_a_device_table_can_start_from_a_preset():
     """`{preset = ..., field = ...}` is the preset with that field changed and every other field the preset's;
     a `kind` beside it, an unknown preset or a field the family lacks is refused by name."""
     from aimc.devices import get_preset
+
     cfg = validate_config({"tile": {"device": {"preset": "aihwkit_reram_es", "write_noise_std": 0.0}}})
     expected = get_preset("aihwkit_reram_es").model_copy(update={"write_noise_std": 0.0})
     assert cfg.tile.device == expected and get_preset("aihwkit_reram_es").write_noise_std == 75.0
-    for device, message in [({"preset": "r1_exp_9"}, "tile.device: unknown device preset 'r1_exp_9'"),
-                            ({"preset": "ideal", "kind": "ideal"}, "give either preset ('ideal') or kind"),
-                            ({"preset": "aihwkit_ecram", "gama": 1.0}, "tile.device.gama: Extra inputs")]:
+    for device, message in [
+        ({"preset": "r1_exp_9"}, "tile.device: unknown device preset 'r1_exp_9'"),
+        ({"preset": "ideal", "kind": "ideal"}, "give either preset ('ideal') or kind"),
+        ({"preset": "aihwkit_ecram", "gama": 1.0}, "tile.device.gama: Extra inputs"),
+    ]:
         with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
             validate_config({"tile": {"device": device}})

@@ -19,19 +19,49 @@ def _field_names(schema: dict) -> set[str]:
 
 
 FIELDS = sorted(_field_names(config_schema()))
-WORDS = ["analog_sgd", "residual", "sgd", "tiki_taka", "fcn", "lenet5", "r1_power_1", "r1_exp_2", "SoftBounds",
-         "power", "expected", "pulsed", "mnist_small", "column", "digital", "analog"]
+WORDS = [
+    "analog_sgd",
+    "residual",
+    "sgd",
+    "tiki_taka",
+    "fcn",
+    "lenet5",
+    "r1_power_1",
+    "r1_exp_2",
+    "SoftBounds",
+    "power",
+    "expected",
+    "pulsed",
+    "mnist_small",
+    "column",
+    "digital",
+    "analog",
+]
 keys = st.one_of(st.sampled_from(FIELDS), st.text(max_size=6))
-scalars = st.one_of(st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True, allow_infinity=True),
-                    st.sampled_from(WORDS), st.text(max_size=8))
-values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                       st.dictionaries(keys, inner, max_size=4)), max_leaves=12)
+scalars = st.one_of(
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(WORDS),
+    st.text(max_size=8),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(keys, inner, max_size=4)),
+    max_leaves=12,
+)
 tables = st.dictionaries(keys, values, max_size=6)
-dotted = st.lists(st.one_of(st.sampled_from(FIELDS), st.sampled_from(["0", "1", "-1", "x"])), min_size=1,
-                  max_size=4).map(".".join)
+dotted = st.lists(
+    st.one_of(st.sampled_from(FIELDS), st.sampled_from(["0", "1", "-1", "x"])), min_size=1, max_size=4
+).map(".".join)
 
-SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 def _check_message(err: ConfigError, table: dict, overrides: dict) -> None:
@@ -57,8 +87,13 @@ def test_any_table_and_overrides_load_or_name_the_field(table, overrides):
 
 
 @SETTINGS
-@given(st.one_of(st.binary(max_size=60), st.text(max_size=60).map(str.encode),
-                 st.sampled_from([b"\xef\xbb\xbfepochs = 2\n", b"epochs = 2\n\xff", b"[model]\nhidden = [8"])))
+@given(
+    st.one_of(
+        st.binary(max_size=60),
+        st.text(max_size=60).map(str.encode),
+        st.sampled_from([b"\xef\xbb\xbfepochs = 2\n", b"epochs = 2\n\xff", b"[model]\nhidden = [8"]),
+    )
+)
 def test_any_file_reads_or_names_the_file(tmp_path_factory, raw):
     path = tmp_path_factory.mktemp("toml") / "c.toml"
     path.write_bytes(raw)

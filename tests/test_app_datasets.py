@@ -90,8 +90,10 @@ def test_shipped_subset():
     assert data.x_train.max() == 255 and data.x_train.mean() > 20  # real digits, not blank images
 
 
-@pytest.mark.parametrize("cfg", [FCNConfig(), FCNConfig(hidden=(8,), activation="relu"), LeNet5Config(),
-                                 R1CNNConfig(), ResNetConfig(width=4)])
+@pytest.mark.parametrize(
+    "cfg",
+    [FCNConfig(), FCNConfig(hidden=(8,), activation="relu"), LeNet5Config(), R1CNNConfig(), ResNetConfig(width=4)],
+)
 def test_models_map_images_to_logits(cfg):
     assert build_model(cfg)(torch.zeros(2, 1, 28, 28)).shape == (2, 10)
 

@@ -58,16 +58,24 @@ def test_a_full_disk_is_named_with_the_file(tmp_path, capsys, monkeypatch):
     assert main(["train", "--out", str(tmp_path / "run"), *TINY]) == EXIT_FAILED
     line = _error_line(capsys)
     assert line.startswith(f"aimc train: error: {tmp_path / 'run'}/") and line.endswith(
-        ": no space left on the device (the disk is full)")
+        ": no space left on the device (the disk is full)"
+    )
     assert not list((tmp_path / "run").rglob("*.tmp"))  # no half-written file stays behind
 
 
 def test_one_process_per_run_folder_and_a_dead_holders_lock_is_taken_over(tmp_path, capsys):
     out = tmp_path / "run"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom aimc.runs.folder_lock import folder_lock\n"
-         "with folder_lock(sys.argv[1], 'training run'):\n    print('held', flush=True)\n    time.sleep(120)",
-         str(out)], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom aimc.runs.folder_lock import folder_lock\n"
+            "with folder_lock(sys.argv[1], 'training run'):\n    print('held', flush=True)\n    time.sleep(120)",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         assert main(["train", "--out", str(out), *TINY]) == EXIT_BAD_INPUT
@@ -81,8 +89,12 @@ def test_one_process_per_run_folder_and_a_dead_holders_lock_is_taken_over(tmp_pa
 def _stop_at_random_point(config: Path, out: Path, sig: int, seed: int) -> tuple[int, str]:
     """Start `aimc train` in a process, send it `sig` at a seeded random time once it trains; its exit
     status and standard error."""
-    proc = subprocess.Popen([sys.executable, "-m", "aimc", "train", str(config), "--out", str(out), "--quiet"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aimc", "train", str(config), "--out", str(out), "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 300
     while not (out / "manifest.json").is_file() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -100,10 +112,16 @@ def uninterrupted(tmp_path_factory):
     return folder
 
 
-@pytest.mark.parametrize("sig,seed", [(signal.SIGINT, 0), (signal.SIGKILL, 1),
-                                      pytest.param(signal.SIGKILL, 2, marks=pytest.mark.slow),
-                                      pytest.param(signal.SIGKILL, 3, marks=pytest.mark.slow),
-                                      pytest.param(signal.SIGINT, 4, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "sig,seed",
+    [
+        (signal.SIGINT, 0),
+        (signal.SIGKILL, 1),
+        pytest.param(signal.SIGKILL, 2, marks=pytest.mark.slow),
+        pytest.param(signal.SIGKILL, 3, marks=pytest.mark.slow),
+        pytest.param(signal.SIGINT, 4, marks=pytest.mark.slow),
+    ],
+)
 def test_a_run_stopped_at_a_random_point_resumes_to_the_uninterrupted_result(uninterrupted, tmp_path, sig, seed):
     out = tmp_path / "cut"
     code, err = _stop_at_random_point(uninterrupted / "k.toml", out, sig, seed)

@@ -22,9 +22,15 @@ from aimc.runs.experiment import run_experiment
 from aimc.sweeps.sweep_file import parse_sweep
 
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
-BASE = {"name": "tiny", "epochs": 1, "batch_size": 10, "model": {"name": "fcn", "hidden": [8]},
-        "data": {"name": "mnist_small", "n_train": 30, "n_test": 30},
-        "tile": {"device": "r1_exp_2", "update": {"mode": "expected"}}, "trainer": {"algorithm": "analog_sgd"}}
+BASE = {
+    "name": "tiny",
+    "epochs": 1,
+    "batch_size": 10,
+    "model": {"name": "fcn", "hidden": [8]},
+    "data": {"name": "mnist_small", "n_train": 30, "n_test": 30},
+    "tile": {"device": "r1_exp_2", "update": {"mode": "expected"}},
+    "trainer": {"algorithm": "analog_sgd"},
+}
 
 
 @pytest.fixture
@@ -71,12 +77,19 @@ def test_axis_labels_are_words_with_units():
 
 
 def test_learning_curves(tmp_path, captured):
-    hist = [{"epoch": e, "test_accuracy": 0.1 + 0.2 * e, "test_loss": 2.3 / (1 + e),
-             "train_loss": None if e == 0 else 2.2 / (1 + e)} for e in range(4)]
+    hist = [
+        {
+            "epoch": e,
+            "test_accuracy": 0.1 + 0.2 * e,
+            "test_loss": 2.3 / (1 + e),
+            "train_loss": None if e == 0 else 2.2 / (1 + e),
+        }
+        for e in range(4)
+    ]
     cfg = validate_config({**BASE, "compare": [{"algorithm": "sgd"}, {"algorithm": "residual"}], "trainer": None})
     curves.write_curves({"sgd": hist, "residual": hist}, tmp_path / "curves", f"tiny: {curves.describe(cfg)}")
     assert (tmp_path / "curves.pdf").read_bytes()[:5] == b"%PDF-"
-    (_, fig), = captured
+    ((_, fig),) = captured
     acc, loss = fig.axes
     assert fig._suptitle.get_text() == "tiny: device r1_exp_2, sgd vs residual"
     for ax in (acc, loss):
@@ -95,9 +108,17 @@ def test_learning_curves(tmp_path, captured):
 
 def _fake_sweep(tmp_path: Path):
     """A two-axis sweep (log-spaced rates x devices) with result files of made-up metrics."""
-    sweep = parse_sweep({"name": "grid", "base": BASE, "seeds": [0, 1], "axes": [
-        {"field": "trainer.lr", "values": [0.01, 0.1, 1.0]},
-        {"field": "tile.device", "values": ["r1_exp_2", "r1_power_1"]}]})
+    sweep = parse_sweep(
+        {
+            "name": "grid",
+            "base": BASE,
+            "seeds": [0, 1],
+            "axes": [
+                {"field": "trainer.lr", "values": [0.01, 0.1, 1.0]},
+                {"field": "tile.device", "values": ["r1_exp_2", "r1_power_1"]},
+            ],
+        }
+    )
     rng = np.random.default_rng(0)
     for r in sweep.runs:
         folder = tmp_path / r.folder
@@ -131,7 +152,7 @@ def test_sweep_page_is_self_contained_and_sorts(tmp_path):
     sweep = _fake_sweep(tmp_path)
     sweep_summary.write_summary(sweep, tmp_path)
     page = (tmp_path / "summary.html").read_text()
-    assert "src=\"http" not in page and "<link" not in page  # nothing fetched
+    assert 'src="http' not in page and "<link" not in page  # nothing fetched
     assert page.count("data:image/png;base64,") == len(list((tmp_path / "figures").glob("*.png"))) == 3
     rows = _page_rows(page)
     assert len(rows) == len(sweep.points)
@@ -140,10 +161,18 @@ def test_sweep_page_is_self_contained_and_sorts(tmp_path):
         pytest.skip("no headless Chromium (apt-get install chromium) to render the page")
     column = 4  # test_accuracy mean: click its header twice (ascending, then descending)
     probe = tmp_path / "probe.html"
-    probe.write_text(page.replace("</body>", f"<script>const th = document.querySelectorAll('th')[{column}]; "
-                                  "th.click(); th.click();</script></body>"))
-    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
-                          probe.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    probe.write_text(
+        page.replace(
+            "</body>",
+            f"<script>const th = document.querySelectorAll('th')[{column}]; th.click(); th.click();</script></body>",
+        )
+    )
+    dom = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", probe.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     shown = [float(r[column]) for r in _page_rows(dom)]
     means = sorted((float(r[column]) for r in rows), reverse=True)
     assert shown == means and '<th class="desc">' in dom

@@ -16,12 +16,21 @@ from aimc.runs.experiment import run_experiment
 from aimc.runs.retention import COLUMNS, parse_time, retention
 
 NU = 0.1
-DEVICE = {"kind": "SoftBounds", "w_max_dtod": 0.0, "w_min_dtod": 0.0,  # no element with both bounds > 0
-          "drift": {"nu": NU}}  # one nu for every element: a uniform drift
-TINY = {"name": "r", "epochs": 1, "batch_size": 10, "model": {"hidden": [8]},
-        "data": {"n_train": 50, "n_test": 50},
-        "tile": {"device": DEVICE, "forward": {"ideal": True}},  # exact reads: the compensation is exact too
-        "compare": [{"algorithm": "sgd", "lr": 0.5}, {"algorithm": "analog_sgd", "lr": 0.1}]}
+DEVICE = {
+    "kind": "SoftBounds",
+    "w_max_dtod": 0.0,
+    "w_min_dtod": 0.0,  # no element with both bounds > 0
+    "drift": {"nu": NU},
+}  # one nu for every element: a uniform drift
+TINY = {
+    "name": "r",
+    "epochs": 1,
+    "batch_size": 10,
+    "model": {"hidden": [8]},
+    "data": {"n_train": 50, "n_test": 50},
+    "tile": {"device": DEVICE, "forward": {"ideal": True}},  # exact reads: the compensation is exact too
+    "compare": [{"algorithm": "sgd", "lr": 0.5}, {"algorithm": "analog_sgd", "lr": 0.1}],
+}
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +59,8 @@ def test_cli_retention_writes_the_table_and_figure(run_dir, capsys):
     rows = _rows(run_dir)
     assert tuple(rows[0]) == COLUMNS
     assert [(r["algorithm"], r["time"]) for r in rows] == [
-        (a, t) for a in ("sgd", "analog_sgd") for t in ("0", "1", "100", "1h")]
+        (a, t) for a in ("sgd", "analog_sgd") for t in ("0", "1", "100", "1h")
+    ]
     digital = {r["test_accuracy"] for r in rows if r["algorithm"] == "sgd"}
     assert len(digital) == 1  # no tiles: nothing drifts
     analog = [r for r in rows if r["algorithm"] == "analog_sgd"]
@@ -78,12 +88,14 @@ def test_cli_retention_write_is_atomic(run_dir, monkeypatch):
 
 
 def test_cli_retention_bad_input(run_dir, tmp_path, capsys):
-    cases = [([str(tmp_path / "nowhere")], "no such run folder"),
-             ([str(tmp_path)], "not a run folder"),
-             ([str(run_dir), "--times", "1", "-5"], "time '-5'"),
-             ([str(run_dir), "--drift", "nu=-1"], "--drift.nu"),
-             ([str(run_dir), "--drift", "mu=0.1"], "--drift.mu"),
-             ([str(run_dir), "--step-time", "0"], "--step-time")]
+    cases = [
+        ([str(tmp_path / "nowhere")], "no such run folder"),
+        ([str(tmp_path)], "not a run folder"),
+        ([str(run_dir), "--times", "1", "-5"], "time '-5'"),
+        ([str(run_dir), "--drift", "nu=-1"], "--drift.nu"),
+        ([str(run_dir), "--drift", "mu=0.1"], "--drift.mu"),
+        ([str(run_dir), "--step-time", "0"], "--step-time"),
+    ]
     unfinished = tmp_path / "unfinished"
     unfinished.mkdir()
     for name in ("config.json", "manifest.json"):

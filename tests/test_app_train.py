@@ -17,8 +17,14 @@ from aimc.runs.experiment import run_experiment
 from aimc.runs.run_folder import RunFolder, read_jsonl
 from aimc.runs.training import TrainingDiverged, train_run
 
-TINY = {"name": "t", "epochs": 3, "batch_size": 10, "model": {"hidden": [16]},
-        "data": {"n_train": 200, "n_test": 100}, "tile": {"device": "r1_power_1"}}
+TINY = {
+    "name": "t",
+    "epochs": 3,
+    "batch_size": 10,
+    "model": {"hidden": [16]},
+    "data": {"n_train": 200, "n_test": 100},
+    "tile": {"device": "r1_power_1"},
+}
 
 
 def _cfg(trainer: dict, **more) -> "aimc.config.ExperimentConfig":
@@ -39,8 +45,19 @@ def test_run_folder_contents(tmp_path):
     assert manifest["latency"]["algorithm"] == "analog_sgd"
     records = read_jsonl(run.metrics_path)
     assert [r["epoch"] for r in records] == [0, 1, 2]
-    for key in ("train_loss", "test_loss", "test_accuracy", "saturated_fraction", "pulses_per_weight",
-                "pulses", "reads", "transfers", "steps", "update_ns", "step_ns"):
+    for key in (
+        "train_loss",
+        "test_loss",
+        "test_accuracy",
+        "saturated_fraction",
+        "pulses_per_weight",
+        "pulses",
+        "reads",
+        "transfers",
+        "steps",
+        "update_ns",
+        "step_ns",
+    ):
         assert key in records[-1], key
     assert records[-1]["steps"] == 40 and records[-1]["pulses"] > 0 and 0 <= records[-1]["saturated_fraction"] <= 1
     assert final["test_accuracy"] == records[-1]["test_accuracy"]
@@ -54,10 +71,14 @@ def test_run_folder_contents(tmp_path):
         run_experiment(_cfg({"algorithm": "analog_sgd", "lr": 0.04}), tmp_path / "run")
 
 
-@pytest.mark.parametrize("trainer", [{"algorithm": "sgd", "lr": 0.5},
-                                     {"algorithm": "residual", "lr": 0.05, "transfer_lr": 0.01},
-                                     {"algorithm": "multi_tile", "n_tiles": 3, "lr": 0.05, "zero_shift": False,
-                                      "warm_start": True}])
+@pytest.mark.parametrize(
+    "trainer",
+    [
+        {"algorithm": "sgd", "lr": 0.5},
+        {"algorithm": "residual", "lr": 0.05, "transfer_lr": 0.01},
+        {"algorithm": "multi_tile", "n_tiles": 3, "lr": 0.05, "zero_shift": False, "warm_start": True},
+    ],
+)
 def test_resume_after_interruption_is_bit_exact(tmp_path, monkeypatch, trainer):
     """The optimizer state compared includes the multi-tile warm start's epoch losses and target."""
     cfg = _cfg(trainer, tile={"device": "r1_power_1", "update": {"mode": "pulsed"}})
@@ -90,8 +111,11 @@ def test_resume_after_interruption_is_bit_exact(tmp_path, monkeypatch, trainer):
 
 def test_divergence_guard_keeps_last_good_checkpoint(tmp_path):
     cfg = _cfg({"algorithm": "sgd", "lr": 1e4})
-    with pytest.raises(TrainingDiverged, match=r"diverged at epoch 1, step \d+ of 20: mini-batch loss .*"
-                                               r"last good checkpoint is .*epoch-0000\.pt"):
+    with pytest.raises(
+        TrainingDiverged,
+        match=r"diverged at epoch 1, step \d+ of 20: mini-batch loss .*"
+        r"last good checkpoint is .*epoch-0000\.pt",
+    ):
         train_run(cfg, tmp_path / "run")
     run = RunFolder(tmp_path / "run")
     manifest = run.read_manifest()
@@ -101,15 +125,26 @@ def test_divergence_guard_keeps_last_good_checkpoint(tmp_path):
 
 
 def test_comparison_reports_every_trainer(tmp_path):
-    cfg = validate_config({**TINY, "epochs": 1, "compare": [{"algorithm": "sgd", "lr": 0.5},
-                                                           {"algorithm": "sgd", "lr": 1e4},
-                                                           {"algorithm": "analog_sgd"}]})
+    cfg = validate_config(
+        {
+            **TINY,
+            "epochs": 1,
+            "compare": [{"algorithm": "sgd", "lr": 0.5}, {"algorithm": "sgd", "lr": 1e4}, {"algorithm": "analog_sgd"}],
+        }
+    )
     flat = run_experiment(cfg, tmp_path / "cmp")
     assert flat["sgd.status"] == "finished" and flat["sgd-2.status"] == "diverged"
     assert "analog_sgd.test_accuracy" in flat
     root = tmp_path / "cmp"
-    for name in ("comparison.json", "comparison.csv", "comparison.md", "curves.png", "curves.csv",
-                 "sgd/manifest.json", "analog_sgd/metrics.jsonl"):
+    for name in (
+        "comparison.json",
+        "comparison.csv",
+        "comparison.md",
+        "curves.png",
+        "curves.csv",
+        "sgd/manifest.json",
+        "analog_sgd/metrics.jsonl",
+    ):
         assert (root / name).is_file(), name
     assert "| sgd-2 " in (root / "comparison.md").read_text()
 
@@ -154,9 +189,14 @@ def test_lr_decay_steps_the_rate_each_epoch(tmp_path, trainer):
 def test_more_threads_than_numba_started_with_is_refused_before_any_write(tmp_path):
     """NUMBA_NUM_THREADS=1 and `threads = 2`: one line naming the field and the variable, exit 2, no folder."""
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "aimc", "train", "--set", "threads=2", "--set", "epochs=1",
-                           "--out", str(out)], capture_output=True, text=True, cwd=tmp_path, timeout=300,
-                          env=dict(os.environ, NUMBA_NUM_THREADS="1"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "aimc", "train", "--set", "threads=2", "--set", "epochs=1", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        env=dict(os.environ, NUMBA_NUM_THREADS="1"),
+    )
     assert proc.returncode == 2
     assert "error: threads = 2 exceeds the 1 threads Numba was started with (NUMBA_NUM_THREADS)" in proc.stderr
     assert not out.exists()

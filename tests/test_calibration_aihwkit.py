@@ -59,15 +59,34 @@ print(json.dumps(reads))
 """
 
 # aihwkit 1.1.0 presets and parameters; truth in the fitted parameterisation (ExpStep: a = 0.5, b = 0)
-RERAM_ES = dict(dw_min=0.00135, up_down=0.259359, w_max=1.0, w_min=-1.0, A_up=-1.18445, A_down=-0.081404,
-                gamma_up=5.0, gamma_down=5.0, a=-0.5, b=-0.5)
+RERAM_ES = dict(
+    dw_min=0.00135,
+    up_down=0.259359,
+    w_max=1.0,
+    w_min=-1.0,
+    A_up=-1.18445,
+    A_down=-0.081404,
+    gamma_up=5.0,
+    gamma_down=5.0,
+    a=-0.5,
+    b=-0.5,
+)
 CASES = {
-    "EcRAM": (dict(preset="EcRamPresetDevice", device={}, n_pulses=1500, read_noise=5e-4), "LinearStep",
-              dict(dw_min=0.002, up_down=0.0, w_max=1.1724, w_min=-0.8276, gamma_up=0.1153, gamma_down=0.5085)),
-    "ReRamES": (dict(preset="ReRamESPresetDevice", device={"write_noise_std": 0.0}, n_pulses=2200,
-                     read_noise=3e-4), "ExpStep", expstep_canonical(RERAM_ES)),
-    "PowStep": (dict(kind="PowStep", device={"dw_min": 0.02, "pow_gamma": 2.0}, n_pulses=600, read_noise=1.25e-3),
-                "PowStep", dict(dw_min=0.02, up_down=0.0, w_max=0.6, w_min=-0.6, pow_gamma=2.0, pow_up_down=0.0)),
+    "EcRAM": (
+        dict(preset="EcRamPresetDevice", device={}, n_pulses=1500, read_noise=5e-4),
+        "LinearStep",
+        dict(dw_min=0.002, up_down=0.0, w_max=1.1724, w_min=-0.8276, gamma_up=0.1153, gamma_down=0.5085),
+    ),
+    "ReRamES": (
+        dict(preset="ReRamESPresetDevice", device={"write_noise_std": 0.0}, n_pulses=2200, read_noise=3e-4),
+        "ExpStep",
+        expstep_canonical(RERAM_ES),
+    ),
+    "PowStep": (
+        dict(kind="PowStep", device={"dw_min": 0.02, "pow_gamma": 2.0}, n_pulses=600, read_noise=1.25e-3),
+        "PowStep",
+        dict(dw_min=0.02, up_down=0.0, w_max=0.6, w_min=-0.6, pow_gamma=2.0, pow_up_down=0.0),
+    ),
 }
 
 
@@ -79,8 +98,12 @@ def aihwkit_traces(spec: dict, n_cycles: int = 2, n_devices: int = 16, seed: int
     assert out.returncode == 0, out.stderr[-2000:]
     reads = np.array(json.loads(out.stdout.strip().splitlines()[-1]))
     reads += np.random.default_rng(seed).normal(0.0, spec["read_noise"], reads.shape)
-    return from_arrays(20.0 + 10.0 * reads, cycle_polarity(spec["n_pulses"], n_cycles), unit="uS",
-                       meta={"g_mid": "20.0", "g_scale": "10.0"})
+    return from_arrays(
+        20.0 + 10.0 * reads,
+        cycle_polarity(spec["n_pulses"], n_cycles),
+        unit="uS",
+        meta={"g_mid": "20.0", "g_scale": "10.0"},
+    )
 
 
 def test_expstep_canonical_keeps_the_response():
@@ -97,10 +120,10 @@ def test_expstep_canonical_keeps_the_response():
 # measured 2026-12-05 (docs/calibration.md, round trips against aihwkit): what does not hold yet
 KNOWN_MISSES = {
     ("EcRAM", "pooled"): "tabulated chosen (PowStep +550, LinearStep +11754): the pooled response of devices with "
-                         "spread bounds is smooth; LinearStep's intervals hold the truth 0/6",
+    "spread bounds is smooth; LinearStep's intervals hold the truth 0/6",
     ("ReRamES", "pooled"): "PowStep chosen by 76 over ExpStep; ExpStep's intervals hold the truth 4/8",
     ("PowStep", "pooled"): "passes in 1 of 2 runs: tabulated and PowStep within a few BIC units; PowStep's "
-                           "sandwich intervals hold the truth 2/6 (pooled fit of the bound spread, w_max_dtod 0.3)",
+    "sandwich intervals hold the truth 2/6 (pooled fit of the bound spread, w_max_dtod 0.3)",
 }
 CANDIDATES = ["ConstantStep", "SoftBounds", "LinearStep", "ExpStep", "PowStep", "tabulated"]  # aihwkit's own
 
@@ -113,8 +136,15 @@ def _round_trip(name: str, method: str, seed: int, **options) -> tuple[str, list
     default intervals (the median's order statistics), pooled with the bootstrap over devices and cycles."""
     spec, kind, truth = CASES[name]
     pooled = method == "pooled"
-    res = fit(aihwkit_traces(spec, seed=seed), kinds=CANDIDATES, spread=False, method=method,
-              intervals="bootstrap" if pooled else "analytic", n_boot=100 if pooled else None, **options)
+    res = fit(
+        aihwkit_traces(spec, seed=seed),
+        kinds=CANDIDATES,
+        spread=False,
+        method=method,
+        intervals="bootstrap" if pooled else "analytic",
+        n_boot=100 if pooled else None,
+        **options,
+    )
     return res.best.kind, [lo <= truth[p] <= hi for p, (lo, hi) in res.fits[kind].ci95.items()]
 
 
@@ -137,5 +167,7 @@ def test_aihwkit_population_round_trip(name, method, request):
 @pytest.mark.slow
 def test_aihwkit_round_trip_with_the_likelihood():
     # the option built for cycle noise of several steps: ReRamES's 5, its per-device fits refined
-    _check("ReRamES", [_round_trip("ReRamES", "per-device", seed, likelihood=True)
-                       for seed in range(POPULATIONS["per-device"])])
+    _check(
+        "ReRamES",
+        [_round_trip("ReRamES", "per-device", seed, likelihood=True) for seed in range(POPULATIONS["per-device"])],
+    )

@@ -23,8 +23,8 @@ def test_anchor_from_read_and_cycle_noise():
     v = (0.5 x 0.01)^2, sigma_r^2 = 0.005^2, so a = 2.5e-5 / (2.5e-5 + 5e-5) = 1/3."""
     d = _data(ConstantStep(dw_min=0.01, w_max=1.0, w_min=-1.0, dw_min_std=0.5, dw_min_dtod=0.0), READ)
     q = d.quality["anchor"]
-    assert q["read_variance"] == pytest.approx(READ ** 2, rel=0.1)
-    assert q["increment_variance"] == pytest.approx(2.5e-5 + 2 * READ ** 2, rel=0.1)
+    assert q["read_variance"] == pytest.approx(READ**2, rel=0.1)
+    assert q["increment_variance"] == pytest.approx(2.5e-5 + 2 * READ**2, rel=0.1)
     assert d.anchor == pytest.approx(1 / 3, abs=0.03)
 
 
@@ -40,8 +40,16 @@ def test_hard_bound_device_under_heavy_cycle_noise():
     mean of the noisy step as the increment model (the default below an anchor of 0.05) and without it; seen from
     the midpoint (clipped mean step, the default there), PowStep did (measured: BIC -162 against +36,
     docs/calibration.md)."""
-    dev = load_device({"preset": "aihwkit_reram_es", "write_noise_std": 0.0, "dw_min_dtod": 0.0,
-                       "up_down_dtod": 0.0, "w_max_dtod": 0.0, "w_min_dtod": 0.0})
+    dev = load_device(
+        {
+            "preset": "aihwkit_reram_es",
+            "write_noise_std": 0.0,
+            "dw_min_dtod": 0.0,
+            "up_down_dtod": 0.0,
+            "w_max_dtod": 0.0,
+            "w_min_dtod": 0.0,
+        }
+    )
     tr = measure_cycles(dev, n_pulses=2200, n_cycles=1, n_devices=4, read_noise=3e-4, seed=0)
     res = fit(tr, kinds=["ExpStep", "PowStep"], spread=False)
     assert res.data.anchor < 0.05 and res.data.quality["censored_mean"] and res.best.kind == "ExpStep"
@@ -63,11 +71,35 @@ def test_cli_anchor(tmp_path):
 
     from aimc.calibration import write_csv
     from aimc.commands.cli import main
-    tr = measure_cycles(ConstantStep(dw_min=0.01, dw_min_std=0.5, dw_min_dtod=0.0), n_pulses=200, n_cycles=1,
-                        n_devices=4, read_noise=READ, seed=1)
+
+    tr = measure_cycles(
+        ConstantStep(dw_min=0.01, dw_min_std=0.5, dw_min_dtod=0.0),
+        n_pulses=200,
+        n_cycles=1,
+        n_devices=4,
+        read_noise=READ,
+        seed=1,
+    )
     csv = write_csv(tr, tmp_path / "cs.csv")
-    assert main(["fit", str(csv), "--out", str(tmp_path / "fit"), "--anchor", "0.5", "--families", "ConstantStep",
-                 "--no-spread", "--quiet", "--elements", "4"]) == 0
+    assert (
+        main(
+            [
+                "fit",
+                str(csv),
+                "--out",
+                str(tmp_path / "fit"),
+                "--anchor",
+                "0.5",
+                "--families",
+                "ConstantStep",
+                "--no-spread",
+                "--quiet",
+                "--elements",
+                "4",
+            ]
+        )
+        == 0
+    )
     summary = json.loads((tmp_path / "fit" / "fit.json").read_text())
     assert summary["data"]["anchor"] == 0.5 and summary["quality"]["anchor"]["used"] == 0.5
     assert summary["quality"]["anchor"]["anchor"] < 0.5  # the estimate, recorded beside the anchor used

@@ -39,8 +39,9 @@ def test_cycles_follow_the_protocol_and_resamples_keep_them_whole():
     assert len(idx) == data.n  # equal cycles: a resample has as many increments as the data
     blocks = idx.reshape(-1, 2 * n_pulses)  # whole cycles, in order
     assert np.all(np.diff(blocks, axis=1) == 1) and np.all(cyc[blocks[:, 0]] != cyc[blocks[:, 0] - 1])
-    per_dev = [len({int(data.device[b[0]]) for b in blocks[k:k + n_cycles]}) for k in range(0, n_dev * n_cycles,
-                                                                                           n_cycles)]
+    per_dev = [
+        len({int(data.device[b[0]]) for b in blocks[k : k + n_cycles]}) for k in range(0, n_dev * n_cycles, n_cycles)
+    ]
     assert per_dev == [1] * n_dev  # a drawn device's cycles come from that device
     follows = data.subset(idx).follows.reshape(blocks.shape)
     assert np.all(follows[:, 1:] == data.follows[blocks[:, 1:]])
@@ -77,8 +78,9 @@ def test_device_resample_of_a_median_matches_the_closed_form():
 def test_per_device_bootstrap_covers_the_truth():
     covered = []
     for kind in ("SoftBounds", "linear"):
-        res = fit(_traces(TRUTHS[kind], 0, n_cycles=2), kinds=[kind], spread=False, method="per-device",
-                  intervals="bootstrap")
+        res = fit(
+            _traces(TRUTHS[kind], 0, n_cycles=2), kinds=[kind], spread=False, method="per-device", intervals="bootstrap"
+        )
         f = res.fits[kind]
         assert f.interval.startswith("bootstrap over 16 devices")
         covered += [lo <= getattr(TRUTHS[kind], p) <= hi for p, (lo, hi) in f.ci95.items()]
@@ -99,8 +101,14 @@ def test_bootstrap_coverage_of_simulated_populations():
 
 
 def test_pooled_bootstrap_of_the_best_family_only():
-    res = fit(_traces(TRUTHS["SoftBounds"], 1, n_cycles=2, n_devices=4), kinds=["SoftBounds", "ConstantStep"],
-              method="pooled", intervals="bootstrap", n_boot=20, seed=2)
+    res = fit(
+        _traces(TRUTHS["SoftBounds"], 1, n_cycles=2, n_devices=4),
+        kinds=["SoftBounds", "ConstantStep"],
+        method="pooled",
+        intervals="bootstrap",
+        n_boot=20,
+        seed=2,
+    )
     summary = res.summary()
     best = summary["families"][summary["best"]]
     assert best["interval"].startswith("bootstrap over 4 devices and their 8 cycles, 20 refits, expanded")

@@ -17,8 +17,16 @@ NO_SPREAD = dict(dw_min_dtod=0.0, up_down_dtod=0.0, w_max_dtod=0.0, w_min_dtod=0
 N = 400_000
 
 
-@pytest.mark.parametrize("mu, sd, a, b", [(1.0, 0.3, -0.5, 1.1), (0.002, 0.01, -0.003, 0.001),
-                                          (0.5, 2.0, -0.1, 0.2), (1e-3, 3e-4, -1.0, 2e-3), (-0.2, 0.1, -0.25, 0.0)])
+@pytest.mark.parametrize(
+    "mu, sd, a, b",
+    [
+        (1.0, 0.3, -0.5, 1.1),
+        (0.002, 0.01, -0.003, 0.001),
+        (0.5, 2.0, -0.1, 0.2),
+        (1e-3, 3e-4, -1.0, 2e-3),
+        (-0.2, 0.1, -0.25, 0.0),
+    ],
+)
 def test_clipped_normal_moments_match_sampling(mu, sd, a, b):
     x = np.clip(np.random.default_rng(1).normal(mu, sd, N), a, b)
     mean, var = clipped_normal_moments(mu, sd, a, b)
@@ -91,7 +99,23 @@ def test_cli_cycle_noise_flag_holds_the_measured_noise(tmp_path):
     truth = ConstantStep(dw_min=0.01, up_down=0.0, w_max=0.5, w_min=-0.5, dw_min_std=0.8, **NO_SPREAD)
     csv = write_csv(measure_cycles(truth, n_cycles=2, n_devices=8, read_noise=0.0025, seed=2), tmp_path / "t.csv")
     out = tmp_path / "fit"
-    assert main(["fit", str(csv), "--out", str(out), "--families", "ConstantStep", "--no-spread", "--elements", "2",
-                 "--quiet", "--cycle-noise"]) == 0
+    assert (
+        main(
+            [
+                "fit",
+                str(csv),
+                "--out",
+                str(out),
+                "--families",
+                "ConstantStep",
+                "--no-spread",
+                "--elements",
+                "2",
+                "--quiet",
+                "--cycle-noise",
+            ]
+        )
+        == 0
+    )
     fitted = json.loads((out / "fit.json").read_text())["families"]["ConstantStep"]["device"]
     assert fitted["dw_min_std"] == pytest.approx(0.8, rel=0.15)

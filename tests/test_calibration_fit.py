@@ -36,13 +36,34 @@ TRUTHS = {
     "power": Power(tau=0.6, c=0.1, gamma=2.0, dw_min=0.02, dw_min_std=0.3),
     "exponential": Exponential(tau=0.6, c=-0.1, gamma=2.0, dw_min=0.02, dw_min_std=0.3),
     "ConstantStep": ConstantStep(dw_min=0.02, up_down=0.1, w_max=0.6, w_min=-0.5, **NO_SPREAD),
-    "LinearStep": LinearStep(dw_min=0.02, up_down=-0.1, w_max=0.6, w_min=-0.5, gamma_up=0.3, gamma_down=0.6,
-                             gamma_up_dtod=0.0, gamma_down_dtod=0.0, **NO_SPREAD),
+    "LinearStep": LinearStep(
+        dw_min=0.02,
+        up_down=-0.1,
+        w_max=0.6,
+        w_min=-0.5,
+        gamma_up=0.3,
+        gamma_down=0.6,
+        gamma_up_dtod=0.0,
+        gamma_down_dtod=0.0,
+        **NO_SPREAD,
+    ),
     "SoftBounds": SoftBounds(dw_min=0.02, up_down=0.1, w_max=0.7, w_min=-0.5, **NO_SPREAD),
-    "ExpStep": ExpStep(dw_min=0.02, up_down=0.05, w_max=0.6, w_min=-0.6, A_up=0.2, A_down=0.15, gamma_up=3.0,
-                       gamma_down=3.5, a=0.5, b=0.0, **NO_SPREAD),
-    "PowStep": PowStep(dw_min=0.02, up_down=0.1, w_max=0.6, w_min=-0.6, pow_gamma=2.0, pow_up_down=0.2,
-                       pow_gamma_dtod=0.0, **NO_SPREAD),
+    "ExpStep": ExpStep(
+        dw_min=0.02,
+        up_down=0.05,
+        w_max=0.6,
+        w_min=-0.6,
+        A_up=0.2,
+        A_down=0.15,
+        gamma_up=3.0,
+        gamma_down=3.5,
+        a=0.5,
+        b=0.0,
+        **NO_SPREAD,
+    ),
+    "PowStep": PowStep(
+        dw_min=0.02, up_down=0.1, w_max=0.6, w_min=-0.6, pow_gamma=2.0, pow_up_down=0.2, pow_gamma_dtod=0.0, **NO_SPREAD
+    ),
 }
 
 
@@ -64,20 +85,25 @@ def test_round_trip_recovers_parameters(kind):
     assert f.stderr["dw_min"] < 0.5 * truth.dw_min
     w = np.linspace(-0.5, 0.5, 11)  # the response itself, inside the bounds
     for q in ("q_plus", "q_minus"):
-        np.testing.assert_allclose(getattr(f.device, q)(w) * f.device.dw_min, getattr(truth, q)(w) * truth.dw_min,
-                                   rtol=0.05, atol=0.05 * truth.dw_min)
+        np.testing.assert_allclose(
+            getattr(f.device, q)(w) * f.device.dw_min,
+            getattr(truth, q)(w) * truth.dw_min,
+            rtol=0.05,
+            atol=0.05 * truth.dw_min,
+        )
 
 
 def test_round_trip_piecewise_step_values():
     nodes_up, nodes_dn = [1.5, 1.3, 1.0, 0.6, 0.2], [0.3, 0.7, 1.0, 1.2, 1.4]
-    truth = PiecewiseStep(dw_min=0.02, up_down=0.0, w_max=0.6, w_min=-0.6, piecewise_up=nodes_up,
-                          piecewise_down=nodes_dn, **NO_SPREAD)
+    truth = PiecewiseStep(
+        dw_min=0.02, up_down=0.0, w_max=0.6, w_min=-0.6, piecewise_up=nodes_up, piecewise_down=nodes_dn, **NO_SPREAD
+    )
     res = fit(_measure(truth), kinds=["PiecewiseStep"], n_nodes=5, spread=False)
     f = res.fits["PiecewiseStep"]
     scale = f.device.dw_min / truth.dw_min  # the fit fixes dw_min; the node values carry the step size
     # the node at the bound a pulse moves toward is only seen through clipped steps: not checked
     for k, (u, d) in enumerate(zip(nodes_up, nodes_dn)):
-        for name, true in ((f"up_{k}", u), (f"down_{k}", d))[(k == 4):2 - (k == 0)]:
+        for name, true in ((f"up_{k}", u), (f"down_{k}", d))[(k == 4) : 2 - (k == 0)]:
             assert abs(f.params[name] * scale - true) < 4 * f.stderr[name] * scale + 1e-9, name
     for p in ("w_max", "w_min"):
         assert abs(f.params[p] - getattr(truth, p)) < 4 * f.stderr[p] + 2 * READ_NOISE
@@ -95,10 +121,15 @@ def test_tabulated_fit_follows_the_response():
 
 @pytest.mark.parametrize("kind", ["ideal", "linear", "power", "exponential"])
 def test_model_selection_picks_the_true_family(kind):
-    truth = {"power": Power(tau=0.6, gamma=3.0, dw_min=0.02, dw_min_std=0.3),
-             "exponential": Exponential(tau=0.6, gamma=3.0, dw_min=0.02, dw_min_std=0.3)}.get(kind, TRUTHS[kind])
-    res = fit(_measure(truth, seed=3), kinds=["ideal", "linear", "power", "exponential", "SoftBounds", "PowStep",
-                                              "tabulated"], spread=False)
+    truth = {
+        "power": Power(tau=0.6, gamma=3.0, dw_min=0.02, dw_min_std=0.3),
+        "exponential": Exponential(tau=0.6, gamma=3.0, dw_min=0.02, dw_min_std=0.3),
+    }.get(kind, TRUTHS[kind])
+    res = fit(
+        _measure(truth, seed=3),
+        kinds=["ideal", "linear", "power", "exponential", "SoftBounds", "PowStep", "tabulated"],
+        spread=False,
+    )
     assert res.best.kind == kind, res.ranking_table()
 
 
@@ -114,8 +145,17 @@ def test_noise_estimates_and_form():
 
 
 def test_device_to_device_spread():
-    truth = SoftBounds(dw_min=0.02, up_down=0.0, w_max=0.7, w_min=-0.5, dw_min_dtod=0.15, up_down_dtod=0.0,
-                       w_max_dtod=0.1, w_min_dtod=0.0, dw_min_std=0.3)
+    truth = SoftBounds(
+        dw_min=0.02,
+        up_down=0.0,
+        w_max=0.7,
+        w_min=-0.5,
+        dw_min_dtod=0.15,
+        up_down_dtod=0.0,
+        w_max_dtod=0.1,
+        w_min_dtod=0.0,
+        dw_min_std=0.3,
+    )
     res = fit(_measure(truth, n_devices=24), kinds=["SoftBounds"])
     dtod = res.spread["dtod"]
     assert dtod["dw_min_dtod"] == pytest.approx(0.15, abs=0.05)
@@ -162,5 +202,6 @@ def test_every_family_kind_has_a_fit_spec():
     """`fit` with its default families fits each of FAMILY_KINDS: all but the tabulated one have a spec, and
     the reference devices (a shifted element) are not among them."""
     from aimc.calibration import FAMILY_KINDS, families
+
     assert set(FAMILY_KINDS) - {"tabulated"} == set(families(8, 0.01))
     assert "SoftBoundsReference" not in FAMILY_KINDS

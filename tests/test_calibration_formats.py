@@ -24,8 +24,7 @@ def _write_runs(tr, folder, step_down=1):
         g = tr.trace(d)[2]
         up = "pulse,conductance [uS]\n" + "".join(f"{k},{float(v)!r}\n" for k, v in enumerate(g[:81]))
         down_idx = np.arange(80, 161, step_down)
-        down = "# polarity: down\npulse,conductance [uS]\n" + "".join(
-            f"{k - 80},{float(g[k])!r}\n" for k in down_idx)
+        down = "# polarity: down\npulse,conductance [uS]\n" + "".join(f"{k - 80},{float(g[k])!r}\n" for k in down_idx)
         for name, text in (("up", up), ("down", down)):
             path = folder / f"D{d}_{name}.csv"
             path.write_text(text)
@@ -54,7 +53,8 @@ def test_matrix_reads_back(tmp_path):
     pol = tr.polarity.reshape(3, -1)[0]
     text = "# unit: uS\npulse,polarity,A,B,C\n" + "".join(
         f"{k},{int(s)},{float(row[0])!r},{float(row[1])!r},{float(row[2])!r}\n"
-        for k, (s, row) in enumerate(zip(pol, g)))
+        for k, (s, row) in enumerate(zip(pol, g))
+    )
     path = tmp_path / "m.csv"
     path.write_text(text)
     back = read_matrix(path)
@@ -64,12 +64,15 @@ def test_matrix_reads_back(tmp_path):
     assert back.where(1) == "line 4 (device A, pulse 1)"
 
 
-@pytest.mark.parametrize("body, needle", [
-    ("pulse,polarity,A,B\n0,0,1.0,2.0\n1,+1,1.5,x\n", "line 3, column 4 (B): 'x' is not a number"),
-    ("pulse,polarity,A\n0,0,1.0\n1,2,1.5\n", "line 3, column 2 (polarity)"),
-    ("pulse,polarity,A\n1,0,1.0\n1,1,1.5\n", "line 3, column 1 (pulse): 1 does not increase"),
-    ("pulse,A\n0,1.0\n", "line 1: header must be"),
-])
+@pytest.mark.parametrize(
+    "body, needle",
+    [
+        ("pulse,polarity,A,B\n0,0,1.0,2.0\n1,+1,1.5,x\n", "line 3, column 4 (B): 'x' is not a number"),
+        ("pulse,polarity,A\n0,0,1.0\n1,2,1.5\n", "line 3, column 2 (polarity)"),
+        ("pulse,polarity,A\n1,0,1.0\n1,1,1.5\n", "line 3, column 1 (pulse): 1 does not increase"),
+        ("pulse,A\n0,1.0\n", "line 1: header must be"),
+    ],
+)
 def test_matrix_errors_name_line_and_column(tmp_path, body, needle):
     path = tmp_path / "bad.csv"
     path.write_text(body)
@@ -81,8 +84,25 @@ def test_matrix_errors_name_line_and_column(tmp_path, body, needle):
 def test_cli_format_runs(tmp_path):
     paths = _write_runs(_cycles(3), tmp_path)
     out = tmp_path / "fit"
-    assert main(["fit", *map(str, paths), "--format", "runs", "--out", str(out), "--families", "SoftBounds",
-                 "--quiet", "--elements", "4", "--no-spread"]) == 0
+    assert (
+        main(
+            [
+                "fit",
+                *map(str, paths),
+                "--format",
+                "runs",
+                "--out",
+                str(out),
+                "--families",
+                "SoftBounds",
+                "--quiet",
+                "--elements",
+                "4",
+                "--no-spread",
+            ]
+        )
+        == 0
+    )
     assert (out / "device.json").is_file()
     bad = tmp_path / "bad_up.csv"
     bad.write_text("pulse,conductance [uS]\n0,1.0\n1,abc\n")

@@ -14,8 +14,22 @@ N = 3000
 RNG = np.random.default_rng(7)
 M = RNG.uniform(-1.3, 1.3, N)
 UP = RNG.random(N) < 0.5
-DATA = PulseData(M, M, UP, np.zeros(N, int), np.zeros(N, bool), 1, -1.0, 1.0, np.array([-1.0]), np.array([1.0]), 0.01,
-                 np.ones(N, int), np.zeros(N, int), {})
+DATA = PulseData(
+    M,
+    M,
+    UP,
+    np.zeros(N, int),
+    np.zeros(N, bool),
+    1,
+    -1.0,
+    1.0,
+    np.array([-1.0]),
+    np.array([1.0]),
+    0.01,
+    np.ones(N, int),
+    np.zeros(N, int),
+    {},
+)
 
 
 def _steps(device, w, up):
@@ -78,8 +92,9 @@ def test_analytic_jacobian_matches_central_differences(kind, anchor, noise):
     lo, hi = (np.array(v, float) for v in fam.box(DATA))
     m, up = np.ascontiguousarray(M), np.ascontiguousarray(UP)
     for theta in [lo + (hi - lo) * RNG.uniform(0.1, 0.9, len(lo)) for _ in range(3)]:
-        want = _central_differences(lambda t: predict(fam.fast_config(t), M, UP, anchor=anchor), theta,
-                                    1e-6 * (hi - lo))
+        want = _central_differences(
+            lambda t: predict(fam.fast_config(t), M, UP, anchor=anchor), theta, 1e-6 * (hi - lo)
+        )
         got = single_pulse_jacobian(fam.fast_config, theta, JACOBIAN_STEP * (hi - lo), m, up, anchor)
         off = np.abs(got - want) > 1e-5 * np.abs(want).max(0) + 1e-12  # 1e-12: a bound 30 sd away moves the
         # censored mean by 1e-130, which the model's evaluation leaves out (censored.TAIL) and the kernel keeps

@@ -40,15 +40,22 @@ def test_values_that_would_overflow_the_fit_are_refused(tmp_path, value):
 
 _LINE = st.one_of(
     st.text(max_size=40),
-    st.builds(lambda *c: ",".join(c), st.text(max_size=6), st.integers(-3, 2 ** 64).map(str),
-              st.sampled_from(["+1", "-1", "0", "up", "x", ""]),
-              st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr), st.text(max_size=8))),
+    st.builds(
+        lambda *c: ",".join(c),
+        st.text(max_size=6),
+        st.integers(-3, 2**64).map(str),
+        st.sampled_from(["+1", "-1", "0", "up", "x", ""]),
+        st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr), st.text(max_size=8)),
+    ),
 )
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(head=st.sampled_from([HEAD, "\ufeff" + HEAD, "# g_mid: 1\n" + HEAD, "", "device,pulse\n"]),
-       lines=st.lists(_LINE, max_size=8), tail=st.binary(max_size=6))
+@given(
+    head=st.sampled_from([HEAD, "\ufeff" + HEAD, "# g_mid: 1\n" + HEAD, "", "device,pulse\n"]),
+    lines=st.lists(_LINE, max_size=8),
+    tail=st.binary(max_size=6),
+)
 def test_any_input_loads_or_names_a_line(tmp_path, head, lines, tail):
     path = tmp_path / "gen.csv"
     path.write_bytes((head + "\n".join(lines)).encode("utf-8", "surrogatepass") + tail)
@@ -64,6 +71,7 @@ def test_any_input_loads_or_names_a_line(tmp_path, head, lines, tail):
 def _traces(tmp_path):
     from aimc.calibration import measure_cycles, write_csv
     from aimc.devices import Linear
+
     return write_csv(measure_cycles(Linear(tau=0.6, dw_min=0.05), n_devices=2, seed=1), tmp_path / "t.csv")
 
 

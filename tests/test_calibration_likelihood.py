@@ -24,27 +24,34 @@ from aimc.devices import ConstantStep
 NO_SPREAD = dict(dw_min_dtod=0.0, up_down_dtod=0.0, w_max_dtod=0.0, w_min_dtod=0.0)
 
 
-@pytest.mark.parametrize("s, sd, a, b, read_sd", [
-    (0.01, 0.05, -0.2, 0.3, 0.002),    # noise of five steps, far from the bounds
-    (0.01, 0.05, -0.2, 0.0, 0.002),    # at the bound ahead: half the pulses clipped
-    (0.01, 0.05, 0.0, 0.004, 0.001),   # both rooms small
-    (0.02, 0.004, -0.5, 0.5, 0.003),   # read noise of the order of the cycle noise
-])
+@pytest.mark.parametrize(
+    "s, sd, a, b, read_sd",
+    [
+        (0.01, 0.05, -0.2, 0.3, 0.002),  # noise of five steps, far from the bounds
+        (0.01, 0.05, -0.2, 0.0, 0.002),  # at the bound ahead: half the pulses clipped
+        (0.01, 0.05, 0.0, 0.004, 0.001),  # both rooms small
+        (0.02, 0.004, -0.5, 0.5, 0.003),  # read noise of the order of the cycle noise
+    ],
+)
 def test_density_integrates_to_one_and_has_the_censored_mean(s, sd, a, b, read_sd):
     lo, hi = min(a, s - 8 * sd) - 10 * read_sd, max(b, s + 8 * sd) + 10 * read_sd
     y = np.linspace(lo, hi, 400_001)
-    f = np.exp(-increment_nll(np.full_like(y, s), np.full_like(y, sd), np.full_like(y, a), np.full_like(y, b), y,
-                              read_sd))
+    f = np.exp(
+        -increment_nll(np.full_like(y, s), np.full_like(y, sd), np.full_like(y, a), np.full_like(y, b), y, read_sd)
+    )
     assert np.trapezoid(f, y) == pytest.approx(1.0, abs=1e-6)
     assert np.trapezoid(y * f, y) == pytest.approx(float(clipped_normal_mean(s, sd, a, b)), abs=1e-6 * (hi - lo))
 
 
-@pytest.mark.parametrize("s, sd, a, b, read_sd", [
-    (0.01, 0.05, -0.2, 0.3, 0.002),    # as in the density test above
-    (0.01, 0.05, -0.2, 0.0, 0.002),
-    (0.01, 0.05, 0.0, 0.004, 0.001),
-    (0.02, 0.004, -0.5, 0.5, 0.003),
-])
+@pytest.mark.parametrize(
+    "s, sd, a, b, read_sd",
+    [
+        (0.01, 0.05, -0.2, 0.3, 0.002),  # as in the density test above
+        (0.01, 0.05, -0.2, 0.0, 0.002),
+        (0.01, 0.05, 0.0, 0.004, 0.001),
+        (0.02, 0.004, -0.5, 0.5, 0.003),
+    ],
+)
 def test_gradient_equals_central_differences(s, sd, a, b, read_sd):
     """The derivatives of each increment's cost with respect to (s, sd, a, b, log read_sd) against central
     differences of the cost, at increments in the clipped, unclipped and impossible ranges."""
@@ -53,11 +60,20 @@ def test_gradient_equals_central_differences(s, sd, a, b, read_sd):
     log_stray = np.log(STRAY / 2.0)
 
     def costs(p):
-        return increment_costs(np.full(y.size, p[0]), np.full(y.size, p[1]), 1.0, np.full(y.size, p[2]),
-                               np.full(y.size, p[3]), y, float(np.exp(p[4])), log_stray)
+        return increment_costs(
+            np.full(y.size, p[0]),
+            np.full(y.size, p[1]),
+            1.0,
+            np.full(y.size, p[2]),
+            np.full(y.size, p[3]),
+            y,
+            float(np.exp(p[4])),
+            log_stray,
+        )
 
-    c, g = increment_cost_grads(np.full(y.size, s), np.full(y.size, sd), 1.0, np.full(y.size, a),
-                                np.full(y.size, b), y, read_sd, log_stray)
+    c, g = increment_cost_grads(
+        np.full(y.size, s), np.full(y.size, sd), 1.0, np.full(y.size, a), np.full(y.size, b), y, read_sd, log_stray
+    )
     np.testing.assert_allclose(c, costs(p0), rtol=1e-12)
     for k in range(5):
         h = 1e-6 * max(abs(p0[k]), 1e-3)
@@ -101,10 +117,14 @@ def test_likelihood_recovers_the_cycle_and_read_noise():
     assert f.interval.startswith("maximum likelihood per device")
 
 
-@pytest.mark.parametrize("kw, n_devices, match", [
-    (dict(method="pooled"), 4, "per-device"),
-    (dict(method="per-device", cycle_noise=False), 4, "cycle_noise"),
-    (dict(method="per-device"), 2, "at least 3 devices with enough increments, and the traces have 2")])
+@pytest.mark.parametrize(
+    "kw, n_devices, match",
+    [
+        (dict(method="pooled"), 4, "per-device"),
+        (dict(method="per-device", cycle_noise=False), 4, "cycle_noise"),
+        (dict(method="per-device"), 2, "at least 3 devices with enough increments, and the traces have 2"),
+    ],
+)
 def test_likelihood_refuses_what_it_cannot_model(kw, n_devices, match):
     tr = measure_cycles(ConstantStep(dw_min=0.01, w_max=0.5, w_min=-0.5, **NO_SPREAD), n_devices=n_devices, seed=1)
     with pytest.raises(ValueError, match=match):
@@ -122,8 +142,26 @@ def test_likelihood_not_applied_is_said_in_the_report_and_on_the_terminal(tmp_pa
     assert applied.data.quality["likelihood"].startswith("applied")
     csv = write_csv(tr, tmp_path / "t.csv")
     out = tmp_path / "fit"
-    assert main(["fit", str(csv), "--out", str(out), "--families", "tabulated", "--no-spread", "--elements", "2",
-                 "--quiet", "--likelihood", "--method", "per-device"]) == 0
+    assert (
+        main(
+            [
+                "fit",
+                str(csv),
+                "--out",
+                str(out),
+                "--families",
+                "tabulated",
+                "--no-spread",
+                "--elements",
+                "2",
+                "--quiet",
+                "--likelihood",
+                "--method",
+                "per-device",
+            ]
+        )
+        == 0
+    )
     assert "warning: --likelihood not applied" in capsys.readouterr().err
     assert "<b>Warning:</b> likelihood not applied" in (out / "report.html").read_text()
 
@@ -132,8 +170,19 @@ def test_cli_likelihood_writes_the_noise_per_device(tmp_path, capsys):
     truth = ConstantStep(dw_min=0.01, up_down=0.0, w_max=0.5, w_min=-0.5, dw_min_std=3.0, **NO_SPREAD)
     csv = write_csv(measure_cycles(truth, n_cycles=2, n_devices=4, read_noise=0.002, seed=4), tmp_path / "t.csv")
     out = tmp_path / "fit"
-    base = ["fit", str(csv), "--out", str(out), "--families", "ConstantStep", "--no-spread", "--elements", "2",
-            "--quiet", "--likelihood"]
+    base = [
+        "fit",
+        str(csv),
+        "--out",
+        str(out),
+        "--families",
+        "ConstantStep",
+        "--no-spread",
+        "--elements",
+        "2",
+        "--quiet",
+        "--likelihood",
+    ]
     assert main(base + ["--method", "pooled"]) == 2  # the likelihood refines per-device fits
     assert "per-device" in capsys.readouterr().err and not out.exists()
     assert main(base) == 0  # per-device is the default method

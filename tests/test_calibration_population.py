@@ -40,12 +40,31 @@ def test_cli_per_device_method_is_the_default(tmp_path, capsys):
 
     from aimc.calibration import write_csv
     from aimc.commands.cli import main
+
     spread = TRUTHS["SoftBounds"].model_copy(update={"dw_min_dtod": 0.3})  # 4 devices, 1 cycle: a spread they show
     tr = measure_cycles(spread, n_cycles=1, n_devices=4, read_noise=0.002, seed=1)
     csv = write_csv(tr, tmp_path / "sb.csv")
     out = tmp_path / "fit"
-    assert main(["fit", str(csv), "--out", str(out), "--families", "SoftBounds,ConstantStep",
-                 "--intervals", "bootstrap", "--bootstrap", "500", "--quiet", "--elements", "4"]) == 0
+    assert (
+        main(
+            [
+                "fit",
+                str(csv),
+                "--out",
+                str(out),
+                "--families",
+                "SoftBounds,ConstantStep",
+                "--intervals",
+                "bootstrap",
+                "--bootstrap",
+                "500",
+                "--quiet",
+                "--elements",
+                "4",
+            ]
+        )
+        == 0
+    )
     summary = json.loads((out / "fit.json").read_text())
     sb = summary["families"]["SoftBounds"]
     assert summary["method"] == "per-device"
@@ -58,8 +77,9 @@ def test_cli_per_device_method_is_the_default(tmp_path, capsys):
 def test_one_parameter_set_unless_the_devices_reject_it():
     """Devices drawn without spread keep the shared model, the least-squares fit of all their increments, with
     its k parameters charged once; a 30% spread of dw_min over 8 devices rejects it (likelihood-ratio test)."""
-    same = TRUTHS["SoftBounds"].model_copy(update=dict.fromkeys(("dw_min_dtod", "up_down_dtod", "w_max_dtod",
-                                                                 "w_min_dtod"), 0.0))
+    same = TRUTHS["SoftBounds"].model_copy(
+        update=dict.fromkeys(("dw_min_dtod", "up_down_dtod", "w_max_dtod", "w_min_dtod"), 0.0)
+    )
     tr = measure_cycles(same, n_cycles=1, n_devices=8, read_noise=0.005, seed=2)  # a quarter of a step
     f = fit(tr, kinds=["SoftBounds"], spread=False).fits["SoftBounds"]
     pooled = fit(tr, kinds=["SoftBounds"], spread=False, method="pooled").fits["SoftBounds"]
@@ -70,8 +90,9 @@ def test_one_parameter_set_unless_the_devices_reject_it():
     assert f.shared.startswith("one parameter set for all 8 devices") and f.interval == "Jacobian sandwich, normal"
     assert f.summary()["interval"] == f.interval_text == f"{f.shared}; Jacobian sandwich, normal"
     spread = TRUTHS["SoftBounds"].model_copy(update={"dw_min_dtod": 0.3})
-    f = fit(measure_cycles(spread, n_cycles=1, n_devices=8, read_noise=0.005, seed=2), kinds=["SoftBounds"],
-            spread=False).fits["SoftBounds"]
+    f = fit(
+        measure_cycles(spread, n_cycles=1, n_devices=8, read_noise=0.005, seed=2), kinds=["SoftBounds"], spread=False
+    ).fits["SoftBounds"]
     assert not f.shared and f.interval.startswith("over 8 devices")
 
 
@@ -81,9 +102,11 @@ def test_shared_sets_from_a_subsample_start_are_refitted_on_all_increments(monke
     the pooled method's residual sum of squares (to 0.1%: both stop at scipy's ftol on a flat optimum) and
     standard errors (a fit of the 1000 would give them about 1.6 times larger)."""
     import importlib
+
     monkeypatch.setattr(importlib.import_module("aimc.calibration.fit"), "START_SAMPLE", 1000)
-    same = TRUTHS["SoftBounds"].model_copy(update=dict.fromkeys(("dw_min_dtod", "up_down_dtod", "w_max_dtod",
-                                                                 "w_min_dtod"), 0.0))
+    same = TRUTHS["SoftBounds"].model_copy(
+        update=dict.fromkeys(("dw_min_dtod", "up_down_dtod", "w_max_dtod", "w_min_dtod"), 0.0)
+    )
     tr = measure_cycles(same, n_cycles=1, n_devices=8, read_noise=0.005, seed=2)
     res = fit(tr, kinds=["SoftBounds", "LinearStep"], spread=False)
     pooled = fit(tr, kinds=["SoftBounds"], spread=False, method="pooled").fits["SoftBounds"]
@@ -96,8 +119,9 @@ def test_shared_sets_from_a_subsample_start_are_refitted_on_all_increments(monke
         assert res.best.stderr[p] == pytest.approx(se, rel=0.3), p
 
 
-@pytest.mark.parametrize("n, rank, coverage", [(16, 4, 0.978729), (9, 2, 0.960938), (5, 1, 0.9375), (3, 1, 0.75),
-                                            (1, 1, 0.0)])
+@pytest.mark.parametrize(
+    "n, rank, coverage", [(16, 4, 0.978729), (9, 2, 0.960938), (5, 1, 0.9375), (3, 1, 0.75), (1, 1, 0.0)]
+)
 def test_median_interval_is_distribution_free(n, rank, coverage):
     # ranks and coverage: 1 - 2 P(Binomial(n, 1/2) < rank), the largest rank at >= 95%, else (min, max)
     (lo, hi), c, cov = median_interval(np.arange(n, 0, -1.0)[:, None] * [1.0, -2.0])

@@ -22,7 +22,8 @@ def test_linear_device_numbers_match_closed_forms():
     assert num["n_states"] == pytest.approx(2 * tau / 0.05) and num["dynamic_range"] == pytest.approx(2 * tau)
 
     def h(x):  # antiderivative of (x - c) / (1 - c x)
-        return -x / c - (1 - c * c) / c ** 2 * np.log(1 - c * x)
+        return -x / c - (1 - c * c) / c**2 * np.log(1 - c * x)
+
     np.testing.assert_allclose(num["curves"]["R_c"], tau * (h(u) - h(c)), atol=1e-4)
     assert num["penalty"]["stiffness_at_symmetric_point"] == pytest.approx(1 / (tau * (1 - c * c)), rel=1e-3)
 
@@ -30,7 +31,7 @@ def test_linear_device_numbers_match_closed_forms():
 def test_implicit_penalty_of_soft_bounds_is_quadratic():
     # R1: a linear device with c = 0 gives the weighted L2 penalty w^2 / (2 tau)
     w = np.linspace(-0.6, 0.6, 601)
-    np.testing.assert_allclose(implicit_penalty(w, w / 0.6, 0.0), w ** 2 / 1.2, atol=1e-6)
+    np.testing.assert_allclose(implicit_penalty(w, w / 0.6, 0.0), w**2 / 1.2, atol=1e-6)
 
 
 def test_report_files_for_presets_side_by_side(tmp_path):

@@ -48,6 +48,7 @@ def test_fit_report_named_after_the_trace_file(tmp_path):
     truth = Linear(tau=0.6, c=0.1, dw_min=0.03, dw_min_std=0.2)
     csv = write_csv(measure_cycles(truth, n_devices=3, read_noise=0.003, seed=5), tmp_path / "cycles.csv")
     from aimc.calibration import read_csv
+
     res = fit(read_csv(csv), kinds=["linear"], spread=False, source=str(csv))
     page = write_report([res], tmp_path / "rep", n_elements=4)
     nums = json.loads((tmp_path / "rep" / "report.json").read_text())
@@ -59,11 +60,13 @@ def test_fit_report_named_after_the_trace_file(tmp_path):
 def test_model_trace_follows_the_pulses_and_restarts():
     from aimc.calibration import WeightMap, from_arrays
     from aimc.calibration.pulse_data import model_trace
+
     dev = ConstantStep(dw_min=0.1, up_down=0.0, w_max=1.0, w_min=-1.0, **NO_SPREAD)
     g = [[0.0], [0.13], [0.18], [0.5], [0.42], [0.0]]
     tr = from_arrays(g, [0, 1, 1, 0, -1, -1])
-    tr = type(tr)(tr.devices, tr.device, tr.pulse * [1, 1, 1, 1, 1, 1] + [0, 0, 0, 0, 0, 3], tr.polarity,
-                  tr.conductance, tr.unit)
+    tr = type(tr)(
+        tr.devices, tr.device, tr.pulse * [1, 1, 1, 1, 1, 1] + [0, 0, 0, 0, 0, 3], tr.polarity, tr.conductance, tr.unit
+    )
     out = model_trace(dev, tr, WeightMap(0.0, 1.0, "a.u."), 0)
     # 2 up steps of 0.1 from 0, a restart at the read after no pulse (0.5), 1 down step, then 4 down steps
     assert out["model"] == pytest.approx([0.0, 0.1, 0.2, 0.5, 0.4, 0.0])
@@ -73,6 +76,7 @@ def test_a_one_sided_cell_is_reported_by_its_device():
     """aihwkit_pcm is two devices of one kind (G+, G-): its report shows that device's response."""
     from aimc.calibration.report import resolve
     from aimc.devices import get_preset
+
     subject = resolve("aihwkit_pcm")
     assert subject.device == get_preset("aihwkit_pcm").device and subject.device.kind == "ExpStep"
     assert subject.name == "aihwkit_pcm (one device of the cell)"

@@ -71,8 +71,15 @@ def test_reads_k_pulses_apart_are_used():
     g = tr.conductance.reshape(8, n_reads)[:, keep].T
     pol = tr.polarity.reshape(8, n_reads)[0, keep]
     sparse = from_arrays(g, pol, meta=tr.meta)
-    sparse = type(sparse)(sparse.devices, sparse.device, np.tile(np.flatnonzero(keep), 8), sparse.polarity,
-                          sparse.conductance, sparse.unit, sparse.meta)
+    sparse = type(sparse)(
+        sparse.devices,
+        sparse.device,
+        np.tile(np.flatnonzero(keep), 8),
+        sparse.polarity,
+        sparse.conductance,
+        sparse.unit,
+        sparse.meta,
+    )
     res = fit(sparse, kinds=["SoftBounds"], spread=False)
     assert res.data.k.max() == 3 and res.data.quality["n_multi_pulse"] > 0.9 * res.data.n
     skipped = sum(res.data.quality["skipped"].values())
@@ -87,8 +94,8 @@ def test_noise_form_chosen_by_the_data(form):
     # a power device whose step varies 8-fold over the range: the two forms differ where the step is small
     # (16 devices, 4 cycles: with 8 devices and 2 cycles the form chosen depended on the seed)
     from aimc.devices import Power
+
     truth = Power(tau=0.6, c=0.0, gamma=3.0, dw_min=0.02, dw_min_std=0.4, noise=form)
-    res = fit(measure_cycles(truth, n_cycles=4, n_devices=16, read_noise=0.002, seed=6), kinds=["power"],
-              spread=False)
+    res = fit(measure_cycles(truth, n_cycles=4, n_devices=16, read_noise=0.002, seed=6), kinds=["power"], spread=False)
     assert res.noise["form"] == form
     assert res.noise[f"sigma_{form}"] == pytest.approx(0.4, rel=0.15)

@@ -38,15 +38,18 @@ def test_cycle_protocol_shape_and_bounds():
     np.testing.assert_allclose(np.diff(g[:11]), 0.2, atol=1e-5)  # dw_min * g_scale per pulse
 
 
-@pytest.mark.parametrize("body, line, needle", [
-    ("device,pulse,polarity,conductance [uS]\n0,0,0,1.0\n0,1,+1,abc\n", 3, "column 4 (conductance)"),
-    ("device,pulse,polarity,conductance [uS]\n0,0,0,1.0\n0,1,2,1.0\n", 3, "column 3 (polarity)"),
-    ("device,pulse,polarity,conductance [uS]\n0,0,0,1.0\n0,x,1,1.0\n", 3, "column 2 (pulse)"),
-    ("device,pulse,polarity,conductance [uS]\n0,1,0,1.0\n0,1,1,1.0\n", 3, "does not increase"),
-    ("device,pulse,polarity,conductance [uS]\n0,0,0\n", 2, "expected 4 columns"),
-    ("# c\ndevice,pulse,polarity,conductance [furlong]\n", 2, "unknown unit"),
-    ("device,pulse,sign,conductance [uS]\n", 1, "column 3"),
-])
+@pytest.mark.parametrize(
+    "body, line, needle",
+    [
+        ("device,pulse,polarity,conductance [uS]\n0,0,0,1.0\n0,1,+1,abc\n", 3, "column 4 (conductance)"),
+        ("device,pulse,polarity,conductance [uS]\n0,0,0,1.0\n0,1,2,1.0\n", 3, "column 3 (polarity)"),
+        ("device,pulse,polarity,conductance [uS]\n0,0,0,1.0\n0,x,1,1.0\n", 3, "column 2 (pulse)"),
+        ("device,pulse,polarity,conductance [uS]\n0,1,0,1.0\n0,1,1,1.0\n", 3, "does not increase"),
+        ("device,pulse,polarity,conductance [uS]\n0,0,0\n", 2, "expected 4 columns"),
+        ("# c\ndevice,pulse,polarity,conductance [furlong]\n", 2, "unknown unit"),
+        ("device,pulse,sign,conductance [uS]\n", 1, "column 3"),
+    ],
+)
 def test_malformed_files_name_line_and_column(tmp_path, body, line, needle):
     path = tmp_path / "bad.csv"
     path.write_text(body)

@@ -8,8 +8,10 @@ import pytest
 from aimc.calibration import fit, measure_cycles
 from aimc.devices import Exponential, Power
 
-ASYMMETRIC = {"power": Power(tau=0.6, c=0.1, gamma=1.0, gamma_down=3.0, dw_min=0.01, dw_min_std=0.3),
-              "exponential": Exponential(tau=0.6, c=-0.1, gamma=0.5, gamma_down=2.0, dw_min=0.01, dw_min_std=0.3)}
+ASYMMETRIC = {
+    "power": Power(tau=0.6, c=0.1, gamma=1.0, gamma_down=3.0, dw_min=0.01, dw_min_std=0.3),
+    "exponential": Exponential(tau=0.6, c=-0.1, gamma=0.5, gamma_down=2.0, dw_min=0.01, dw_min_std=0.3),
+}
 
 
 def _fit(truth, kind):

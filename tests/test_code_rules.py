@@ -1,5 +1,5 @@
 """The code's own rules: the import contracts of pyproject.toml (application > trainers | calibration > devices
-> common), ruff clean, no private name imported across modules, no module over 500 lines, code outside the
+> common), ruff clean and formatted, no private name imported across modules, no module over 500 lines, code outside the
 device layer asks a tile through its methods (never its arrays, counters or private state), and no optimizer
 class chain deeper than three below torch's Optimizer.
 
@@ -57,9 +57,20 @@ def test_ruff_is_clean():
     ruff = shutil.which("ruff")
     if ruff is None:
         pytest.skip("ruff is not installed (pip install -e '.[dev]')")
-    out = subprocess.run([ruff, "check", "--no-cache", str(ROOT)], capture_output=True, text=True, cwd=ROOT,
-                         timeout=300)
+    out = subprocess.run(
+        [ruff, "check", "--no-cache", str(ROOT)], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
     assert out.returncode == 0, out.stdout[-3000:]
+
+
+def test_ruff_format_is_applied():
+    ruff = shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff is not installed (pip install -e '.[dev]')")
+    out = subprocess.run(
+        [ruff, "format", "--check", "--no-cache", str(ROOT)], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert out.returncode == 0, "run `ruff format`:\n" + out.stdout[-3000:]
 
 
 def test_no_private_name_is_imported_across_modules():
@@ -68,14 +79,20 @@ def test_no_private_name_is_imported_across_modules():
     for path in _sources():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.ImportFrom):
-                found += [f"{path.relative_to(ROOT)}:{node.lineno} {node.module}.{a.name}" for a in node.names
-                          if a.name.startswith("_") and not a.name.startswith("__")]
+                found += [
+                    f"{path.relative_to(ROOT)}:{node.lineno} {node.module}.{a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
     assert not found, "\n".join(found)
 
 
 def test_no_module_is_over_500_lines():
-    long = [f"{p.relative_to(ROOT)}: {n}" for p in _sources(SOURCE_FOLDERS[:4])
-            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES]
+    long = [
+        f"{p.relative_to(ROOT)}: {n}"
+        for p in _sources(SOURCE_FOLDERS[:4])
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    ]
     assert not long, "\n".join(long)
 
 
@@ -85,8 +102,12 @@ def _own_private_names(tree: ast.Module) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
-        elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name)
-              and node.value.id in ("self", "cls")):
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("self", "cls")
+        ):
             names.add(node.attr)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.add(node.id)
@@ -94,8 +115,12 @@ def _own_private_names(tree: ast.Module) -> set[str]:
 
 
 def _imported_modules(tree: ast.Module) -> set[str]:
-    return {(a.asname or a.name).split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-            for a in node.names}
+    return {
+        (a.asname or a.name).split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for a in node.names
+    }
 
 
 def tile_state_reaches(source: str, where: str) -> list[str]:
@@ -106,21 +131,33 @@ def tile_state_reaches(source: str, where: str) -> list[str]:
     own, modules = _own_private_names(tree), _imported_modules(tree)
     found = []
     for node in ast.walk(tree):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, (ast.AugAssign, ast.AnnAssign)) else []
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+            else []
+        )
         for t in targets:
-            if (isinstance(t, ast.Attribute) and t.attr in TILE_COUNTERS
-                    and not (isinstance(t.value, ast.Name) and t.value.id == "self")):
+            if (
+                isinstance(t, ast.Attribute)
+                and t.attr in TILE_COUNTERS
+                and not (isinstance(t.value, ast.Name) and t.value.id == "self")
+            ):
                 found.append(f"{where}:{t.lineno} writes {ast.unparse(t)}")
         if not isinstance(node, ast.Attribute):
             continue
         base = node.value
         if node.attr == "arrays":
             found.append(f"{where}:{node.lineno} {ast.unparse(node)}")
-        elif (node.attr.startswith("_") and not node.attr.startswith("__") and node.attr not in own
-              and node.attr not in NAMEDTUPLE_API
-              and not (isinstance(base, ast.Name) and base.id in {"self", "cls", *modules})
-              and not (isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "super")):
+        elif (
+            node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and node.attr not in own
+            and node.attr not in NAMEDTUPLE_API
+            and not (isinstance(base, ast.Name) and base.id in {"self", "cls", *modules})
+            and not (isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "super")
+        ):
             found.append(f"{where}:{node.lineno} {ast.unparse(node)}")
     return found
 
@@ -134,15 +171,25 @@ def test_code_outside_the_devices_asks_the_tile_not_its_arrays():
     assert not found, "\n".join(found)
 
 
-@pytest.mark.parametrize("line", ["v = block.tile.arrays[1].reference[:, cols]", "tile.reads += 3",
-                                  "tile.stream.counter = 0", "tile._dirty = True", "w = layer.tiles[0]._w"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "v = block.tile.arrays[1].reference[:, cols]",
+        "tile.reads += 3",
+        "tile.stream.counter = 0",
+        "tile._dirty = True",
+        "w = layer.tiles[0]._w",
+    ],
+)
 def test_a_reach_into_a_tile_is_found(line):
     assert tile_state_reaches(f"def f(block, tile, layer, cols):\n    {line}\n", "planted.py")
 
 
 def test_own_private_names_and_modules_are_not_reaches():
-    source = ("import os\nclass A:\n    def _x(self):\n        self.reads = 0\n\n"
-              "def f(a, t):\n    a._x()\n    os._exit(0)\n    return t._replace(k=1)\n")
+    source = (
+        "import os\nclass A:\n    def _x(self):\n        self.reads = 0\n\n"
+        "def f(a, t):\n    a._x()\n    os._exit(0)\n    return t._replace(k=1)\n"
+    )
     assert tile_state_reaches(source, "fine.py") == []
 
 
@@ -150,6 +197,7 @@ def test_no_optimizer_class_chain_is_deeper_than_three():
     """AnalogOptimizer is level 1, a shared base (TransferOptimizer) level 2, an algorithm at most level 3."""
     from aimc.trainers import OPTIMIZERS, AnalogOptimizer
 
-    deep = {name: [c.__name__ for c in cls.__mro__ if issubclass(c, AnalogOptimizer)]
-            for name, cls in OPTIMIZERS.items()}
+    deep = {
+        name: [c.__name__ for c in cls.__mro__ if issubclass(c, AnalogOptimizer)] for name, cls in OPTIMIZERS.items()
+    }
     assert {n: m for n, m in deep.items() if len(m) > MAX_OPTIMIZER_DEPTH} == {}

@@ -57,8 +57,7 @@ CYCLE_NOISE = dict(NO_SPREAD, dw_min_std=0.3)  # identical elements, aihwkit's d
 CASES = {
     "SoftBounds": dict(up_down=0.2, w_max=0.8, w_min=-0.5),
     "ConstantStep": dict(up_down=-0.1),
-    "LinearStep": dict(gamma_up=0.5, gamma_down=0.3, gamma_up_dtod=0.0, gamma_down_dtod=0.0, w_max=0.8,
-                       w_min=-0.5),
+    "LinearStep": dict(gamma_up=0.5, gamma_down=0.3, gamma_up_dtod=0.0, gamma_down_dtod=0.0, w_max=0.8, w_min=-0.5),
     "ExpStep": dict(gamma_up=0.5, gamma_down=0.5),  # R1's code's exponential device: granularity 0.67 dw_min
     "PowStep": dict(pow_gamma=2.0, pow_gamma_dtod=0.0),  # granularity dw_min / 4
     "PiecewiseStep": dict(piecewise_up=[1.2, 0.8, 0.5, 0.3, 0.2], piecewise_down=[0.2, 0.3, 0.6, 0.9, 1.1]),
@@ -79,8 +78,7 @@ def _batch():
 def _aihwkit_mean_var(kind: str, device: dict) -> tuple[np.ndarray, np.ndarray]:
     x, d = _batch()
     spec = dict(kind=kind, device=device, x=x.tolist(), d=d.tolist(), lr=LR, w0=W0, reps=REPS)
-    out = subprocess.run([str(PYTHON), "-c", SCRIPT, json.dumps(spec)], capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run([str(PYTHON), "-c", SCRIPT, json.dumps(spec)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     ak = json.loads(out.stdout.strip().splitlines()[-1])
     return np.array(ak["mean"]), np.array(ak["var"])
@@ -109,6 +107,8 @@ def test_aihwkit_soft_bounds_update_is_the_analog_update_of_its_formula():
     ak_mean, ak_var = _aihwkit_mean_var("SoftBounds", dict(CYCLE_NOISE, **CASES["SoftBounds"]))
     x, d = _batch()
     q_up, q_dn = 1.0 * (1 - W0 / 0.8), (1 - 0.2) * (1 - W0 / -0.5)
-    want = sum(np.where(np.outer(d[b], x[b]) < 0, -LR * np.outer(d[b], x[b]) * q_up,
-                        -LR * np.outer(d[b], x[b]) * q_dn) for b in range(2))
+    want = sum(
+        np.where(np.outer(d[b], x[b]) < 0, -LR * np.outer(d[b], x[b]) * q_up, -LR * np.outer(d[b], x[b]) * q_dn)
+        for b in range(2)
+    )
     assert np.abs(ak_mean - want).max() < 5 * math.sqrt(ak_var.max() / REPS)

@@ -27,8 +27,9 @@ pytestmark = pytest.mark.skipif(not PYTHON.exists(), reason=f"no aihwkit interpr
 
 def run_aihwkit(specs: list[dict]) -> list[dict]:
     """Answers of aihwkit 1.1.0 to the specs (one subprocess for all)."""
-    out = subprocess.run([str(PYTHON), str(SCRIPT)], input=json.dumps(specs), capture_output=True, text=True,
-                         timeout=1200)
+    out = subprocess.run(
+        [str(PYTHON), str(SCRIPT)], input=json.dumps(specs), capture_output=True, text=True, timeout=1200
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -37,8 +38,7 @@ def run_aihwkit(specs: list[dict]) -> list[dict]:
 
 TRACE_CASES = {
     "ConstantStep": dict(up_down=-0.1),
-    "LinearStep": dict(gamma_up=0.5, gamma_down=0.3, gamma_up_dtod=0.0, gamma_down_dtod=0.0, w_max=0.8,
-                       w_min=-0.5),
+    "LinearStep": dict(gamma_up=0.5, gamma_down=0.3, gamma_up_dtod=0.0, gamma_down_dtod=0.0, w_max=0.8, w_min=-0.5),
     "SoftBounds": dict(up_down=0.2, w_max=0.8, w_min=-0.5),
     "ExpStep": dict(),
     "PowStep": dict(pow_gamma=2.0, pow_gamma_dtod=0.0, pow_up_down=0.2),
@@ -52,10 +52,27 @@ def _trace_device(kind: str) -> dict:
 
 @pytest.fixture(scope="module")
 def aihwkit_traces() -> dict[str, np.ndarray]:
-    specs = [dict(mode="trace", kind=kind, device=_trace_device(kind), w0=0.0, signs=TRACE_SIGNS.tolist(),
-                  lr=4 * parse_device(dict(kind=kind, **_trace_device(kind))).granularity) for kind in TRACE_CASES]
-    specs.append(dict(mode="trace", kind="SoftBoundsPmax", device=dict(NO_SPREAD), w0=-1.0, signs=TRACE_SIGNS.tolist(),
-                      lr=4 * soft_bounds_pmax().granularity))
+    specs = [
+        dict(
+            mode="trace",
+            kind=kind,
+            device=_trace_device(kind),
+            w0=0.0,
+            signs=TRACE_SIGNS.tolist(),
+            lr=4 * parse_device(dict(kind=kind, **_trace_device(kind))).granularity,
+        )
+        for kind in TRACE_CASES
+    ]
+    specs.append(
+        dict(
+            mode="trace",
+            kind="SoftBoundsPmax",
+            device=dict(NO_SPREAD),
+            w0=-1.0,
+            signs=TRACE_SIGNS.tolist(),
+            lr=4 * soft_bounds_pmax().granularity,
+        )
+    )
     return {kind: np.array(a["w"]) for kind, a in zip([*TRACE_CASES, "SoftBoundsPmax"], run_aihwkit(specs))}
 
 
@@ -106,8 +123,9 @@ def test_minibatch_update_mean_and_spread_equal_aihwkit(kind, k_mean):
     x, d = _batch(kind, k_mean)
     k = LR * np.abs(x).max(1) * np.abs(d).max(1) / parse_device(dict(kind=kind)).granularity
     assert (k.max() < 31) if k_mean < 31 else (k.min() > 31)
-    (ak,) = run_aihwkit([dict(mode="stats", kind=kind, device={}, x=x.tolist(), d=d.tolist(), lr=LR, w0=W0,
-                              seeds=SEEDS)])
+    (ak,) = run_aihwkit(
+        [dict(mode="stats", kind=kind, device={}, x=x.tolist(), d=d.tolist(), lr=LR, w0=W0, seeds=SEEDS)]
+    )
     ak_mean, ak_var = np.array(ak["mean"]), np.array(ak["var"])
     dev = parse_device(dict(kind=kind))
     acc, acc2 = np.zeros((64, 64)), np.zeros((64, 64))
@@ -140,8 +158,9 @@ EFFECT_CASES = {
 def test_effects_equal_aihwkit():
     """200 x 200 SoftBounds tiles: mean and std of the weights after write noise on set, 7 decay steps,
     16 diffusion steps and a reset agree with aihwkit's (std within 4%)."""
-    specs = [dict(mode="effects", kind="SoftBounds", device=dict(_FLAT, **dev), **how)
-             for dev, how in EFFECT_CASES.values()]
+    specs = [
+        dict(mode="effects", kind="SoftBounds", device=dict(_FLAT, **dev), **how) for dev, how in EFFECT_CASES.values()
+    ]
     for (name, (dev, how)), ak in zip(EFFECT_CASES.items(), run_aihwkit(specs)):
         arr = ConductanceArray(200, 200, parse_device(dict(kind="SoftBounds", **_FLAT, **dev)), seed=3)
         arr.set_weights(np.full(arr.shape, how["w0"]))
@@ -156,15 +175,33 @@ def test_effects_equal_aihwkit():
         assert w.std() == pytest.approx(ak["std"], rel=0.04, abs=1e-6), name
 
 
-AIHWKIT_PRESETS = {"aihwkit_reram_sb": "ReRamSBPresetDevice", "aihwkit_reram_es": "ReRamESPresetDevice",
-                   "aihwkit_ecram": "EcRamPresetDevice", "aihwkit_ecram_mo": "EcRamMOPresetDevice",
-                   "aihwkit_capacitor": "CapacitorPresetDevice", "aihwkit_idealized": "IdealizedPresetDevice",
-                   "aihwkit_gokmen_vlasov": "GokmenVlasovPresetDevice"}
+AIHWKIT_PRESETS = {
+    "aihwkit_reram_sb": "ReRamSBPresetDevice",
+    "aihwkit_reram_es": "ReRamESPresetDevice",
+    "aihwkit_ecram": "EcRamPresetDevice",
+    "aihwkit_ecram_mo": "EcRamMOPresetDevice",
+    "aihwkit_capacitor": "CapacitorPresetDevice",
+    "aihwkit_idealized": "IdealizedPresetDevice",
+    "aihwkit_gokmen_vlasov": "GokmenVlasovPresetDevice",
+}
 # aihwkit fields the presets above leave at values without effect (not modelled as fields here)
-INERT = dict(construction_seed=0, perfect_bias=False, count_pulses=False, dw_min_dtod_log_normal=False,
-             dw_min_std_add=0.0, dw_min_std_slope=0.0, allow_increasing=False, reverse_up=False,
-             reverse_down=False, reverse_offset=0.01, slope_up_dtod=0.0, slope_down_dtod=0.0, reference_mean=0.0,
-             reference_std=0.0, subtract_symmetry_point=False)
+INERT = dict(
+    construction_seed=0,
+    perfect_bias=False,
+    count_pulses=False,
+    dw_min_dtod_log_normal=False,
+    dw_min_std_add=0.0,
+    dw_min_std_slope=0.0,
+    allow_increasing=False,
+    reverse_up=False,
+    reverse_down=False,
+    reverse_offset=0.01,
+    slope_up_dtod=0.0,
+    slope_down_dtod=0.0,
+    reference_mean=0.0,
+    reference_std=0.0,
+    subtract_symmetry_point=False,
+)
 
 
 def test_presets_carry_every_field_of_aihwkit_s_preset_classes():

@@ -11,14 +11,27 @@ import pytest
 from aimc.devices import AnalogTile, ConductanceArray, PeripheryConfig, UpdateConfig, parse_device
 from aimc.devices.response_step import DW_DOWN, DW_UP, N_ELEMENT_PARAMS, W_MAX, W_MIN
 
-CONST = dict(kind="ConstantStep", dw_min=2e-3, dw_min_std=0.0, dw_min_dtod=0.0, up_down_dtod=0.0,
-             w_max=1.0, w_min=-1.0, w_max_dtod=0.0, w_min_dtod=0.0)
+CONST = dict(
+    kind="ConstantStep",
+    dw_min=2e-3,
+    dw_min_std=0.0,
+    dw_min_dtod=0.0,
+    up_down_dtod=0.0,
+    w_max=1.0,
+    w_min=-1.0,
+    w_max_dtod=0.0,
+    w_min_dtod=0.0,
+)
 
 
-@pytest.mark.parametrize("cfg,tol", [(CONST, None),
-                                     (dict(CONST, dw_min_std=0.2, dw_min_dtod=0.2, up_down_dtod=0.05), None),
-                                     (dict(kind="SoftBounds", dw_min=2e-3, dw_min_std=0.1, w_max_dtod=0.1,
-                                           w_min_dtod=0.1), 3e-3)])
+@pytest.mark.parametrize(
+    "cfg,tol",
+    [
+        (CONST, None),
+        (dict(CONST, dw_min_std=0.2, dw_min_dtod=0.2, up_down_dtod=0.05), None),
+        (dict(kind="SoftBounds", dw_min=2e-3, dw_min_std=0.1, w_max_dtod=0.1, w_min_dtod=0.1), 3e-3),
+    ],
+)
 def test_program_reaches_the_target(cfg, tol):
     dev = parse_device(cfg)
     a = ConductanceArray(20, 30, dev, seed=1)
@@ -156,11 +169,17 @@ def test_a_device_without_spread_shares_one_parameter_row_and_updates_alike():
 def test_every_array_gives_the_kernels_one_parameter_type():
     """Shared or per-element parameters, any shape: one Numba type (float32, 3-d, 'A', read-only), so each
     kernel compiles once per cold cache, not once per layout."""
-    types = {numba.typeof(ConductanceArray(*shape, parse_device(dict(kind="SoftBounds", dw_min_dtod=spread)),
-                                           seed=1).params.ep)
-             for shape in [(1, 1), (1, 7), (5, 1), (6, 9)] for spread in (0.0, 0.3)}
-    arrays = [ConductanceArray(3, 4, parse_device(dict(kind="SoftBounds", dw_min_dtod=spread)), seed=1)
-              for spread in (0.0, 0.3)]
+    types = {
+        numba.typeof(
+            ConductanceArray(*shape, parse_device(dict(kind="SoftBounds", dw_min_dtod=spread)), seed=1).params.ep
+        )
+        for shape in [(1, 1), (1, 7), (5, 1), (6, 9)]
+        for spread in (0.0, 0.3)
+    }
+    arrays = [
+        ConductanceArray(3, 4, parse_device(dict(kind="SoftBounds", dw_min_dtod=spread)), seed=1)
+        for spread in (0.0, 0.3)
+    ]
     types |= {numba.typeof(copy.deepcopy(a).params.ep) for a in arrays}  # a deep copy keeps the layout
     assert types == {numba.types.Array(numba.float32, 3, "A", readonly=True)}
     for a in arrays:

@@ -16,11 +16,19 @@ from aimc.devices import DEVICE_KINDS, PRESETS, PeripheryConfig, UpdateConfig, d
 
 # a value out of range (or of the wrong kind) for one field of each family
 BAD_VALUES = {
-    "ideal": ("tau", -1.0), "linear": ("c", 1.5), "power": ("gamma", 0.0), "exponential": ("gamma_dtod", -0.1),
-    "ConstantStep": ("dw_min_dtod", 1.5), "LinearStep": ("gamma_up_dtod", -1.0), "SoftBounds": ("gamma_up", 2.0),
-    "ExpStep": ("up_down", 1.5), "PowStep": ("pow_gamma", 0.0), "PiecewiseStep": ("piecewise_up", [1.0]),
+    "ideal": ("tau", -1.0),
+    "linear": ("c", 1.5),
+    "power": ("gamma", 0.0),
+    "exponential": ("gamma_dtod", -0.1),
+    "ConstantStep": ("dw_min_dtod", 1.5),
+    "LinearStep": ("gamma_up_dtod", -1.0),
+    "SoftBounds": ("gamma_up", 2.0),
+    "ExpStep": ("up_down", 1.5),
+    "PowStep": ("pow_gamma", 0.0),
+    "PiecewiseStep": ("piecewise_up", [1.0]),
     "tabulated": ("q_plus_values", "high"),
-    "SoftBoundsReference": ("reference_std", -0.1), "PowStepReference": ("write_noise_std", 1.0),
+    "SoftBoundsReference": ("reference_std", -0.1),
+    "PowStepReference": ("write_noise_std", 1.0),
 }
 
 
@@ -59,17 +67,20 @@ def test_negative_granularity_is_named(kind):
         parse_device(dict(FAMILY_CONFIGS[kind], dw_min=-1e-3))
 
 
-@pytest.mark.parametrize("cfg,names", [
-    (dict(kind="SoftBounds", w_min=0.5, w_max=0.2), ["w_min", "w_max"]),
-    (dict(kind="PiecewiseStep", piecewise_up=[1, 1, 1], piecewise_down=[1, 1]), ["piecewise_up", "piecewise_down"]),
-    (dict(kind="PiecewiseStep", piecewise_up=[1, -1], piecewise_down=[1, 1]), ["piecewise"]),
-    (dict(kind="tabulated", w=[0, 1, 0.5], q_plus_values=[1, 1, 1], q_minus_values=[1, 1, 1]), ["w must"]),
-    (dict(kind="tabulated", w=[0, 1], q_plus_values=[1, 1, 1], q_minus_values=[1, 1]), ["q_plus_values"]),
-    (dict(kind="tabulated", w=[0, 1], q_plus_values=[1, -1], q_minus_values=[1, 1]), ["response values"]),
-    (dict(kind="tabulated", w=[0, 1], q_plus_values=[1, 1]), ["q_minus_values", "Field required"]),
-    (dict(kind="nonsense"), ["kind", "nonsense"]),
-    (dict(tau=1.0), ["kind"]),
-])
+@pytest.mark.parametrize(
+    "cfg,names",
+    [
+        (dict(kind="SoftBounds", w_min=0.5, w_max=0.2), ["w_min", "w_max"]),
+        (dict(kind="PiecewiseStep", piecewise_up=[1, 1, 1], piecewise_down=[1, 1]), ["piecewise_up", "piecewise_down"]),
+        (dict(kind="PiecewiseStep", piecewise_up=[1, -1], piecewise_down=[1, 1]), ["piecewise"]),
+        (dict(kind="tabulated", w=[0, 1, 0.5], q_plus_values=[1, 1, 1], q_minus_values=[1, 1, 1]), ["w must"]),
+        (dict(kind="tabulated", w=[0, 1], q_plus_values=[1, 1, 1], q_minus_values=[1, 1]), ["q_plus_values"]),
+        (dict(kind="tabulated", w=[0, 1], q_plus_values=[1, -1], q_minus_values=[1, 1]), ["response values"]),
+        (dict(kind="tabulated", w=[0, 1], q_plus_values=[1, 1]), ["q_minus_values", "Field required"]),
+        (dict(kind="nonsense"), ["kind", "nonsense"]),
+        (dict(tau=1.0), ["kind"]),
+    ],
+)
 def test_cross_field_errors_name_the_fields(cfg, names):
     with pytest.raises(ConfigError) as err:
         parse_device(cfg)
@@ -82,8 +93,15 @@ def test_error_path_prefix_is_the_caller_s():
         parse_device(dict(kind="linear", c=2.0), where="tile.device")
 
 
-@pytest.mark.parametrize("model,field,value", [(UpdateConfig, "desired_bl", 40), (UpdateConfig, "mode", "fast"),
-                                               (PeripheryConfig, "inp_bits", 0), (PeripheryConfig, "out_noise", -1)])
+@pytest.mark.parametrize(
+    "model,field,value",
+    [
+        (UpdateConfig, "desired_bl", 40),
+        (UpdateConfig, "mode", "fast"),
+        (PeripheryConfig, "inp_bits", 0),
+        (PeripheryConfig, "out_noise", -1),
+    ],
+)
 def test_update_and_periphery_configs_name_the_field(model, field, value):
     with pytest.raises(ValueError, match=field):
         model(**{field: value})
@@ -159,8 +177,7 @@ def test_load_device_errors(tmp_path):
 
 def _cli(*args, cwd):
     """The installed `aimc` CLI, run from a folder that is not the repository."""
-    return subprocess.run([sys.executable, "-m", "aimc", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-m", "aimc", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
 
 
 def test_cli_devices_lists_every_preset(tmp_path):

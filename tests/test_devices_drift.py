@@ -32,9 +32,9 @@ def _array(shape=(200, 200), w0=W0, seed=0, **fields) -> ConductanceArray:
 def test_drift_is_the_power_law_of_the_clock_in_units_of_t0():
     a = _array((4, 5), drift=dict(nu=0.07, t_0=2.0))
     a.idle(100.0)  # T = 50 units of t_0
-    np.testing.assert_allclose(a.w, W0 * 50.0 ** -0.07, rtol=1e-6)
+    np.testing.assert_allclose(a.w, W0 * 50.0**-0.07, rtol=1e-6)
     a.idle(100.0)  # T = 100: the clock accumulates, w0 and the restart time stay
-    np.testing.assert_allclose(a.w, W0 * 100.0 ** -0.07, rtol=1e-6)
+    np.testing.assert_allclose(a.w, W0 * 100.0**-0.07, rtol=1e-6)
     b = _array((4, 5), drift=dict(nu=0.07, t_0=2.0))
     b.idle(1.5)  # below one unit of t_0: f = max(T, 1)^-nu = 1
     np.testing.assert_array_equal(b.w, W0)
@@ -47,7 +47,7 @@ def test_nu_spread_gives_the_log_normal_mean_and_spread():
     s = nu * dtod * math.log(t)  # ln(w / w0) = -nu_ij ln t, nu_ij ~ N(nu, (nu dtod)^2)
     expected = W0 * math.exp(-nu * math.log(t) + 0.5 * s * s)
     n = a.w.size
-    sd_mean = W0 * math.exp(-nu * math.log(t)) * math.sqrt(math.exp(s * s) - 1) * math.exp(0.5 * s * s) / n ** 0.5
+    sd_mean = W0 * math.exp(-nu * math.log(t)) * math.sqrt(math.exp(s * s) - 1) * math.exp(0.5 * s * s) / n**0.5
     assert abs(a.w.mean() - expected) < 5 * sd_mean
     log_ratio = np.log(a.w / W0) / -math.log(t)
     assert abs(log_ratio.std() - nu * dtod) < 5 * nu * dtod / (2 * n) ** 0.5
@@ -59,7 +59,7 @@ def test_nu_std_varies_nu_every_call():
     a.idle(t)
     log_ratio = np.log(a.w / W0) / -math.log(t)
     n = a.w.size
-    assert abs(log_ratio.mean() - nu) < 5 * nu * nu_std / n ** 0.5
+    assert abs(log_ratio.mean() - nu) < 5 * nu * nu_std / n**0.5
     assert abs(log_ratio.std() - nu * nu_std) < 5 * nu * nu_std / (2 * n) ** 0.5
 
 
@@ -75,19 +75,20 @@ def test_a_written_element_restarts_its_drift():
     assert a.w[1, 2] == written
     others = np.ones((3, 4), bool)
     others[1, 2] = False
-    np.testing.assert_allclose(a.w[others], W0 * 100.0 ** -nu, rtol=1e-6)
+    np.testing.assert_allclose(a.w[others], W0 * 100.0**-nu, rtol=1e-6)
     a.idle(50.0)  # T = 150: the written element drifts from its restart at 100
-    np.testing.assert_allclose(a.w[1, 2], written * 50.0 ** -nu, rtol=1e-6)
-    np.testing.assert_allclose(a.w[others], W0 * 150.0 ** -nu, rtol=1e-6)
+    np.testing.assert_allclose(a.w[1, 2], written * 50.0**-nu, rtol=1e-6)
+    np.testing.assert_allclose(a.w[others], W0 * 150.0**-nu, rtol=1e-6)
 
 
 def test_conductance_offsets_and_nu_k_follow_the_equation():
     p = dict(nu=0.06, nu_k=0.02, log_g0=-0.3, g_offset=0.5, wg_ratio=2.0, w_offset=0.1)
     a = _array((2, 3), drift=p)
     a.idle(400.0)
-    nu_a = p["nu"] - p["nu_k"] * math.log((W0 - p["w_offset"]) / p["wg_ratio"] + p["g_offset"]) \
-        + p["nu_k"] * p["log_g0"]
-    f = 400.0 ** -nu_a
+    nu_a = (
+        p["nu"] - p["nu_k"] * math.log((W0 - p["w_offset"]) / p["wg_ratio"] + p["g_offset"]) + p["nu_k"] * p["log_g0"]
+    )
+    f = 400.0**-nu_a
     off = p["g_offset"] * p["wg_ratio"] + p["w_offset"]
     np.testing.assert_allclose(a.w, W0 * f + off * (f - 1), rtol=1e-6)
 
@@ -97,9 +98,9 @@ def test_w_noise_std_adds_fresh_gaussian_noise_per_call():
     a.idle(10.0)
     a.idle(10.0)
     n = a.w.size
-    d = a.w - W0 * 20.0 ** -0.05  # w0 f + noise of the last call only: aihwkit's noise does not accumulate
+    d = a.w - W0 * 20.0**-0.05  # w0 f + noise of the last call only: aihwkit's noise does not accumulate
     sd = 0.02
-    assert abs(d.mean()) < 5 * sd / n ** 0.5
+    assert abs(d.mean()) < 5 * sd / n**0.5
     assert abs(d.std() - sd) < 5 * sd / (2 * n) ** 0.5
 
 
@@ -110,7 +111,7 @@ def test_idle_decays_as_n_optimizer_steps_and_redraws_write_noise():
     np.testing.assert_allclose(a.w, reset + (W0 - reset) * (1 - 1 / lifetime) ** steps, rtol=1e-5)
     noisy = _array(write_noise_std=3.0, dw_min=0.01, drift=dict(nu=0.05))
     noisy.idle(1000.0)
-    np.testing.assert_allclose(noisy.hidden, W0 * 1000.0 ** -0.05, rtol=1e-6)
+    np.testing.assert_allclose(noisy.hidden, W0 * 1000.0**-0.05, rtol=1e-6)
     n = noisy.w.size
     std = (noisy.w - noisy.hidden).std()
     assert abs(std - 0.03) < 5 * 0.03 / (2 * n) ** 0.5  # write_noise_std * dw_min around the hidden weight
@@ -121,7 +122,7 @@ def test_idle_diffusion_is_a_random_walk_of_n_steps():
     a = _array(diffusion=rate)
     a.idle(float(steps))
     n = a.w.size
-    sd = rate * steps ** 0.5
+    sd = rate * steps**0.5
     assert abs((a.w - W0).std() - sd) < 5 * sd / (2 * n) ** 0.5
 
 
@@ -143,7 +144,7 @@ def test_drift_state_survives_a_state_dict_round_trip():
     a.idle(90.0)
     b.idle(90.0)
     np.testing.assert_array_equal(a.w, b.w)
-    np.testing.assert_allclose(b.w, W0 * 100.0 ** -0.1, rtol=1e-6)
+    np.testing.assert_allclose(b.w, W0 * 100.0**-0.1, rtol=1e-6)
 
 
 def test_global_compensation_undoes_a_uniform_drift_exactly():
@@ -158,9 +159,9 @@ def test_global_compensation_undoes_a_uniform_drift_exactly():
     before = tile.forward(x)
     tile.idle(3600.0, drift=DriftParameter(nu=0.05))
     drifted = tile.forward(x)
-    np.testing.assert_allclose(drifted, before * 3600.0 ** -0.05, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(drifted, before * 3600.0**-0.05, rtol=1e-5, atol=1e-7)
     alpha = compensate(tile, baseline)
-    np.testing.assert_allclose(alpha, 3600.0 ** 0.05, rtol=1e-5)
+    np.testing.assert_allclose(alpha, 3600.0**0.05, rtol=1e-5)
     np.testing.assert_allclose(tile.forward(x), before, rtol=1e-5, atol=1e-6)
 
 
@@ -193,10 +194,21 @@ def test_matches_aihwkit_drift_weights():
     w = rng.uniform(-0.5, 0.5, (3, 4)).round(3)
     w2 = w.copy()
     w2[0, :2] = [0.25, -0.125]
-    ops = [("set", w.tolist()), ("drift", 5.0), ("drift", 20.0), ("set", w2.tolist()), ("drift", 50.0),
-           ("drift", 1000.0), ("drift", 0.5)]
-    res = subprocess.run([str(PYTHON), "-c", AIHWKIT_SCRIPT, json.dumps(dict(drift=drift, w=w.tolist(), ops=ops))],
-                         capture_output=True, text=True, timeout=300)
+    ops = [
+        ("set", w.tolist()),
+        ("drift", 5.0),
+        ("drift", 20.0),
+        ("set", w2.tolist()),
+        ("drift", 50.0),
+        ("drift", 1000.0),
+        ("drift", 0.5),
+    ]
+    res = subprocess.run(
+        [str(PYTHON), "-c", AIHWKIT_SCRIPT, json.dumps(dict(drift=drift, w=w.tolist(), ops=ops))],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     theirs = json.loads(res.stdout.strip().splitlines()[-1])
     a = _array(w.shape, drift=drift)

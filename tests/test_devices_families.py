@@ -14,8 +14,11 @@ from aimc.devices.families.fitting import Family
 
 CLASSES = {cls.model_fields["kind"].default: cls for cls in typing.get_args(typing.get_args(DeviceConfig)[0])}
 MODULES = {m.__name__: m for m in FAMILY_MODULES}
-FITTED_OTHERWISE = {"tabulated": "calibration.fit_tabulated, no parameters", "SoftBoundsReference": "as SoftBounds",
-                    "PowStepReference": "as PowStep"}
+FITTED_OTHERWISE = {
+    "tabulated": "calibration.fit_tabulated, no parameters",
+    "SoftBoundsReference": "as SoftBounds",
+    "PowStepReference": "as PowStep",
+}
 """Families without a parametric fit of their own, and how they are fitted."""
 TABLE = {"w": [-1.0, 0.0, 1.0], "q_plus_values": [1.0, 0.5, 0.0], "q_minus_values": [0.0, 0.5, 1.0]}
 

@@ -7,11 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-TABLE = "import numpy as np\nfrom numba import njit\nSTEP = np.array([{step}])\n\n\n" \
-        "@njit(cache=True, inline='always')\ndef step(k):\n    return STEP[k]\n"
+TABLE = (
+    "import numpy as np\nfrom numba import njit\nSTEP = np.array([{step}])\n\n\n"
+    "@njit(cache=True, inline='always')\ndef step(k):\n    return STEP[k]\n"
+)
 KERNEL = "from numba import njit\nfrom table import step\n\n\n@njit(cache=True)\ndef kernel():\n    return step(0)\n"
-RUN = "import sys; sys.path.insert(0, {root!r})\nimport kernel, table\n" \
-      "from aimc.devices.jit_cache import flush_stale\n{flush}print(kernel.kernel())\n"
+RUN = (
+    "import sys; sys.path.insert(0, {root!r})\nimport kernel, table\n"
+    "from aimc.devices.jit_cache import flush_stale\n{flush}print(kernel.kernel())\n"
+)
 
 
 def _run(root: Path, flush: bool) -> str:
@@ -34,6 +38,7 @@ def test_every_module_with_cached_kernels_is_flushed_with_the_others():
     """A module whose cached kernels inline another module's kernels must be in CACHED_MODULES, or its cache
     outlives a change there (a stale c-TTv2 kernel once stepped SoftBoundsReference elements as another family)."""
     import aimc.devices as devices
+
     root = Path(devices.__file__).parent
     cached = {p.stem for p in root.glob("*.py") if re.search(r"@(njit|jit)\(.*cache=True", p.read_text())}
     assert "array_update" in cached

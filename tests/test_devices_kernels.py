@@ -74,8 +74,9 @@ def test_array_parameters_are_float32(kind):
     assert arr.params.ep.dtype == np.float32
     for up in (True, False):
         want = cfg["dw_min"] * ref_q(cfg, w, up)
-        np.testing.assert_allclose(element_steps_kernel(w, up, arr.params.kernel), want, rtol=2e-6,
-                                   atol=1e-6 * cfg["dw_min"])
+        np.testing.assert_allclose(
+            element_steps_kernel(w, up, arr.params.kernel), want, rtol=2e-6, atol=1e-6 * cfg["dw_min"]
+        )
 
 
 # -- pulse_kernel ---------------------------------------------------------------------------------------
@@ -217,7 +218,8 @@ def test_symmetric_point_kernel_matches_brentq(kind):
 
 # every family, and the power family at its exact exponents (sqrt, identity, square) and a general one
 ELEMENT_STEP_CASES = [pytest.param(FAMILY_CONFIGS[k], 1e-10, id=k) for k in DEVICE_KINDS] + [
-    pytest.param(dict(FAMILY_CONFIGS["power"], gamma=g), 1e-12, id=f"power-gamma-{g}") for g in (0.5, 1.0, 2.0, 1.3)]
+    pytest.param(dict(FAMILY_CONFIGS["power"], gamma=g), 1e-12, id=f"power-gamma-{g}") for g in (0.5, 1.0, 2.0, 1.3)
+]
 
 
 @pytest.mark.parametrize("cfg, rtol", ELEMENT_STEP_CASES)
@@ -226,8 +228,9 @@ def test_element_steps_kernel_matches_the_formula(cfg, rtol):
     w = np.linspace(lo, hi, 35).reshape(5, 7)
     p = _params(cfg, w.shape)
     for up in (True, False):
-        np.testing.assert_allclose(element_steps_kernel(w, up, p.kernel), cfg["dw_min"] * ref_q(cfg, w, up),
-                                   rtol=rtol, atol=1e-15)
+        np.testing.assert_allclose(
+            element_steps_kernel(w, up, p.kernel), cfg["dw_min"] * ref_q(cfg, w, up), rtol=rtol, atol=1e-15
+        )
 
 
 # -- pulse trains and coincidences ------------------------------------------------------------------------
@@ -252,7 +255,7 @@ def test_pulse_trains_bit_probabilities():
         L = bl[b]
         assert not bits[b, :, L:].any()  # no pulse beyond the train length
         for g, p in enumerate(probs):
-            sel = bits[b, g * n_per:(g + 1) * n_per, :L].astype(float)
+            sel = bits[b, g * n_per : (g + 1) * n_per, :L].astype(float)
             p_eff = min(p, 1.0)
             n = sel.size
             assert abs(sel.mean() - p_eff) < 5 * np.sqrt(p_eff * (1 - p_eff) / n) + 1e-12, (b, p, sel.mean())
@@ -289,7 +292,7 @@ def test_slot_lists_match_the_masks(max_bl):
     for b in range(3):
         for t in range(max_bl):
             want = np.flatnonzero((masks[b] >> t) & 1)
-            entries = lists[b, t, :counts[b, t]]
+            entries = lists[b, t, : counts[b, t]]
             index = entries & INDEX
             np.testing.assert_array_equal(np.sort(index), want)
             np.testing.assert_array_equal(entries >= NEGATIVE, values[b, index] < 0)  # the sign bit
@@ -338,8 +341,9 @@ def test_exponential_pulse_is_float64_for_steep_devices(gamma_dtod):
     counts = np.ones((1, 1), np.int32)
     d_masks = np.ones((1, 1), np.uint32)
     w = np.zeros((1, 2), np.float32)
-    fired = coincidence_update_kernel(w, (lists, counts, d_masks), np.array([[-1.0]], np.float32), 1.0,
-                                      (*p.kernel[:6], 0.0, False), 0, 1)
+    fired = coincidence_update_kernel(
+        w, (lists, counts, d_masks), np.array([[-1.0]], np.float32), 1.0, (*p.kernel[:6], 0.0, False), 0, 1
+    )
     want = float(p.ep[0, 0, DW_UP]) * (math.expm1(g * 1.0) / math.expm1(g))
     assert fired == 1 and w[0, 1] == 0.0
     assert w[0, 0] == pytest.approx(want, rel=1e-6)
@@ -352,8 +356,9 @@ def _row_pulse_normals(seed, counter, i, n):
     return out[:n].astype(np.float64)
 
 
-@pytest.mark.parametrize("noise, sigma, c", [("additive", 0.0, 0.2), ("multiplicative", 0.4, 0.2),
-                                             ("additive", 0.4, 0.0)])
+@pytest.mark.parametrize(
+    "noise, sigma, c", [("additive", 0.0, 0.2), ("multiplicative", 0.4, 0.2), ("additive", 0.4, 0.0)]
+)
 def test_linear_coincidence_update_matches_a_python_loop(noise, sigma, c):
     """Soft bounds (R1's linear family), each of the coincidence loop's variants (no noise, multiplicative,
     additive): per row, samples in order, slots in order, columns in order; the k-th pulse of row i takes
@@ -441,17 +446,22 @@ def test_fused_pulsed_update_equals_the_stages(kind, rows, cols, batch):
     p = arr.params
     # the last case: one-slot trains (largest firing probability sqrt(lr max|x| max|d| / dw_min) = 0.3)
     one_slot_lr = float(0.09 * p.granularity / (np.abs(x).max(1) * np.abs(d).max(1)).max())
-    cases = [(0.5, UpdateConfig()), (-0.2, UpdateConfig(update_bl_management=False, desired_bl=9)),
-             (one_slot_lr, UpdateConfig())]
+    cases = [
+        (0.5, UpdateConfig()),
+        (-0.2, UpdateConfig(update_bl_management=False, desired_bl=9)),
+        (one_slot_lr, UpdateConfig()),
+    ]
     for lr, ucfg in cases:
         w_staged = arr.w.copy()
-        bl, xs, ds = plan_kernel(x, d, abs(lr), p.granularity, ucfg.desired_bl, ucfg.update_management,
-                                 ucfg.update_bl_management)
+        bl, xs, ds = plan_kernel(
+            x, d, abs(lr), p.granularity, ucfg.desired_bl, ucfg.update_management, ucfg.update_bl_management
+        )
         x_masks = pulse_trains_kernel(x, xs, bl, arr.seed, 5, 0)
         d_masks = pulse_trains_kernel(d, ds, bl, arr.seed, 5, batch)
         lists, counts = slot_lists_kernel(x_masks, x, int(bl.max()))
-        n_staged = coincidence_update_kernel(w_staged, (lists, counts, d_masks), d, float(np.sign(lr)), p.kernel,
-                                             arr.seed, 5)
+        n_staged = coincidence_update_kernel(
+            w_staged, (lists, counts, d_masks), d, float(np.sign(lr)), p.kernel, arr.seed, 5
+        )
         w_fused = arr.w.copy()
         settings = update_settings(lr, p.granularity, ucfg)
         n_fused = pulsed_update_kernel(w_fused, x, d, settings, p.kernel, arr.seed, 5, w_fused, NO_WRITE_NOISE, 0)
@@ -492,8 +502,9 @@ def test_expected_update_kernel_noise_variance():
         p = _drawn_params(cfg, shape)
         w = np.full(shape, 0.1, np.float32)
         n = 4
-        expected_update_kernel(w, np.full(shape, n * cfg["dw_min"]), cfg["dw_min"],
-                               (*p.kernel[:6], 0.3, not mult), 2, 1, NO_SET)
+        expected_update_kernel(
+            w, np.full(shape, n * cfg["dw_min"]), cfg["dw_min"], (*p.kernel[:6], 0.3, not mult), 2, 1, NO_SET
+        )
         s = cfg["dw_min"] * ref_q(cfg, 0.1, True)
         scale = s if mult else cfg["dw_min"]
         dws = w.astype(float) - float(np.float32(0.1))

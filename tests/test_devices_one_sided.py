@@ -50,11 +50,12 @@ def test_idle_drifts_both_devices_by_the_power_law():
     """aihwkit's drift on each device of the cell: from a fresh clock, t = 100 s with t_0 = 1 s and nu = 0.1
     scales every conductance, so W = G+ - G-, by 100^-0.1 (closed form)."""
     from aimc.devices.drift import DriftParameter
+
     w = np.array([[0.5, -0.25, 0.0], [-0.75, 0.125, 1.0]], np.float32)
     tile = _tile(2, 3, _cell())
     tile.set_weight(w)
     tile.idle(100.0, drift=DriftParameter(nu=0.1))
-    np.testing.assert_allclose(tile.forward_weight(), w * 100.0 ** -0.1, rtol=1e-6)
+    np.testing.assert_allclose(tile.forward_weight(), w * 100.0**-0.1, rtol=1e-6)
     a = tile.arrays[0]
     assert np.all(a.plus.w >= 0) and np.all(a.minus.w >= 0)
 
@@ -238,20 +239,55 @@ print(json.dumps(out))
 """
 
 
-def _aihwkit(kind: str, device: dict, x, d, lr: float, w0, bl: int, refresh_bl: int, every: int, units: bool,
-             upper: float = 0.75, reps: int = 1, trace: bool = True):
-    spec = dict(kind=kind, device=device, x=np.asarray(x).tolist(), d=np.asarray(d).tolist(), lr=lr,
-                w0=np.asarray(w0).tolist(), bl=bl, refresh_bl=refresh_bl, every=every, units=units, upper=upper,
-                reps=reps, trace=trace)
-    out = subprocess.run([str(PYTHON), "-c", AIHWKIT, json.dumps(spec)], capture_output=True, text=True,
-                         timeout=600)
+def _aihwkit(
+    kind: str,
+    device: dict,
+    x,
+    d,
+    lr: float,
+    w0,
+    bl: int,
+    refresh_bl: int,
+    every: int,
+    units: bool,
+    upper: float = 0.75,
+    reps: int = 1,
+    trace: bool = True,
+):
+    spec = dict(
+        kind=kind,
+        device=device,
+        x=np.asarray(x).tolist(),
+        d=np.asarray(d).tolist(),
+        lr=lr,
+        w0=np.asarray(w0).tolist(),
+        bl=bl,
+        refresh_bl=refresh_bl,
+        every=every,
+        units=units,
+        upper=upper,
+        reps=reps,
+        trace=trace,
+    )
+    out = subprocess.run([str(PYTHON), "-c", AIHWKIT, json.dumps(spec)], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     return np.array(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 needs_aihwkit = pytest.mark.skipif(not PYTHON.exists(), reason=f"no aihwkit interpreter at {PYTHON}")
-PCM_SHAPE = dict(dw_min=0.01, w_max=2.0, w_min=0.0, a=-1.0, b=0.0, gamma_up=2.5, gamma_down=2.5, A_up=-27.235,
-                 A_down=-2.235, reset=0.01, reset_std=0.0)
+PCM_SHAPE = dict(
+    dw_min=0.01,
+    w_max=2.0,
+    w_min=0.0,
+    a=-1.0,
+    b=0.0,
+    gamma_up=2.5,
+    gamma_down=2.5,
+    A_up=-27.235,
+    A_down=-2.235,
+    reset=0.01,
+    reset_std=0.0,
+)
 TRACE_CASES = {  # one pulse per sample; the rewrite saturates its trains (deterministic) or is dyadic;
     # refresh_upper_thres
     "ConstantStep": (STEP, 31, DW, 0.75),
@@ -268,8 +304,13 @@ def test_noiseless_trace_matches_aihwkit(kind):
     signs = [1] * 5 + [-1] * 14 + [1] * 17 + [-1] * 4
     d = np.array(signs, np.float32).reshape(-1, 1, 1)
     x = np.ones_like(d)
-    cell = _cell(device, refresh_every=1, units_in_mbatch=False, refresh_upper_thres=upper,
-                 refresh_update=UpdateConfig(desired_bl=refresh_bl))
+    cell = _cell(
+        device,
+        refresh_every=1,
+        units_in_mbatch=False,
+        refresh_upper_thres=upper,
+        refresh_update=UpdateConfig(desired_bl=refresh_bl),
+    )
     tile = _tile(1, 1, cell)
     a = tile.arrays[0]
     ours = []
@@ -347,7 +388,11 @@ def test_pcm_preset_has_the_fields_of_aihwkit_s_pcm_unit_cell():
     for k in ("refresh_every", "units_in_mbatch", "refresh_upper_thres", "refresh_lower_thres", "copy_inverted"):
         assert getattr(cell, k) == ak[k], k
     io = cell.refresh_forward
-    assert (io.out_noise, io.out_bound, cell.refresh_update.desired_bl) == (ak["out_noise"], ak["out_bound"],
-                                                                           ak["desired_bl"])
+    assert (io.out_noise, io.out_bound, cell.refresh_update.desired_bl) == (
+        ak["out_noise"],
+        ak["out_bound"],
+        ak["desired_bl"],
+    )
     assert 1 / (2**io.inp_bits - 2) == pytest.approx(ak["inp_res"]) and 1 / (2**io.out_bits - 2) == pytest.approx(
-        ak["out_res"])
+        ak["out_res"]
+    )

@@ -39,8 +39,15 @@ def test_dac_step_is_two_bound_over_levels(bits):
     step = 2 * bound / (2**bits - 2)
     x = np.linspace(-1.3, 1.3, 501, dtype=np.float32)[None, :]
     w = np.eye(x.shape[1], dtype=np.float32)
-    cfg = PeripheryConfig(inp_bits=bits, inp_bound=bound, out_bits=None, out_noise=0.0, out_bound=1e9,
-                          noise_management=False, bound_management=False)
+    cfg = PeripheryConfig(
+        inp_bits=bits,
+        inp_bound=bound,
+        out_bits=None,
+        out_noise=0.0,
+        out_bound=1e9,
+        noise_management=False,
+        bound_management=False,
+    )
     y = analog_mvm(w, x, cfg, Stream(0))[0]
     want = np.round(np.clip(x[0], -bound, bound) / step) * step
     np.testing.assert_allclose(y, want, atol=1e-6)
@@ -53,8 +60,15 @@ def test_adc_step_and_output_bound(bits):
     step = 2 * bound / (2**bits - 2)
     x = np.linspace(-3, 3, 1001, dtype=np.float32)[None, :]
     w = np.eye(x.shape[1], dtype=np.float32)
-    cfg = PeripheryConfig(inp_bits=None, inp_bound=10.0, out_bits=bits, out_bound=bound, out_noise=0.0,
-                          noise_management=False, bound_management=False)
+    cfg = PeripheryConfig(
+        inp_bits=None,
+        inp_bound=10.0,
+        out_bits=bits,
+        out_bound=bound,
+        out_noise=0.0,
+        noise_management=False,
+        bound_management=False,
+    )
     y = analog_mvm(w, x, cfg, Stream(0))[0]
     np.testing.assert_allclose(y, np.round(np.clip(x[0], -bound, bound) / step) * step, atol=1e-6)
     assert np.abs(y).max() == pytest.approx(bound)
@@ -66,8 +80,9 @@ def test_output_noise_std(nm):
     amp = 2.5 if nm else 1.0
     x = np.full((2000, 16), amp if nm else 0.5, np.float32)
     x[:, 0] = amp
-    cfg = PeripheryConfig(out_noise=0.1, inp_bits=None, out_bits=None, out_bound=1e9, noise_management=nm,
-                          bound_management=False)
+    cfg = PeripheryConfig(
+        out_noise=0.1, inp_bits=None, out_bits=None, out_bound=1e9, noise_management=nm, bound_management=False
+    )
     y = analog_mvm(np.zeros((8, 16), np.float32), x, cfg, Stream(0))
     assert y.mean() == pytest.approx(0.0, abs=5 * 0.1 * amp / np.sqrt(y.size))
     assert y.std() == pytest.approx(0.1 * amp, rel=0.03)
@@ -148,8 +163,15 @@ def test_product_blocks_are_exact_and_independent_of_the_thread_count(transposed
     alone. transposed: the weight is a transposed view, as in backward reads."""
     import numba
 
-    cfg = PeripheryConfig(inp_bound=1e9, inp_bits=None, out_bound=1e9, out_bits=None, out_noise=0.0,
-                          noise_management=False, bound_management=False)
+    cfg = PeripheryConfig(
+        inp_bound=1e9,
+        inp_bits=None,
+        out_bound=1e9,
+        out_bits=None,
+        out_noise=0.0,
+        noise_management=False,
+        bound_management=False,
+    )
     rng = _rng()
     before = numba.get_num_threads()
 
@@ -169,8 +191,8 @@ def test_product_blocks_are_exact_and_independent_of_the_thread_count(transposed
                 assert np.array_equal(ys[0], ys[1])
                 for o in range(out if not transposed else 0):  # one output at a time (a one-column transposed
                     # weight is summed over its rows in vector order instead)
-                    assert np.array_equal(read(np.ascontiguousarray(w[o:o + 1]), x)[:, 0], ys[0][:, o])
+                    assert np.array_equal(read(np.ascontiguousarray(w[o : o + 1]), x)[:, 0], ys[0][:, o])
                 for b in range(batch):  # one sample at a time
-                    assert np.array_equal(read(w, x[b:b + 1])[0], ys[0][b])
+                    assert np.array_equal(read(w, x[b : b + 1])[0], ys[0][b])
     finally:
         numba.set_num_threads(before)

@@ -26,6 +26,7 @@ SP = (SU - SD) / (SU / BMAX - SD / BMIN)  # aihwkit 1.1.0's closed-form symmetri
 
 # -- SoftBoundsReference ----------------------------------------------------------------------------------
 
+
 def test_soft_bounds_reference_shifts_the_weight_by_reference_and_symmetric_point():
     """w = g - ref with ref = reference_mean + sp: the stored bounds are b - ref, w = -reference_mean is the
     symmetric point, and the first up pulse from w = 0 (g = ref) is SU (1 - ref / BMAX)."""
@@ -41,8 +42,16 @@ def test_soft_bounds_reference_shifts_the_weight_by_reference_and_symmetric_poin
 def test_soft_bounds_reference_symmetric_point_of_every_drawn_element_is_minus_reference_mean():
     """With every spread on (steps, bounds, slopes) and no reference noise, each element's own symmetric
     point is subtracted: all sit at w = -reference_mean."""
-    dev = parse_device(dict(kind="SoftBoundsReference", up_down=0.1, slope_up_dtod=0.2, slope_down_dtod=0.2,
-                            reference_mean=0.05, subtract_symmetry_point=True))
+    dev = parse_device(
+        dict(
+            kind="SoftBoundsReference",
+            up_down=0.1,
+            slope_up_dtod=0.2,
+            slope_down_dtod=0.2,
+            reference_mean=0.05,
+            subtract_symmetry_point=True,
+        )
+    )
     sp = ConductanceArray(40, 50, dev, seed=2).symmetric_points()
     assert np.abs(sp + 0.05).max() < 2e-5
 
@@ -103,8 +112,9 @@ def test_pow_step_reference_estimate_finds_the_root():
 
 def test_pow_step_reference_n_estimation_steps():
     """One estimation step from 0: sp = SU (bmax / r)^g - SD (-bmin / r)^g."""
-    dev = parse_device(dict(PS, pow_gamma=1.5, pow_gamma_dtod=0.0, up_down=0.2, subtract_symmetry_point=True,
-                            n_estimation_steps=1))
+    dev = parse_device(
+        dict(PS, pow_gamma=1.5, pow_gamma_dtod=0.0, up_down=0.2, subtract_symmetry_point=True, n_estimation_steps=1)
+    )
     r = BMAX - BMIN
     sp = SU * (BMAX / r) ** 1.5 - SD * (-BMIN / r) ** 1.5
     assert dev.bounds[1] == pytest.approx(BMAX - sp, abs=1e-7)
@@ -116,6 +126,7 @@ def test_pow_step_reference_refuses_write_noise_by_field():
 
 
 # -- ExpStep's extra cycle noise and the log-normal step spread -------------------------------------------
+
 
 def _one_up_pulse_changes(dev, w0: float, n: int = 40000) -> np.ndarray:
     arr = ConductanceArray(1, n, dev, seed=5)
@@ -142,8 +153,9 @@ def test_log_normal_step_spread_moments():
     """dw_min_dtod_log_normal: the gain is exp(dw_min_dtod xi): log(dw_up / dw_min) has mean 0 and std
     dw_min_dtod, the gain mean exp(s^2 / 2) and std sqrt((exp(s^2) - 1) exp(s^2))."""
     s = 0.5
-    dev = parse_device(dict(kind="ConstantStep", dw_min=0.01, dw_min_dtod=s, dw_min_dtod_log_normal=True,
-                            up_down_dtod=0.0))
+    dev = parse_device(
+        dict(kind="ConstantStep", dw_min=0.01, dw_min_dtod=s, dw_min_dtod_log_normal=True, up_down_dtod=0.0)
+    )
     gain = ConductanceArray(300, 300, dev, seed=4).params.ep[..., DW_UP].astype(float) / 0.01
     assert np.log(gain).mean() == pytest.approx(0.0, abs=0.005)
     assert np.log(gain).std() == pytest.approx(s, rel=0.01)
@@ -171,12 +183,15 @@ needs_aihwkit = pytest.mark.skipif(not PYTHON.exists(), reason=f"no aihwkit inte
 TRACES = {
     "SoftBoundsReference": dict(SB, reference_mean=0.1, subtract_symmetry_point=True),
     "SoftBoundsReference-mult": dict(SB, reference_mean=-0.05, mult_noise=True),
-    "PowStepReference": dict(PS, pow_gamma=2.0, pow_gamma_dtod=0.0, pow_up_down=0.2, reference_mean=-0.05,
-                             subtract_symmetry_point=True),
+    "PowStepReference": dict(
+        PS, pow_gamma=2.0, pow_gamma_dtod=0.0, pow_up_down=0.2, reference_mean=-0.05, subtract_symmetry_point=True
+    ),
 }
-NEW_PRESETS = {"aihwkit_reram_array_om": "ReRamArrayOMPresetDevice",
-               "aihwkit_reram_array_hfo2": "ReRamArrayHfO2PresetDevice",
-               "aihwkit_reram_sb": "ReRamSBPresetDevice"}
+NEW_PRESETS = {
+    "aihwkit_reram_array_om": "ReRamArrayOMPresetDevice",
+    "aihwkit_reram_array_hfo2": "ReRamArrayHfO2PresetDevice",
+    "aihwkit_reram_sb": "ReRamSBPresetDevice",
+}
 INERT = dict(construction_seed=0, perfect_bias=False, count_pulses=False)  # fields without effect here
 
 
@@ -185,11 +200,20 @@ def aihwkit_answers() -> list[dict]:
     specs = []
     for cfg in TRACES.values():
         dev = {k: v for k, v in cfg.items() if k != "kind"}
-        specs.append(dict(mode="trace", kind=cfg["kind"], device=dev, w0=0.0, signs=TRACE_SIGNS.tolist(),
-                          lr=4 * parse_device(cfg).granularity))
+        specs.append(
+            dict(
+                mode="trace",
+                kind=cfg["kind"],
+                device=dev,
+                w0=0.0,
+                signs=TRACE_SIGNS.tolist(),
+                lr=4 * parse_device(cfg).granularity,
+            )
+        )
     specs += [dict(mode="fields", preset=cls) for cls in NEW_PRESETS.values()]
-    out = subprocess.run([str(PYTHON), str(SCRIPT)], input=json.dumps(specs), capture_output=True, text=True,
-                         timeout=600)
+    out = subprocess.run(
+        [str(PYTHON), str(SCRIPT)], input=json.dumps(specs), capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -234,10 +258,12 @@ def test_reram_array_preset_update_statistics_equal_aihwkit(name):
     d = (rng.normal(0, 1, (8, 32)) * 4 * dev.dw_min).astype(np.float32)  # about 10 pulses per element
     seeds, lr, w0 = 300, 1.0, 0.1
     fields = {k: v for k, v in dev.model_dump().items() if k != "kind"}
-    spec = dict(mode="stats", kind="SoftBoundsReference", device=fields, x=x.tolist(), d=d.tolist(), lr=lr, w0=w0,
-                seeds=seeds)
-    out = subprocess.run([str(PYTHON), str(SCRIPT)], input=json.dumps([spec]), capture_output=True, text=True,
-                         timeout=1200)
+    spec = dict(
+        mode="stats", kind="SoftBoundsReference", device=fields, x=x.tolist(), d=d.tolist(), lr=lr, w0=w0, seeds=seeds
+    )
+    out = subprocess.run(
+        [str(PYTHON), str(SCRIPT)], input=json.dumps([spec]), capture_output=True, text=True, timeout=1200
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     ak = json.loads(out.stdout.strip().splitlines()[-1])[0]
     acc, acc2 = np.zeros((32, 32)), np.zeros((32, 32))

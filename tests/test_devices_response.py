@@ -57,8 +57,10 @@ def _noisy(cfg: dict, sigma: float, multiplicative: bool | None) -> dict:
 
 
 NOISE_CASES = [(k, None) for k in DEVICE_KINDS] + [
-    (k, m) for k in ("ideal", "linear", "power", "exponential", "tabulated", "LinearStep", "SoftBounds")
-    for m in (True, False)]
+    (k, m)
+    for k in ("ideal", "linear", "power", "exponential", "tabulated", "LinearStep", "SoftBounds")
+    for m in (True, False)
+]
 
 
 @pytest.mark.parametrize("kind,multiplicative", NOISE_CASES)
@@ -191,10 +193,24 @@ def test_zero_shift_default_brings_every_element_to_its_symmetric_point():
 # -- states and bounds ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("cfg", [dict(kind="ideal", tau=1.0, dw_min=2.0 / 1200),
-                                 dict(kind="ideal", tau=0.5, dw_min=0.1),
-                                 dict(kind="ConstantStep", w_max=1.0, w_min=-1.0, dw_min=0.0016, dw_min_std=0.0,
-                                      dw_min_dtod=0.0, w_max_dtod=0.0, w_min_dtod=0.0, up_down_dtod=0.0)])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        dict(kind="ideal", tau=1.0, dw_min=2.0 / 1200),
+        dict(kind="ideal", tau=0.5, dw_min=0.1),
+        dict(
+            kind="ConstantStep",
+            w_max=1.0,
+            w_min=-1.0,
+            dw_min=0.0016,
+            dw_min_std=0.0,
+            dw_min_dtod=0.0,
+            w_max_dtod=0.0,
+            w_min_dtod=0.0,
+            up_down_dtod=0.0,
+        ),
+    ],
+)
 def test_constant_step_counts_its_states(cfg):
     """From w_min, n_states = (w_max - w_min) / dw_min up pulses reach w_max, and one fewer do not."""
     lo, hi = ref_bounds(cfg)
@@ -211,8 +227,9 @@ def test_constant_step_counts_its_states(cfg):
     assert ks[reached].min() in (n_states, n_states + 1)
     assert np.all(reached[ks >= n_states + 1]) and not np.any(reached[ks < n_states])
     # float32 pulses (as aihwkit): each addition rounds by at most half an ulp, 6e-8 for |w| <= 1
-    np.testing.assert_allclose(arr.w[0, ks < n_states], lo + ks[ks < n_states] * cfg["dw_min"],
-                               atol=6e-8 * n_states + 1e-7)
+    np.testing.assert_allclose(
+        arr.w[0, ks < n_states], lo + ks[ks < n_states] * cfg["dw_min"], atol=6e-8 * n_states + 1e-7
+    )
     # single pulses, one call each, from w_min: the same count in float32 storage
     one = ConductanceArray(1, 1, parse_device(cfg), seed=0)
     one.pulse(np.full((1, 1), -(n_states + 5), np.int64))
@@ -295,15 +312,15 @@ def test_powstep_exponents_split_one_sidedly_with_additive_gain():
     """aihwkit 1.1.0's binary: gamma_up = pow_gamma (min(ud, 0) + g + s), gamma_down = pow_gamma (-max(ud, 0)
     + g - s), g = 1 + pow_gamma_dtod xi, s = pow_up_down_dtod xi: pow_gamma 2, pow_up_down 0.2 give means 2.0
     and 1.6 (not 2.4 / 1.6), each with std pow_gamma sqrt(pow_gamma_dtod^2 + pow_up_down_dtod^2)."""
-    dev = parse_device(dict(kind="PowStep", pow_gamma=2.0, pow_up_down=0.2, pow_gamma_dtod=0.1,
-                            pow_up_down_dtod=0.05))
+    dev = parse_device(dict(kind="PowStep", pow_gamma=2.0, pow_up_down=0.2, pow_gamma_dtod=0.1, pow_up_down_dtod=0.05))
     ep = ConductanceArray(200, 200, dev, seed=1).params.ep.astype(float)
     g_up, g_dn = ep[..., GAMMA_UP], ep[..., GAMMA_DOWN]
     se = 2.0 * np.hypot(0.1, 0.05) / 200
     assert abs(g_up.mean() - 2.0) < 5 * se and abs(g_dn.mean() - 1.6) < 5 * se
     assert g_up.std() == pytest.approx(2.0 * np.hypot(0.1, 0.05), rel=0.03)
-    assert np.corrcoef(g_up.ravel(), g_dn.ravel())[0, 1] == pytest.approx((0.1**2 - 0.05**2) / (0.1**2 + 0.05**2),
-                                                                          abs=0.02)
+    assert np.corrcoef(g_up.ravel(), g_dn.ravel())[0, 1] == pytest.approx(
+        (0.1**2 - 0.05**2) / (0.1**2 + 0.05**2), abs=0.02
+    )
     neg = parse_device(dict(kind="PowStep", pow_gamma=2.0, pow_up_down=-0.2, pow_gamma_dtod=0.0)).nominal().ep
     assert (neg[0, 0, GAMMA_UP], neg[0, 0, GAMMA_DOWN]) == pytest.approx((1.6, 2.0))
 

@@ -23,7 +23,7 @@ def _closed_form(kind: str, g_up: float, g_down: float, w, up: bool) -> np.ndarr
     w = np.asarray(w, float)
     amp, u, g = ((1 + C), 1 - w / TAU, g_up) if up else ((1 - C), 1 + w / TAU, g_down)
     if kind == "power":
-        return amp * u ** g
+        return amp * u**g
     return amp * np.expm1(g * u) / np.expm1(g)
 
 
@@ -56,8 +56,12 @@ def test_noise_free_pulse_moves_by_the_closed_form(kind, g_up, g_down):
 
 @pytest.mark.parametrize("kind,g_up,g_down", CASES)
 def test_symmetric_point_is_the_root_of_the_closed_form(kind, g_up, g_down):
-    want = brentq(lambda w: _closed_form(kind, g_up, g_down, w, True) - _closed_form(kind, g_up, g_down, w, False),
-                  -TAU, TAU, xtol=1e-14)
+    want = brentq(
+        lambda w: _closed_form(kind, g_up, g_down, w, True) - _closed_form(kind, g_up, g_down, w, False),
+        -TAU,
+        TAU,
+        xtol=1e-14,
+    )
     dev = parse_device(_cfg(kind, g_up, g_down))
     assert dev.symmetric_point() == pytest.approx(want, abs=1e-9)
     np.testing.assert_allclose(ConductanceArray(2, 2, dev, seed=0).symmetric_points(), want, atol=1e-6)
@@ -78,8 +82,9 @@ def test_gamma_down_equal_to_gamma_is_the_shared_family(kind):
 def test_down_exponent_spread_is_its_own_draw():
     """gamma_down_dtod: relative std of the down exponent, drawn apart from gamma's; None: gamma_dtod."""
     n = 200
-    ep = ConductanceArray(n, n, parse_device(_cfg("power", 2.0, 3.0, gamma_dtod=0.1, gamma_down_dtod=0.2)),
-                          seed=1).params.ep.astype(float)
+    ep = ConductanceArray(
+        n, n, parse_device(_cfg("power", 2.0, 3.0, gamma_dtod=0.1, gamma_down_dtod=0.2)), seed=1
+    ).params.ep.astype(float)
     up, down = ep[..., GAMMA_UP].ravel(), ep[..., GAMMA_DOWN].ravel()
     assert up.mean() == pytest.approx(2.0, abs=5 * 0.2 / n) and up.std() == pytest.approx(0.2, rel=0.03)
     assert down.mean() == pytest.approx(3.0, abs=5 * 0.6 / n) and down.std() == pytest.approx(0.6, rel=0.03)
@@ -91,8 +96,19 @@ def test_down_exponent_spread_is_its_own_draw():
 def test_dump_without_gamma_down_is_unchanged():
     """A config without gamma_down dumps the fields (and order) it had before gamma_down existed, so its JSON
     and the hash of an experiment holding it stay the same; with gamma_down it round-trips."""
-    before = ["dw_min", "dw_min_dtod", "dw_min_std", "tau", "c", "c_dtod", "tau_dtod", "noise", "kind", "gamma",
-              "gamma_dtod"]
+    before = [
+        "dw_min",
+        "dw_min_dtod",
+        "dw_min_std",
+        "tau",
+        "c",
+        "c_dtod",
+        "tau_dtod",
+        "noise",
+        "kind",
+        "gamma",
+        "gamma_dtod",
+    ]
     for kind in ("power", "exponential"):
         assert list(parse_device(dict(kind=kind, gamma=2.0)).model_dump()) == before
         dev = parse_device(_cfg(kind, 1.0, 3.0, gamma_down_dtod=0.1))

@@ -261,9 +261,9 @@ def test_pulsed_and_expected_same_mean_and_noise_spread(multiplicative):
     d = _signed_uniform(rng, (1, 32))
     lr, w0, reps, dw_min = 4e-3, 0.1, 400, cfg["dw_min"]
     dW = -lr * d.T @ x
-    q = np.abs(dW) / dw_min                         # mean number of pulses per element
+    q = np.abs(dW) / dw_min  # mean number of pulses per element
     up = dW > 0
-    s = np.where(up, ref_q(cfg, w0, True), ref_q(cfg, w0, False)) * dw_min   # mean step at w0
+    s = np.where(up, ref_q(cfg, w0, True), ref_q(cfg, w0, False)) * dw_min  # mean step at w0
     bl = math.ceil(lr * np.abs(x).max() * np.abs(d).max() / dw_min)
     scale = s if multiplicative else np.where(up, 1.0, 1 - cfg["up_down"]) * dw_min
     noise_var = sigma**2 * scale**2 * q
@@ -339,7 +339,7 @@ def test_granularity_is_aihwkits():
     """Values of aihwkit 1.1.0's calcWeightGranularity (rpu_powstep_device.h, rpu_expstep_device.h,
     rpu_piecewisestep_device.h); dw_min for the other families."""
     g = lambda **c: parse_device(c).granularity  # noqa: E731
-    assert g(kind="PowStep", dw_min=0.002, pow_gamma=1.5) == pytest.approx(0.002 * 0.5 ** 1.5)
+    assert g(kind="PowStep", dw_min=0.002, pow_gamma=1.5) == pytest.approx(0.002 * 0.5**1.5)
     down0 = 1 - 0.36833 * math.exp(-12.78785 * 0.2425)  # aihwkit's default ExpStep down step at w = 0
     assert g(kind="ExpStep", dw_min=0.002) == pytest.approx(0.002 * down0)
     assert g(kind="ExpStep", dw_min=0.002, up_down=0.2) == pytest.approx(0.002 * 0.8 * down0)
@@ -350,11 +350,14 @@ def test_granularity_is_aihwkits():
         assert g(kind=kind, dw_min=0.002) == 0.002
 
 
-@pytest.mark.parametrize("kind, extra, slopes", [
-    ("PowStep", dict(pow_gamma=2.0, pow_gamma_dtod=0.0), (1.0, 1.0)),
-    ("ExpStep", dict(gamma_up=0.5, gamma_down=0.5), (None, 1.0)),
-    ("PiecewiseStep", PIECEWISE, (1.0, None)),
-])
+@pytest.mark.parametrize(
+    "kind, extra, slopes",
+    [
+        ("PowStep", dict(pow_gamma=2.0, pow_gamma_dtod=0.0), (1.0, 1.0)),
+        ("ExpStep", dict(gamma_up=0.5, gamma_down=0.5), (None, 1.0)),
+        ("PiecewiseStep", PIECEWISE, (1.0, None)),
+    ],
+)
 def test_pulses_are_counted_in_the_midpoint_step(kind, extra, slopes):
     """At w = 0, the midpoint of symmetric bounds, the mean pulsed update of one sample by a family whose
     granularity is its midpoint step (PowStep both ways, ExpStep down, PiecewiseStep up) is -lr d x^T

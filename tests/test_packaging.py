@@ -18,8 +18,11 @@ LAYERS = ("aimc.devices", "aimc.trainers", "aimc.calibration", "aimc.common")
 def _source_packages() -> set[str]:
     """Every folder with an `__init__.py` under the package-dir folders of pyproject.toml, as its import name."""
     package_dir = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
-    return {".".join((package, *init.parent.relative_to(ROOT / folder).parts))
-            for package, folder in package_dir.items() for init in (ROOT / folder).rglob("__init__.py")}
+    return {
+        ".".join((package, *init.parent.relative_to(ROOT / folder).parts))
+        for package, folder in package_dir.items()
+        for init in (ROOT / folder).rglob("__init__.py")
+    }
 
 
 def _python(code: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -47,8 +50,23 @@ def test_wheel_holds_one_import_package(tmp_path):
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
-    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                          "-w", str(tmp_path), str(src)], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if out.returncode != 0 and "No module named" in out.stderr:
         pytest.skip(f"no build backend here: {out.stderr.strip().splitlines()[-1]}")
     assert out.returncode == 0, out.stderr

@@ -12,9 +12,13 @@ from aimc.config import validate_config
 from aimc.sweeps.sweep_file import load_sweep, parse_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
-BASE = {"trainer": {"algorithm": "analog_sgd", "lr": 0.05}, "model": {"name": "fcn", "hidden": [8]},
-        "tile": {"device": "r1_power_1"},
-        "data": {"name": "mnist_small", "n_train": 20, "n_test": 20}, "epochs": 1}
+BASE = {
+    "trainer": {"algorithm": "analog_sgd", "lr": 0.05},
+    "model": {"name": "fcn", "hidden": [8]},
+    "tile": {"device": "r1_power_1"},
+    "data": {"name": "mnist_small", "n_train": 20, "n_test": 20},
+    "epochs": 1,
+}
 
 
 def sweep(**kw):
@@ -28,8 +32,13 @@ def errors(**kw) -> str:
 
 
 def test_grids_cross_in_order_with_seeds_innermost():
-    s = sweep(seeds=[3, 7], axes=[{"field": "trainer.lr", "values": [0.01, 0.1]},
-                                  {"field": "epochs", "linspace": {"start": 1, "stop": 3, "num": 3}}])
+    s = sweep(
+        seeds=[3, 7],
+        axes=[
+            {"field": "trainer.lr", "values": [0.01, 0.1]},
+            {"field": "epochs", "linspace": {"start": 1, "stop": 3, "num": 3}},
+        ],
+    )
     assert len(s.points) == 6 and len(s.runs) == 12
     got = [(r.config.trainer.lr, r.config.epochs, r.seed) for r in s.runs]
     assert got == [(lr, ep, seed) for lr in (0.01, 0.1) for ep in (1, 2, 3) for seed in (3, 7)]
@@ -46,20 +55,31 @@ def test_linspace_and_logspace_match_numpy():
 
 
 def test_zipped_axes_advance_together_and_tables_are_values():
-    s = sweep(seeds=2, axes=[
-        {"zip": [{"field": "tile.device.kind", "values": ["power", "exponential"]},
-                 {"field": "tile.device.gamma", "values": [0.5, 2.0]}], "name": "device",
-         "labels": ["power 0.5", "exp 2"]},
-        {"field": "trainer", "values": [{"algorithm": "analog_sgd"},
-                                        {"algorithm": "residual", "gamma": 0.3}]}])
+    s = sweep(
+        seeds=2,
+        axes=[
+            {
+                "zip": [
+                    {"field": "tile.device.kind", "values": ["power", "exponential"]},
+                    {"field": "tile.device.gamma", "values": [0.5, 2.0]},
+                ],
+                "name": "device",
+                "labels": ["power 0.5", "exp 2"],
+            },
+            {"field": "trainer", "values": [{"algorithm": "analog_sgd"}, {"algorithm": "residual", "gamma": 0.3}]},
+        ],
+    )
     assert len(s.points) == 4 and len(s.runs) == 8 and [r.seed for r in s.runs[:2]] == [0, 1]
     devices = [(r.config.tile.device.kind, r.config.tile.device.gamma) for r in s.runs[::2]]
     assert devices == [("power", 0.5), ("power", 0.5), ("exponential", 2.0), ("exponential", 2.0)]
     assert [r.config.trainer.algorithm for r in s.runs[::2]] == ["analog_sgd", "residual"] * 2
     assert s.dims[0].labels == ("power 0.5", "exp 2")
     assert s.dims[1].labels == ("analog_sgd", "residual(gamma=0.3)")
-    assert s.runs[-1].labels == {"tile.device.kind": "exponential", "tile.device.gamma": "2",
-                                 "trainer": "residual(gamma=0.3)"}
+    assert s.runs[-1].labels == {
+        "tile.device.kind": "exponential",
+        "tile.device.gamma": "2",
+        "trainer": "residual(gamma=0.3)",
+    }
 
 
 def test_run_ids_are_the_config_hash_and_stable():
@@ -85,8 +105,7 @@ def test_every_point_is_validated_and_errors_name_axis_and_field():
     assert "axis trainer.lr = '-1': trainer.lr: Input should be greater than 0" in msg
     assert "extra" in errors(axes=[{"field": "trainer.lrr", "values": [0.1]}]).lower()
     assert "axis trainer.lrr" in errors(axes=[{"field": "trainer.lrr", "values": [0.1]}])
-    msg = errors(axes=[{"zip": [{"field": "trainer.lr", "values": [0.1, 0.2]},
-                                {"field": "epochs", "values": [1, 0]}]}])
+    msg = errors(axes=[{"zip": [{"field": "trainer.lr", "values": [0.1, 0.2]}, {"field": "epochs", "values": [1, 0]}]}])
     assert "axis trainer.lr+epochs = '0.2, 0': epochs: Input should be greater than or equal to 1" in msg
     msg = errors(axes=[{"field": "trainer", "values": [{"algorithm": "nope"}]}])
     assert msg.splitlines()[1].startswith("axis trainer = 'nope': trainer:")
@@ -94,10 +113,15 @@ def test_every_point_is_validated_and_errors_name_axis_and_field():
     assert "axis epochs = '1.5': epochs:" in msg
     assert "base config: epochs:" in parse_error({**BASE, "epochs": 0})
     no_device = {k: v for k, v in BASE.items() if k != "tile"}
-    msg = str(pytest.raises(ConfigError, parse_sweep, {"base": no_device, "axes": [
-        {"field": "tile.device.gamma", "values": [0.5]}]}).value)
-    assert "axis tile.device.gamma = '0.5': tile.device.kind: Field required (the base config has no table " \
-           "`tile.device`" in msg
+    msg = str(
+        pytest.raises(
+            ConfigError, parse_sweep, {"base": no_device, "axes": [{"field": "tile.device.gamma", "values": [0.5]}]}
+        ).value
+    )
+    assert (
+        "axis tile.device.gamma = '0.5': tile.device.kind: Field required (the base config has no table "
+        "`tile.device`" in msg
+    )
 
 
 def parse_error(base: dict) -> str:
@@ -106,25 +130,38 @@ def parse_error(base: dict) -> str:
     return str(info.value)
 
 
-@pytest.mark.parametrize("kw, text", [
-    ({"axes": [{"field": "trainer.lr", "values": [0.1], "linspace": {"start": 0, "stop": 1, "num": 2}}]},
-     "axes.0: give exactly one of values, linspace, logspace"),
-    ({"axes": [{"zip": [{"field": "trainer.lr", "values": [0.1, 0.2]}, {"field": "epochs", "values": [1]}]}]},
-     "axes.0: zipped axes need the same number of values"),
-    ({"axes": [{"field": "trainer.lr", "logspace": {"start": 0, "stop": 1, "num": 3}}]},
-     "logspace: start and stop must be non-zero"),
-    ({"axes": [{"field": "trainer.lr", "value": [1]}]}, "axes.0.value: Extra inputs are not permitted"),
-    ({"axes": [{"field": "trainer.lr", "values": [1, 2], "labels": ["a"]}]}, "1 labels for 2 values"),
-    ({"axes": [{"field": "seed", "values": [1, 2]}]}, "axis seed: give the seeds with `seeds`"),
-    ({"axes": [{"field": "trainer", "values": [{"algorithm": "sgd"}]}, {"field": "trainer.lr", "values": [1]}]},
-     "axes trainer and trainer.lr overlap"),
-    ({"axes": [{"field": "epochs", "values": [1]}, {"field": "epochs", "values": [2]}]},
-     "two axes set the config field epochs"),
-    ({"axes": [{"field": "trainer.lr", "values": [1, 1.0]}]}, "several values have the label '1'"),
-    ({"seeds": [1, 1]}, "seeds: give at least one seed, each once"),
-    ({"seeds": 0}, "seeds: a count of seeds must be at least 1"),
-    ({"axs": []}, "axs: Extra inputs are not permitted"),
-])
+@pytest.mark.parametrize(
+    "kw, text",
+    [
+        (
+            {"axes": [{"field": "trainer.lr", "values": [0.1], "linspace": {"start": 0, "stop": 1, "num": 2}}]},
+            "axes.0: give exactly one of values, linspace, logspace",
+        ),
+        (
+            {"axes": [{"zip": [{"field": "trainer.lr", "values": [0.1, 0.2]}, {"field": "epochs", "values": [1]}]}]},
+            "axes.0: zipped axes need the same number of values",
+        ),
+        (
+            {"axes": [{"field": "trainer.lr", "logspace": {"start": 0, "stop": 1, "num": 3}}]},
+            "logspace: start and stop must be non-zero",
+        ),
+        ({"axes": [{"field": "trainer.lr", "value": [1]}]}, "axes.0.value: Extra inputs are not permitted"),
+        ({"axes": [{"field": "trainer.lr", "values": [1, 2], "labels": ["a"]}]}, "1 labels for 2 values"),
+        ({"axes": [{"field": "seed", "values": [1, 2]}]}, "axis seed: give the seeds with `seeds`"),
+        (
+            {"axes": [{"field": "trainer", "values": [{"algorithm": "sgd"}]}, {"field": "trainer.lr", "values": [1]}]},
+            "axes trainer and trainer.lr overlap",
+        ),
+        (
+            {"axes": [{"field": "epochs", "values": [1]}, {"field": "epochs", "values": [2]}]},
+            "two axes set the config field epochs",
+        ),
+        ({"axes": [{"field": "trainer.lr", "values": [1, 1.0]}]}, "several values have the label '1'"),
+        ({"seeds": [1, 1]}, "seeds: give at least one seed, each once"),
+        ({"seeds": 0}, "seeds: a count of seeds must be at least 1"),
+        ({"axs": []}, "axs: Extra inputs are not permitted"),
+    ],
+)
 def test_sweep_file_errors(kw, text):
     assert text in errors(**kw)
 
@@ -137,8 +174,9 @@ def test_base_rejects_compare_and_seed():
 def test_base_path_is_relative_to_the_sweep_file(tmp_path):
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "base.toml").write_text('epochs = 2\n[trainer]\nalgorithm = "sgd"\n')
-    (tmp_path / "s.toml").write_text('base = "configs/base.toml"\nseeds = 2\n'
-                                     '[[axes]]\nfield = "trainer.lr"\nvalues = [0.1, 0.2]\n')
+    (tmp_path / "s.toml").write_text(
+        'base = "configs/base.toml"\nseeds = 2\n[[axes]]\nfield = "trainer.lr"\nvalues = [0.1, 0.2]\n'
+    )
     s = load_sweep(tmp_path / "s.toml")
     assert [(r.config.epochs, r.config.trainer.algorithm) for r in s.runs] == [(2, "sgd")] * 4
     (tmp_path / "s.toml").write_text('base = "missing.toml"\n')
@@ -151,8 +189,10 @@ def test_examples_expand():
     assert len(small.points) == 4 and len(small.runs) == 8
     table8 = load_sweep(ROOT / "examples/sweeps/table8.toml")
     assert len(table8.points) == 10 and len(table8.runs) == 30
-    rows = {(r.config.tile.device.kind, r.config.tile.device.gamma, r.config.tile.device.tau,
-             r.config.trainer.algorithm) for r in table8.runs}
+    rows = {
+        (r.config.tile.device.kind, r.config.tile.device.gamma, r.config.tile.device.tau, r.config.trainer.algorithm)
+        for r in table8.runs
+    }
     assert ("exponential", 2.0, 0.7, "residual") in rows and ("power", 0.5, 0.6, "analog_sgd") in rows
     assert all(r.config.data.name == "mnist" and r.config.epochs == 30 for r in table8.runs)
 
@@ -171,7 +211,7 @@ def test_r3_table1_example_has_appendix_k_settings():
     assert all(r.config.batch_size == 8 and r.config.model.name == "lenet5" for r in s.runs)
     multi = [r.config.trainer for r in s.runs if r.config.trainer.algorithm == "multi_tile"]
     assert [t.n_tiles for t in multi] == [3, 4, 6]
-    assert {(t.lr, t.gamma, t.transfer_lr, t.transfer_lr_growth, t.transfer_every, t.period_ratio)
-            for t in multi} == {(0.05, 0.5, 0.1, 1.2, 2, 5)}
-    assert {r.config.trainer.algorithm for r in s.runs} == {"sgd", "tiki_taka", "ttv2", "mixed_precision",
-                                                            "multi_tile"}
+    assert {(t.lr, t.gamma, t.transfer_lr, t.transfer_lr_growth, t.transfer_every, t.period_ratio) for t in multi} == {
+        (0.05, 0.5, 0.1, 1.2, 2, 5)
+    }
+    assert {r.config.trainer.algorithm for r in s.runs} == {"sgd", "tiki_taka", "ttv2", "mixed_precision", "multi_tile"}

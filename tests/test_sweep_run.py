@@ -24,9 +24,15 @@ from aimc.sweeps.sweep_file import load_sweep, parse_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ROOT / "examples/sweeps/small.toml"
-BASE = {"name": "tiny", "epochs": 1, "batch_size": 10, "model": {"name": "fcn", "hidden": [8]},
-        "data": {"name": "mnist_small", "n_train": 30, "n_test": 30},
-        "tile": {"device": "r1_exp_2", "update": {"mode": "expected"}}, "trainer": {"algorithm": "analog_sgd"}}
+BASE = {
+    "name": "tiny",
+    "epochs": 1,
+    "batch_size": 10,
+    "model": {"name": "fcn", "hidden": [8]},
+    "data": {"name": "mnist_small", "n_train": 30, "n_test": 30},
+    "tile": {"device": "r1_exp_2", "update": {"mode": "expected"}},
+    "trainer": {"algorithm": "analog_sgd"},
+}
 # the second point asks for more images than the shipped subset has: it fails at run time, not validation
 FAILING_AXIS = {"field": "data.n_train", "values": [30, 1_000_000]}
 
@@ -69,8 +75,15 @@ def check_summary(sweep, out: Path) -> None:
 def test_summary_is_numpys_mean_and_sample_std():
     s = tiny(seeds=3, axes=[{"field": "trainer.lr", "values": [0.01, 0.1]}])
     rng = np.random.default_rng(0)
-    res = {r.config_hash: {"test_accuracy": float(rng.uniform()), "pulses": int(rng.integers(100)),
-                           "latency_model": None, "algorithm": "x"} for r in s.runs}
+    res = {
+        r.config_hash: {
+            "test_accuracy": float(rng.uniform()),
+            "pulses": int(rng.integers(100)),
+            "latency_model": None,
+            "algorithm": "x",
+        }
+        for r in s.runs
+    }
     res.pop(s.runs[5].config_hash)  # a failed run of point 1
     res[s.runs[4].config_hash]["test_accuracy"] = None  # a null value counts as NaN
     metrics, rows = summarize(s, res)
@@ -128,8 +141,7 @@ def test_a_failing_run_is_recorded_and_a_rerun_resumes(tmp_path):
     assert m2[done0["config_hash"]]["status"] == "done" and m2[done1["config_hash"]]["status"] == "done"
 
     # a third run skips the finished runs: the trainer is not called again (its own attempts stay)
-    stamps = {h: (out / e["folder"] / "result.json").stat().st_mtime_ns for h, e in m2.items()
-              if e["status"] == "done"}
+    stamps = {h: (out / e["folder"] / "result.json").stat().st_mtime_ns for h, e in m2.items() if e["status"] == "done"}
     attempts = {h: json.loads((out / m2[h]["folder"] / "manifest.json").read_text())["attempts"] for h in stamps}
     log: list[str] = []
     assert run_sweep(s, out, InlineExecutor(), log=log.append)["failed"] == 2
@@ -175,7 +187,8 @@ def test_small_sweep_on_the_local_pool(small_local, capsys):
     for e in m["runs"]:  # each run folder: the trainer's run folder plus the sweep's result file
         folder = out / e["folder"]
         assert {"config.toml", "config.json", "manifest.json", "metrics.jsonl", "result.json"} <= {
-            p.name for p in folder.iterdir()}
+            p.name for p in folder.iterdir()
+        }
     capsys.readouterr()
     assert main(["sweep", str(SMALL), "--out", str(out)]) == 0  # all finished: nothing to run
     assert "8 finished before, 0 to run" in capsys.readouterr().out
@@ -204,8 +217,11 @@ def test_a_killed_driver_takes_its_workers_along_and_the_rerun_matches(small_loc
     that was never interrupted."""
     _, whole = small_local
     out = tmp_path / "cut"
-    driver = subprocess.Popen([sys.executable, "-m", "aimc", "sweep", str(SMALL), "--out", str(out),
-                               "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "aimc", "sweep", str(SMALL), "--out", str(out), "--workers", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not list((out / "runs").glob("*/manifest.json")):
         time.sleep(0.05)  # until a worker has started a run
@@ -223,7 +239,8 @@ def test_a_killed_driver_takes_its_workers_along_and_the_rerun_matches(small_loc
     timings = {"train_s", "step_ns", "update_ns"}
     for h in ref:
         assert {k: v for k, v in cut[h]["metrics"].items() if k not in timings} == {
-            k: v for k, v in ref[h]["metrics"].items() if k not in timings}, h
+            k: v for k, v in ref[h]["metrics"].items() if k not in timings
+        }, h
 
 
 @pytest.mark.slow  # starts a Dask LocalCluster of 2 workers (about 27 s on CI's 2 cores)
@@ -247,10 +264,12 @@ def test_small_sweep_on_a_dask_local_cluster(small_local, tmp_path):
 
         # `--scheduler ADDRESS`: a sweep on the running cluster, one run failing; exit status 1
         path = tmp_path / "fail.toml"
-        path.write_text('name = "fail"\nseeds = 1\n[base]\nepochs = 1\n[base.model]\nname = "fcn"\nhidden = [8]\n'
-                        '[base.data]\nname = "mnist_small"\nn_train = 30\nn_test = 30\n'
-                        '[base.trainer]\nalgorithm = "sgd"\n'
-                        '[[axes]]\nfield = "data.n_train"\nvalues = [30, 1000000]\n')
+        path.write_text(
+            'name = "fail"\nseeds = 1\n[base]\nepochs = 1\n[base.model]\nname = "fcn"\nhidden = [8]\n'
+            '[base.data]\nname = "mnist_small"\nn_train = 30\nn_test = 30\n'
+            '[base.trainer]\nalgorithm = "sgd"\n'
+            '[[axes]]\nfield = "data.n_train"\nvalues = [30, 1000000]\n'
+        )
         assert main(["sweep", str(path), "--out", str(tmp_path / "fail"), "--scheduler", ex.address]) == 1
         m = manifest(tmp_path / "fail")
         assert [e["status"] for e in m["runs"]] == ["done", "failed"] and "Dask cluster at" in m["executor"]

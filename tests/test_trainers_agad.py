@@ -1,7 +1,6 @@
 """AGAD (aihwkit 1.1.0 DynamicTransferCompound): the recursion against a numpy re-implementation of its
 equations (docs/trainers.md), offset immunity, costs, checkpoint/resume and refused settings."""
 
-
 import numpy as np
 import pytest
 from optimizer_helpers import DW, drive, dyadic_batches, exact_model, straight_and_resumed
@@ -53,19 +52,30 @@ def _reference(batches, n_in, n_out, eta, s, n_s, beta, correct=False):
     return a, c, h, m, pref
 
 
-@pytest.mark.parametrize("tail, in_chop_prob, n_s, correct", [(2.0, 0.5, 2, False), (1.0, 0.5, 2, False),
-                                                               (1.0, 0.25, 4, True)])
+@pytest.mark.parametrize(
+    "tail, in_chop_prob, n_s, correct", [(2.0, 0.5, 2, False), (1.0, 0.5, 2, False), (1.0, 0.25, 4, True)]
+)
 def test_recursion_matches_a_numpy_reimplementation(tail, in_chop_prob, n_s, correct):
     n_in, n_out = 4, 3
     batches = dyadic_batches(24, 4, n_in, n_out)
     model = exact_model(n_in, n_out)
-    lr, fast_lr, transfer_lr = 2.0 ** -4, 2.0 ** -4, 2.0
-    opt = T.build_optimizer(model, T.AGADConfig(lr=lr, fast_lr=fast_lr, auto_scale=False, transfer_lr=transfer_lr,
-                                                in_chop_prob=in_chop_prob, tail_weightening=tail,
-                                                experimental_correct_accumulation=correct))
+    lr, fast_lr, transfer_lr = 2.0**-4, 2.0**-4, 2.0
+    opt = T.build_optimizer(
+        model,
+        T.AGADConfig(
+            lr=lr,
+            fast_lr=fast_lr,
+            auto_scale=False,
+            transfer_lr=transfer_lr,
+            in_chop_prob=in_chop_prob,
+            tail_weightening=tail,
+            experimental_correct_accumulation=correct,
+        ),
+    )
     drive(model, opt, batches)
-    a, c, h, m, pref = _reference(batches, n_in, n_out, fast_lr, transfer_lr * lr / DW, n_s=n_s, beta=tail / n_s,
-                                  correct=correct)
+    a, c, h, m, pref = _reference(
+        batches, n_in, n_out, fast_lr, transfer_lr * lr / DW, n_s=n_s, beta=tail / n_s, correct=correct
+    )
     tile, st = model[0].tiles[0], opt.tile_state[0][0]
     assert np.abs(c).max() > 0 and np.abs(pref).max() > 0
     np.testing.assert_array_equal(tile.arrays[1].w, a.astype(F32))
@@ -112,10 +122,14 @@ def test_fast_lr_feedback_follows_its_recursion():
     a0 = np.array([[0.5, -0.25], [0.125, 0.375]])
     rest = [(np.ones((3, 2)) / 4, np.zeros((3, 2))) for _ in range(4)]
     batches = rest + [(np.array([[1.0, 0.5]]), np.array([[0.5, -1.0]]))]
-    eta = 2.0 ** -9
+    eta = 2.0**-9
     model = exact_model(2, 2)
-    opt = T.build_optimizer(model, T.AGADConfig(fast_lr=eta, auto_scale=False, in_chop_prob=0.5, tail_weightening=1.0,
-                                                experimental_fast_lr_feedback=True))
+    opt = T.build_optimizer(
+        model,
+        T.AGADConfig(
+            fast_lr=eta, auto_scale=False, in_chop_prob=0.5, tail_weightening=1.0, experimental_fast_lr_feedback=True
+        ),
+    )
     model[0].tiles[0].arrays[1].w[...] = a0
     model[0].tiles[0].invalidate()
     drive(model, opt, rest)
@@ -143,10 +157,19 @@ def test_an_offset_of_the_fast_array_is_not_transferred():
     assert opt.costs()["transfer_pulses"] == 0
 
 
-@pytest.mark.parametrize("cfg", [
-    T.AGADConfig(lr=0.2, in_chop_prob=0.5, in_chop_random=True, forget_buffer=False, buffer_cap=2.0),
-    T.AGADConfig(lr=0.2, in_chop_prob=0.5, step=0.5, experimental_correct_accumulation=True,
-                 experimental_fast_lr_feedback=True)])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        T.AGADConfig(lr=0.2, in_chop_prob=0.5, in_chop_random=True, forget_buffer=False, buffer_cap=2.0),
+        T.AGADConfig(
+            lr=0.2,
+            in_chop_prob=0.5,
+            step=0.5,
+            experimental_correct_accumulation=True,
+            experimental_fast_lr_feedback=True,
+        ),
+    ],
+)
 def test_checkpoint_resume_is_bit_exact_and_costs_add_up(cfg):
     (model, opt), (model2, opt2) = straight_and_resumed(cfg)
     c = opt.costs()
@@ -156,15 +179,18 @@ def test_checkpoint_resume_is_bit_exact_and_costs_add_up(cfg):
     assert same_state((model.state_dict(), opt.state_dict()), (model2.state_dict(), opt2.state_dict()))
 
 
-@pytest.mark.parametrize("bad, field", [({"in_chop_prob": 0.0}, "agad.in_chop_prob"),
-                                        ({"tail_weightening": -1.0}, "agad.tail_weightening"),
-                                        ({"buffer_cap": float("inf")}, "agad.buffer_cap"),
-                                        ({"experimental_correct_accumulation": "often"},
-                                         "agad.experimental_correct_accumulation"),
-                                        ({"step": -1.0}, "agad.step"),
-                                        ({"experimental_feedback_mod": 0}, "agad.experimental_feedback_mod"),
-                                        ({"experimental_feedback_target": 0.0},
-                                         "agad.experimental_feedback_target")])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ({"in_chop_prob": 0.0}, "agad.in_chop_prob"),
+        ({"tail_weightening": -1.0}, "agad.tail_weightening"),
+        ({"buffer_cap": float("inf")}, "agad.buffer_cap"),
+        ({"experimental_correct_accumulation": "often"}, "agad.experimental_correct_accumulation"),
+        ({"step": -1.0}, "agad.step"),
+        ({"experimental_feedback_mod": 0}, "agad.experimental_feedback_mod"),
+        ({"experimental_feedback_target": 0.0}, "agad.experimental_feedback_target"),
+    ],
+)
 def test_bad_settings_are_refused_by_name(bad, field):
     with pytest.raises(ValueError, match=field.replace(".", r"\.")):
         T.build_optimizer(exact_model(), {"algorithm": "agad", **bad})

@@ -60,6 +60,7 @@ def test_tiki_taka_forward_uses_w_only():
 
 # -- least squares with gradient noise on a shifted linear device (R1 Theorem 5, Corollary 1) ----------
 
+
 def _lstsq_problem():
     rng = np.random.default_rng(0)
     x = rng.uniform(-1, 1, (16, 2)).astype(np.float32)
@@ -79,7 +80,7 @@ def _run_lstsq(device, trainer, steps, seed=1):
     order = np.random.default_rng(seed).integers(0, len(x), steps)
     tail = []
     for k in range(steps):
-        i = order[k:k + 1]
+        i = order[k : k + 1]
         mse_step(model, opt, xt[i], yt[i])
         if k >= steps // 2:
             tail.append(model[0].analog_weight())
@@ -116,15 +117,25 @@ def test_residual_learning_converges_where_analog_sgd_stalls():
 
 # -- costs -------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("cfg", [T.AnalogSGDConfig(), T.TikiTakaConfig(transfer_every=2, n_columns=2),
-                                 T.TTv2Config(transfer_every=3), T.ResidualConfig(zero_shift_cycles=5),
-                                 T.ResidualV2Config(zero_shift_cycles=5, transfer_every=2),
-                                 T.MultiTileConfig(n_tiles=3, zero_shift_cycles=5),
-                                 T.MixedPrecisionConfig()])
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        T.AnalogSGDConfig(),
+        T.TikiTakaConfig(transfer_every=2, n_columns=2),
+        T.TTv2Config(transfer_every=3),
+        T.ResidualConfig(zero_shift_cycles=5),
+        T.ResidualV2Config(zero_shift_cycles=5, transfer_every=2),
+        T.MultiTileConfig(n_tiles=3, zero_shift_cycles=5),
+        T.MixedPrecisionConfig(),
+    ],
+)
 def test_costs_counted(cfg):
     torch.manual_seed(2)
-    model = T.convert(nn.Sequential(nn.Linear(7, 6), nn.Sigmoid(), nn.Linear(6, 2)),
-                      T.TileConfig(device="r1_power_1", max_in=4, max_out=4))
+    model = T.convert(
+        nn.Sequential(nn.Linear(7, 6), nn.Sigmoid(), nn.Linear(6, 2)),
+        T.TileConfig(device="r1_power_1", max_in=4, max_out=4),
+    )
     opt = T.build_optimizer(model, cfg)
     x, y = torch.rand(4, 7), torch.rand(4, 2)
     steps = 7
@@ -144,8 +155,9 @@ def test_costs_counted(cfg):
         assert c["transfers"] == sum(steps // p for p in periods) and len(arrays) == 3 * n_tiles
     else:
         assert c["transfers"] == steps // cfg.transfer_every
-        assert c["transfer_reads"] == c["transfers"] * sum(min(cfg.n_columns, t.in_size) for layer in
-                                                           T.analog_layers(model) for t in layer.tiles)
+        assert c["transfer_reads"] == c["transfers"] * sum(
+            min(cfg.n_columns, t.in_size) for layer in T.analog_layers(model) for t in layer.tiles
+        )
     lat = opt.latency_estimate()
     assert lat["forward_ns"] == 40.0 and set(lat["layers"]) == {"0", "2"}
 
@@ -159,11 +171,17 @@ def test_latency_matches_r1_table3():
 
 # -- checkpoint / resume -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("cfg", [T.ResidualConfig(lr=0.2, n_columns=2, zero_shift_cycles=30),
-                                 T.TTv2Config(lr=0.2, transfer_lr=0.5),
-                                 T.ResidualV2Config(lr=0.2, zero_shift_cycles=30, buffer_beta=0.5),
-                                 T.MixedPrecisionConfig(lr=0.2),
-                                 T.MultiTileConfig(lr=0.2, n_tiles=3, zero_shift_cycles=30)])
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        T.ResidualConfig(lr=0.2, n_columns=2, zero_shift_cycles=30),
+        T.TTv2Config(lr=0.2, transfer_lr=0.5),
+        T.ResidualV2Config(lr=0.2, zero_shift_cycles=30, buffer_beta=0.5),
+        T.MixedPrecisionConfig(lr=0.2),
+        T.MultiTileConfig(lr=0.2, n_tiles=3, zero_shift_cycles=30),
+    ],
+)
 def test_checkpoint_resume_is_bit_exact(cfg):
     (model, _), (model2, opt2) = straight_and_resumed(cfg)  # noisy periphery, pulsed updates, cycle noise
     for a, b in zip(T.analog_layers(model), T.analog_layers(model2)):
@@ -175,12 +193,16 @@ def test_all_algorithms_learn_a_small_regression():
     torch.manual_seed(4)
     x = torch.rand(32, 4)
     y = x @ torch.tensor([[0.3, -0.2], [0.1, 0.4], [-0.3, 0.2], [0.2, 0.1]])
-    for cfg in [T.AnalogSGDConfig(lr=0.1), T.TikiTakaConfig(lr=0.1, transfer_lr=0.1, n_columns=4),
-                # TTv2 at transfer_lr 0.5 turns the read noise of P (0.06 per element) into a random walk of W
-                T.TTv2Config(lr=0.1, transfer_lr=0.2, n_columns=4),
-                T.ResidualConfig(lr=0.1, transfer_lr=0.1, n_columns=4),
-                T.ResidualV2Config(lr=0.1, n_columns=4, buffer_beta=0.5),
-                T.MultiTileConfig(lr=0.1, n_tiles=3, n_columns=4), T.MixedPrecisionConfig(lr=0.1)]:
+    for cfg in [
+        T.AnalogSGDConfig(lr=0.1),
+        T.TikiTakaConfig(lr=0.1, transfer_lr=0.1, n_columns=4),
+        # TTv2 at transfer_lr 0.5 turns the read noise of P (0.06 per element) into a random walk of W
+        T.TTv2Config(lr=0.1, transfer_lr=0.2, n_columns=4),
+        T.ResidualConfig(lr=0.1, transfer_lr=0.1, n_columns=4),
+        T.ResidualV2Config(lr=0.1, n_columns=4, buffer_beta=0.5),
+        T.MultiTileConfig(lr=0.1, n_tiles=3, n_columns=4),
+        T.MixedPrecisionConfig(lr=0.1),
+    ]:
         lin = nn.Linear(4, 2, bias=False)
         with torch.no_grad():
             lin.weight.zero_()
@@ -194,8 +216,7 @@ def test_all_algorithms_learn_a_small_regression():
 
 def test_digital_sgd_refuses_analog_model_and_analog_refuses_digital():
     with pytest.raises(ValueError, match="digital model"):
-        T.build_optimizer(T.convert(nn.Sequential(nn.Linear(2, 2)), T.TileConfig(device="ideal")),
-                          T.DigitalSGDConfig())
+        T.build_optimizer(T.convert(nn.Sequential(nn.Linear(2, 2)), T.TileConfig(device="ideal")), T.DigitalSGDConfig())
     with pytest.raises(ValueError, match="convert"):
         T.build_optimizer(nn.Sequential(nn.Linear(2, 2)), T.AnalogSGDConfig())
     opt = T.build_optimizer(nn.Sequential(nn.Linear(2, 2)), {"algorithm": "sgd", "lr": 0.1})
@@ -207,8 +228,9 @@ def test_transfer_trains_are_capped_at_the_transfer_bl(transfer_bl, pulses):
     """A transfer that asks for 500 pulses per element (transfer_lr 1, P = 0.5, dw_min 1e-3) fires saturated
     trains: exactly BL pulses per element, the tile's update BL (4) or transfer_bl when given."""
     dw = 1e-3
-    tile = T.TileConfig(device=Ideal(tau=10.0, dw_min=dw), forward=P, backward=P,
-                        update=UpdateConfig(mode="pulsed", desired_bl=4))
+    tile = T.TileConfig(
+        device=Ideal(tau=10.0, dw_min=dw), forward=P, backward=P, update=UpdateConfig(mode="pulsed", desired_bl=4)
+    )
     model = T.convert(nn.Sequential(nn.Linear(4, 3, bias=False)), tile)
     opt = T.build_optimizer(model, T.TikiTakaConfig(lr=0.1, transfer_lr=1.0, n_columns=4, transfer_bl=transfer_bl))
     t = model[0].blocks[0].tile
@@ -234,8 +256,9 @@ def test_a_non_finite_step_is_refused_and_changes_nothing(algorithm, where):
     """NaN in a layer's input (x) or infinity in the loss gradient (d, and so the digital bias gradient): the
     step raises before any parameter, array or optimizer state moves, and a clean forward pass stays finite."""
     torch.manual_seed(0)
-    model = T.convert(nn.Sequential(nn.Linear(6, 5), nn.Tanh(), nn.Linear(5, 3)),
-                      _tile(Linear(tau=1.0, dw_min=1e-3), mode="pulsed"))
+    model = T.convert(
+        nn.Sequential(nn.Linear(6, 5), nn.Tanh(), nn.Linear(5, 3)), _tile(Linear(tau=1.0, dw_min=1e-3), mode="pulsed")
+    )
     opt = T.build_optimizer(model, {"algorithm": algorithm, "lr": 0.1})
     x, y = torch.rand(8, 6), torch.rand(8, 3)
     for _ in range(2):
@@ -269,8 +292,12 @@ def test_multi_tile_period_ratio_and_transfer_lr_growth():
     """R3 Appendix K's vectors: transfer periods transfer_every * 5^k and rates transfer_lr * 1.2^k, k = 0 for
     the transfer out of the fastest array."""
     model = T.convert(nn.Sequential(nn.Linear(4, 3, bias=False)), _tile(Ideal(tau=3.0, dw_min=1e-4)))
-    opt = T.build_optimizer(model, T.MultiTileConfig(n_tiles=4, zero_shift=False, transfer_every=2, period_ratio=5,
-                                                     transfer_lr=0.1, transfer_lr_growth=1.2))
+    opt = T.build_optimizer(
+        model,
+        T.MultiTileConfig(
+            n_tiles=4, zero_shift=False, transfer_every=2, period_ratio=5, transfer_lr=0.1, transfer_lr_growth=1.2
+        ),
+    )
     assert opt.periods() == [50, 10, 2]
     tile = model[0].tiles[0]
     for n in range(4):  # moves of 15 to 25 dw_min: below the transfer's 31 pulses, rounded to whole pulses

@@ -56,23 +56,40 @@ def _reference(batches, n_in, n_out, eta, s, every, period, momentum, forget, tr
 # auto_granularity, the buffer threshold's factor G); transfer_every < 0: a sweep per |transfer_every| n_states
 # updates, n_states = 2 tau / dw_min = 8192 of the ideal device, so -2^-10 reads every 8192 / 4 / 1024 = 2
 # updates, and G = auto_granularity / (n_in |transfer_every|) = 2^-7 * 256 = 2
-@pytest.mark.parametrize("every, period, batch, momentum, forget, step, bl, auto_g, g", [
-    (1, 1, 4, 0.0, True, 1.0, 1, 0.0, 1.0), (3, 3, 5, 0.5, False, 1.0, 1, 0.0, 1.0),
-    (-2.0 ** -10, 2, 4, 0.5, False, 2.0, 2, 2.0 ** -7, 2.0)])
+@pytest.mark.parametrize(
+    "every, period, batch, momentum, forget, step, bl, auto_g, g",
+    [
+        (1, 1, 4, 0.0, True, 1.0, 1, 0.0, 1.0),
+        (3, 3, 5, 0.5, False, 1.0, 1, 0.0, 1.0),
+        (-(2.0**-10), 2, 4, 0.5, False, 2.0, 2, 2.0**-7, 2.0),
+    ],
+)
 def test_recursion_matches_a_numpy_reimplementation(every, period, batch, momentum, forget, step, bl, auto_g, g):
     """step 2 with two slots: every nonzero n moves C by exactly two pulses (probabilities 1 in both trains)."""
     n_in, n_out = 4, 3
     batches = dyadic_batches(12, batch, n_in, n_out)
     model = exact_model(n_in, n_out)
-    lr, fast_lr, transfer_lr = 2.0 ** -4, 2.0 ** -4, 2.0
-    cfg = T.CTTv2Config(lr=lr, fast_lr=fast_lr, auto_scale=False, transfer_lr=transfer_lr, transfer_every=every,
-                        in_chop_prob=0.5, in_chop_random=False, momentum=momentum, forget_buffer=forget, step=step,
-                        transfer_bl=bl, auto_granularity=auto_g)
+    lr, fast_lr, transfer_lr = 2.0**-4, 2.0**-4, 2.0
+    cfg = T.CTTv2Config(
+        lr=lr,
+        fast_lr=fast_lr,
+        auto_scale=False,
+        transfer_lr=transfer_lr,
+        transfer_every=every,
+        in_chop_prob=0.5,
+        in_chop_random=False,
+        momentum=momentum,
+        forget_buffer=forget,
+        step=step,
+        transfer_bl=bl,
+        auto_granularity=auto_g,
+    )
     opt = T.build_optimizer(model, cfg)
     drive(model, opt, batches)
     s = transfer_lr * lr / DW / g  # scale_transfer_lr, buffer granularity 1
-    a, c, h, _ = _reference(batches, n_in, n_out, fast_lr, s, period, period=2, momentum=momentum, forget=forget,
-                            transfer_bl=bl, step=step)
+    a, c, h, _ = _reference(
+        batches, n_in, n_out, fast_lr, s, period, period=2, momentum=momentum, forget=forget, transfer_bl=bl, step=step
+    )
     tile = model[0].tiles[0]
     assert np.abs(c).max() > 0 and np.abs(h).max() > 0  # transfers happened and left remainders
     np.testing.assert_array_equal(tile.arrays[1].w, a.astype(np.float32))
@@ -87,9 +104,13 @@ def test_a_write_step_below_one_fires_each_pulse_with_that_probability():
     n_in, n_out, step = 4, 3, 0.25
     batches = dyadic_batches(150, 4, n_in, n_out, seed=2)
     model = exact_model(n_in, n_out)
-    lr = 2.0 ** -4
-    opt = T.build_optimizer(model, T.CTTv2Config(lr=lr, fast_lr=lr, auto_scale=False, transfer_lr=2.0, step=step,
-                                                 in_chop_prob=0.5, in_chop_random=False))
+    lr = 2.0**-4
+    opt = T.build_optimizer(
+        model,
+        T.CTTv2Config(
+            lr=lr, fast_lr=lr, auto_scale=False, transfer_lr=2.0, step=step, in_chop_prob=0.5, in_chop_random=False
+        ),
+    )
     drive(model, opt, batches)
     a, _, h, writes = _reference(batches, n_in, n_out, lr, 2.0 * lr / DW, 1, period=2, momentum=0.0, forget=True)
     np.testing.assert_array_equal(opt.tile_state[0][0]["H"], h.astype(np.float32))
@@ -140,8 +161,9 @@ def test_chopping_cancels_a_constant_offset_of_the_fast_array():
     drift = {}
     for p in (0.0, 1.0):
         model = exact_model(2, 2)
-        opt = T.build_optimizer(model, T.CTTv2Config(lr=0.05, auto_scale=False, fast_lr=DW, in_chop_prob=p,
-                                                     in_chop_random=False))
+        opt = T.build_optimizer(
+            model, T.CTTv2Config(lr=0.05, auto_scale=False, fast_lr=DW, in_chop_prob=p, in_chop_random=False)
+        )
         model[0].tiles[0].arrays[1].w[...] = 0.2
         model[0].tiles[0].invalidate()
         for _ in range(50):
@@ -151,10 +173,22 @@ def test_chopping_cancels_a_constant_offset_of_the_fast_array():
     assert drift[0.0] == pytest.approx(50 * DW, rel=1e-6) and drift[1.0] <= 2 * DW
 
 
-CFGS = [T.CTTv2Config(lr=0.2, in_chop_prob=0.3, out_chop_prob=0.2, transfer_every=3),
-        T.CTTv2Config(lr=0.2, in_chop_prob=0.0, gamma=0.3, units_in_mbatch=True, auto_scale=False,
-                      scale_fast_lr=True, fast_lr=1.0, scale_transfer_lr=False, transfer_lr=0.2,
-                      auto_granularity=100, momentum=0.9)]
+CFGS = [
+    T.CTTv2Config(lr=0.2, in_chop_prob=0.3, out_chop_prob=0.2, transfer_every=3),
+    T.CTTv2Config(
+        lr=0.2,
+        in_chop_prob=0.0,
+        gamma=0.3,
+        units_in_mbatch=True,
+        auto_scale=False,
+        scale_fast_lr=True,
+        fast_lr=1.0,
+        scale_transfer_lr=False,
+        transfer_lr=0.2,
+        auto_granularity=100,
+        momentum=0.9,
+    ),
+]
 
 
 @pytest.mark.parametrize("cfg", CFGS)
@@ -179,13 +213,18 @@ def test_costs_add_up(cfg):
     assert lat == pytest.approx(165.9 + (6 * 4 // every) / 6 * (40 + 5 + 5.9))
 
 
-@pytest.mark.parametrize("bad, field", [({"in_chop_prob": 1.5}, "c_ttv2.in_chop_prob"),
-                                        ({"fast_lr": float("nan")}, "c_ttv2.fast_lr"),
-                                        ({"auto_momentum": 1.0}, "c_ttv2.auto_momentum"),
-                                        ({"gamma": 0.2}, "gamma = 0.2 needs in_chop_prob"),
-                                        ({"thres_scale": 0.8}, "c_ttv2.thres_scale"),
-                                        ({"transfer_every": 0.0}, "c_ttv2.transfer_every"),
-                                        ({"step": 0.0}, "c_ttv2.step")])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ({"in_chop_prob": 1.5}, "c_ttv2.in_chop_prob"),
+        ({"fast_lr": float("nan")}, "c_ttv2.fast_lr"),
+        ({"auto_momentum": 1.0}, "c_ttv2.auto_momentum"),
+        ({"gamma": 0.2}, "gamma = 0.2 needs in_chop_prob"),
+        ({"thres_scale": 0.8}, "c_ttv2.thres_scale"),
+        ({"transfer_every": 0.0}, "c_ttv2.transfer_every"),
+        ({"step": 0.0}, "c_ttv2.step"),
+    ],
+)
 def test_bad_settings_are_refused_by_name(bad, field):
     model = exact_model()
     with pytest.raises(ValueError, match=field.replace(".", r"\.")):

@@ -29,9 +29,18 @@ PYTHON = Path(os.path.expanduser(os.environ.get("AIMC_AIHWKIT_PYTHON", "~/aihwki
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "aihwkit" / "transfer_sequence_aihwkit.py"
 pytestmark = pytest.mark.skipif(not PYTHON.exists(), reason=f"no aihwkit interpreter at {PYTHON}")
 
-DW = 2.0 ** -9
-DEVICE = dict(dw_min=DW, dw_min_dtod=0.0, dw_min_std=0.0, up_down=0.0, up_down_dtod=0.0, w_max=8.0, w_min=-8.0,
-              w_max_dtod=0.0, w_min_dtod=0.0)
+DW = 2.0**-9
+DEVICE = dict(
+    dw_min=DW,
+    dw_min_dtod=0.0,
+    dw_min_std=0.0,
+    up_down=0.0,
+    up_down_dtod=0.0,
+    w_max=8.0,
+    w_min=-8.0,
+    w_max_dtod=0.0,
+    w_min_dtod=0.0,
+)
 REPS = 200
 
 
@@ -44,8 +53,12 @@ def _batches(kind):
 def _ours(algorithm, batches, lr, compound, perfect_reads=True):
     cfg_cls = T.CTTv2Config if algorithm == "c-ttv2" else T.AGADConfig
     forward = PeripheryConfig.perfect() if perfect_reads else PeripheryConfig()
-    tile = T.TileConfig(device=ConstantStep(**DEVICE), forward=forward,
-                        backward=PeripheryConfig.perfect(), update=UpdateConfig(desired_bl=5))
+    tile = T.TileConfig(
+        device=ConstantStep(**DEVICE),
+        forward=forward,
+        backward=PeripheryConfig.perfect(),
+        update=UpdateConfig(desired_bl=5),
+    )
     a_end, c_end = [], []
     for rep in range(REPS):
         lin = nn.Linear(4, 3, bias=False)
@@ -58,29 +71,49 @@ def _ours(algorithm, batches, lr, compound, perfect_reads=True):
             opt.step()
         a_end.append(model[0].tiles[0].arrays[1].w.astype(float))
         c_end.append(model[0].tiles[0].arrays[0].w.astype(float))
-    return {"A_mean": np.mean(a_end, 0), "A_std": np.std(a_end, 0), "C_mean": np.mean(c_end, 0),
-            "C_std": np.std(c_end, 0)}
+    return {
+        "A_mean": np.mean(a_end, 0),
+        "A_std": np.std(a_end, 0),
+        "C_mean": np.mean(c_end, 0),
+        "C_std": np.std(c_end, 0),
+    }
 
 
-@pytest.mark.parametrize("algorithm, kind, compound, perfect_reads", [
-    ("c-ttv2", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False}, True),
-    ("c-ttv2", "batch", {"in_chop_prob": 0.5, "in_chop_random": False}, True),
-    ("agad", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False}, True),
-    ("agad", "batch", {"in_chop_prob": 0.5, "in_chop_random": False}, True),
-    # aihwkit's defaults: random chopper, column reads with output noise 0.06 and a 9-bit ADC
-    ("c-ttv2", "rank1", {"in_chop_prob": 0.1, "in_chop_random": True}, False),
-    # a write lr of step dw_C = dw_C / 2 (each pulse with probability 1/2); a read every second sample (aihwkit's
-    # CPU simulator reads each column twice per read event where transfer_every < 0, see docs/trainers.md)
-    ("c-ttv2", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False, "step": 0.5}, True),
-    ("c-ttv2", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False, "transfer_every": 2}, True),
-    ("agad", "batch", {"in_chop_prob": 0.5, "in_chop_random": False, "experimental_correct_accumulation": True},
-     True),
-    ("agad", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False, "step": 0.5}, True)])
+@pytest.mark.parametrize(
+    "algorithm, kind, compound, perfect_reads",
+    [
+        ("c-ttv2", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False}, True),
+        ("c-ttv2", "batch", {"in_chop_prob": 0.5, "in_chop_random": False}, True),
+        ("agad", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False}, True),
+        ("agad", "batch", {"in_chop_prob": 0.5, "in_chop_random": False}, True),
+        # aihwkit's defaults: random chopper, column reads with output noise 0.06 and a 9-bit ADC
+        ("c-ttv2", "rank1", {"in_chop_prob": 0.1, "in_chop_random": True}, False),
+        # a write lr of step dw_C = dw_C / 2 (each pulse with probability 1/2); a read every second sample (aihwkit's
+        # CPU simulator reads each column twice per read event where transfer_every < 0, see docs/trainers.md)
+        ("c-ttv2", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False, "step": 0.5}, True),
+        ("c-ttv2", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False, "transfer_every": 2}, True),
+        (
+            "agad",
+            "batch",
+            {"in_chop_prob": 0.5, "in_chop_random": False, "experimental_correct_accumulation": True},
+            True,
+        ),
+        ("agad", "rank1", {"in_chop_prob": 0.5, "in_chop_random": False, "step": 0.5}, True),
+    ],
+)
 def test_transfer_sequence_matches_aihwkit(algorithm, kind, compound, perfect_reads, tmp_path):
     batches = _batches(kind)
     lr = 0.5
-    spec = {"algorithm": algorithm, "device": DEVICE, "compound": compound, "update_bl": 5, "lr": lr,
-            "reps": REPS, "perfect_reads": perfect_reads, "batches": [[x.tolist(), d.tolist()] for x, d in batches]}
+    spec = {
+        "algorithm": algorithm,
+        "device": DEVICE,
+        "compound": compound,
+        "update_bl": 5,
+        "lr": lr,
+        "reps": REPS,
+        "perfect_reads": perfect_reads,
+        "batches": [[x.tolist(), d.tolist()] for x, d in batches],
+    }
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec))
     out = subprocess.run([str(PYTHON), str(SCRIPT), str(path)], capture_output=True, text=True, timeout=600)
@@ -89,7 +122,7 @@ def test_transfer_sequence_matches_aihwkit(algorithm, kind, compound, perfect_re
     ours = _ours(algorithm, batches, lr, compound, perfect_reads)
     for arr in ("A", "C"):
         m1, m2, s1, s2 = ours[arr + "_mean"], ref[arr + "_mean"], ours[arr + "_std"], ref[arr + "_std"]
-        se = np.sqrt((s1 ** 2 + s2 ** 2) / REPS)
+        se = np.sqrt((s1**2 + s2**2) / REPS)
         assert np.all(np.abs(m1 - m2) <= 4 * se + 0.05 * DW), (arr, m1 / DW, m2 / DW)
         assert np.all(np.abs(s1 - s2) <= 0.25 * np.maximum(s1, s2) + 0.1 * DW), (arr, s1 / DW, s2 / DW)
     assert ref["C_std"].max() > 0.5 * DW  # the sequence does write into the weight

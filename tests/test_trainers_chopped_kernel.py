@@ -18,9 +18,21 @@ from aimc.devices.pulses import pulse_columns_kernel, pulse_kernel
 from aimc.devices.rng import Stream
 from aimc.trainers.algorithms.chopped_kernel import ChopperState, TransferRule, chopped_transfer, running_estimate
 
-RULE = TransferRule(scale=40.0, transfer_bl=2, momentum=0.25, forget_buffer=False, no_buffer=False, buffer_cap=1.5,
-                    chop_prob=0.3, chop_random=True, period=3, out_chop_prob=0.2, dynamic=False, beta=0.0,
-                    write_after=-1)
+RULE = TransferRule(
+    scale=40.0,
+    transfer_bl=2,
+    momentum=0.25,
+    forget_buffer=False,
+    no_buffer=False,
+    buffer_cap=1.5,
+    chop_prob=0.3,
+    chop_random=True,
+    period=3,
+    out_chop_prob=0.2,
+    dynamic=False,
+    beta=0.0,
+    write_after=-1,
+)
 
 
 def _reference(tile, x, d, eta, first, every, rule, u, st):
@@ -78,22 +90,32 @@ def _reference(tile, x, d, eta, first, every, rule, u, st):
                 st["switched"][k] = True
         st["col"] = (k + 1) % n_in
         if k == n_in - 1:
-            st["c_out"][u[ui:ui + n_out] < rule.out_chop_prob] *= -1
+            st["c_out"][u[ui : ui + n_out] < rule.out_chop_prob] *= -1
             ui += n_out
             st["sweeps"] += 1
     flush()
     return up, tr, len(reads)
 
 
-@pytest.mark.parametrize("device, mode, dynamic, every", [
-    (Linear(tau=1.0, dw_min=1e-2, c=0.1, dw_min_std=0.3, dw_min_dtod=0.2), "pulsed", False, 1),
-    (Linear(tau=1.0, dw_min=1e-2, c=0.1, dw_min_std=0.3, dw_min_dtod=0.2), "expected", True, 3),
-    (get_preset("aihwkit_reram_sb"), "pulsed", True, 2),  # write noise: apparent weights redrawn
-])
+@pytest.mark.parametrize(
+    "device, mode, dynamic, every",
+    [
+        (Linear(tau=1.0, dw_min=1e-2, c=0.1, dw_min_std=0.3, dw_min_dtod=0.2), "pulsed", False, 1),
+        (Linear(tau=1.0, dw_min=1e-2, c=0.1, dw_min_std=0.3, dw_min_dtod=0.2), "expected", True, 3),
+        (get_preset("aihwkit_reram_sb"), "pulsed", True, 2),  # write noise: apparent weights redrawn
+    ],
+)
 def test_kernel_equals_the_tile_methods_one_by_one(device, mode, dynamic, every):
     n_out, n_in, n = 5, 4, 23
-    tile = AnalogTile(n_out, n_in, device, gains=(1.0, 0.0), forward=PeripheryConfig(out_bound=0.3, max_bm_reads=3),
-                      update=UpdateConfig(mode=mode, desired_bl=5), seed=3)
+    tile = AnalogTile(
+        n_out,
+        n_in,
+        device,
+        gains=(1.0, 0.0),
+        forward=PeripheryConfig(out_bound=0.3, max_bm_reads=3),
+        update=UpdateConfig(mode=mode, desired_bl=5),
+        seed=3,
+    )
     rng = np.random.default_rng(1)
     x = rng.uniform(-1, 1, (n, n_in)).astype(np.float32)
     d = rng.uniform(-1, 1, (n, n_out)).astype(np.float32)
@@ -101,14 +123,30 @@ def test_kernel_equals_the_tile_methods_one_by_one(device, mode, dynamic, every)
     eta = rng.uniform(0.01, 0.05, n)
     rule = RULE._replace(dynamic=dynamic, beta=0.4 if dynamic else 0.0, write_after=1 if dynamic else -1)
     u = rng.random(n + 8 * n_out)
-    st = {"H": np.zeros((n_out, n_in), np.float32), "c_in": np.ones(n_in, np.float32),
-          "c_out": np.ones(n_out, np.float32), "M": np.zeros((n_out, n_in), np.float32),
-          "Pref": np.zeros((n_out, n_in), np.float32), "switched": np.zeros(n_in, bool), "col": 1, "sweeps": 0}
+    st = {
+        "H": np.zeros((n_out, n_in), np.float32),
+        "c_in": np.ones(n_in, np.float32),
+        "c_out": np.ones(n_out, np.float32),
+        "M": np.zeros((n_out, n_in), np.float32),
+        "Pref": np.zeros((n_out, n_in), np.float32),
+        "switched": np.zeros(n_in, bool),
+        "col": 1,
+        "sweeps": 0,
+    }
     ref_tile, ref_st = copy.deepcopy(tile), copy.deepcopy(st)
     first = 1
     up, tr, reads = _reference(ref_tile, x, d, eta, first, every, rule, u, ref_st)
-    state = ChopperState(st["H"], st["c_in"], st["c_out"], st["M"], st["Pref"], st["switched"], np.zeros(6),
-                         np.zeros((n_out, n_in), np.int64), np.zeros(n_in, bool))
+    state = ChopperState(
+        st["H"],
+        st["c_in"],
+        st["c_out"],
+        st["M"],
+        st["Pref"],
+        st["switched"],
+        np.zeros(6),
+        np.zeros((n_out, n_in), np.int64),
+        np.zeros(n_in, bool),
+    )
     res = chopped_transfer(tile, (1, 0), x, d, eta, rule, u, state, (first, every), (st["col"], st["sweeps"]))
     assert (res.update_pulses, res.transfer_pulses, res.reads) == (up, tr, reads)
     assert tr > 0 and reads == len(range(first, n, every))
@@ -120,9 +158,15 @@ def test_kernel_equals_the_tile_methods_one_by_one(device, mode, dynamic, every)
     assert (tile.stream.counter, tile.reads) == (ref_tile.stream.counter, ref_tile.reads)
 
 
-@pytest.mark.parametrize("cfg", [PeripheryConfig(), PeripheryConfig(out_bound=0.05, max_bm_reads=4),
-                                 PeripheryConfig(inp_bits=None, out_bits=None, noise_management=False),
-                                 PeripheryConfig.perfect()])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        PeripheryConfig(),
+        PeripheryConfig(out_bound=0.05, max_bm_reads=4),
+        PeripheryConfig(inp_bits=None, out_bits=None, noise_management=False),
+        PeripheryConfig.perfect(),
+    ],
+)
 def test_one_hot_read_equals_analog_mvm(cfg):
     col = np.random.default_rng(2).normal(0, 0.1, 9).astype(np.float32)
     s1, s2 = Stream(4), Stream(4)

@@ -11,8 +11,9 @@ from torch import nn
 from aimc import trainers as T
 from aimc.devices import Ideal, PeripheryConfig
 
-PERFECT = T.TileConfig(device=Ideal(tau=2.0, dw_min=1e-3), forward=PeripheryConfig.perfect(),
-                       backward=PeripheryConfig.perfect())
+PERFECT = T.TileConfig(
+    device=Ideal(tau=2.0, dw_min=1e-3), forward=PeripheryConfig.perfect(), backward=PeripheryConfig.perfect()
+)
 
 
 def _forward_backward(model, x):
@@ -116,19 +117,28 @@ def test_eval_and_no_grad_do_not_save():
 
 
 def test_state_dict_round_trip_weights_only(tmp_path):
-    model = T.convert(nn.Sequential(nn.Linear(6, 5), nn.Sigmoid(), nn.Linear(5, 3)),
-                      T.TileConfig(device="r1_power_1", max_in=4, max_out=4), seed=3)
+    model = T.convert(
+        nn.Sequential(nn.Linear(6, 5), nn.Sigmoid(), nn.Linear(5, 3)),
+        T.TileConfig(device="r1_power_1", max_in=4, max_out=4),
+        seed=3,
+    )
     opt = T.build_optimizer(model, T.ResidualConfig(zero_shift_cycles=20))
     nn.functional.mse_loss(model(torch.rand(3, 6)), torch.zeros(3, 3)).backward()
     opt.step()
     torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, tmp_path / "c.pt")
     ck = torch.load(tmp_path / "c.pt", weights_only=True)
-    fresh = T.convert(nn.Sequential(nn.Linear(6, 5), nn.Sigmoid(), nn.Linear(5, 3)),
-                      T.TileConfig(device="r1_power_1", max_in=4, max_out=4), seed=3)
+    fresh = T.convert(
+        nn.Sequential(nn.Linear(6, 5), nn.Sigmoid(), nn.Linear(5, 3)),
+        T.TileConfig(device="r1_power_1", max_in=4, max_out=4),
+        seed=3,
+    )
     fresh.load_state_dict(ck["model"])
     for a, b in zip(T.analog_layers(model), T.analog_layers(fresh)):
         assert np.array_equal(a.analog_weight(), b.analog_weight())
         assert len(b.tiles[0].arrays) == 2 and b.algorithm == "residual"
     with pytest.raises(ValueError, match="seed"):
-        T.convert(nn.Sequential(nn.Linear(6, 5), nn.Sigmoid(), nn.Linear(5, 3)),
-                  T.TileConfig(device="r1_power_1", max_in=4, max_out=4), seed=4).load_state_dict(ck["model"])
+        T.convert(
+            nn.Sequential(nn.Linear(6, 5), nn.Sigmoid(), nn.Linear(5, 3)),
+            T.TileConfig(device="r1_power_1", max_in=4, max_out=4),
+            seed=4,
+        ).load_state_dict(ck["model"])

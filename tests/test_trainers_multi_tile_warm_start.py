@@ -17,24 +17,36 @@ from aimc.runs.training import train_run
 from aimc.trainers.algorithms.multi_tile import loss_plateau
 
 
-@pytest.mark.parametrize("losses, switches, plateau", [
-    ([1.0], 0, False),                          # aggressive: one loss is not enough history
-    ([1.0, 0.9], 0, False),                     # the loss fell
-    ([1.0, 0.9, 0.9], 3, False),                # equal is not a rise
-    ([1.0, 0.9, 0.95], 3, True),                # a rise, before the fifth switch
-    ([1.0, 0.9, 0.95, 0.8, 0.85], 4, False),    # mild: fewer than 6 losses
-    ([1.0, 0.9, 0.95, 0.8, 0.85, 0.7], 4, True),  # 2 rises among the last 5 changes
-    ([1.0, 1.1, 0.95, 0.8, 0.85, 0.7, 0.6], 4, False),  # the first rise lies before the last 5 changes
-    ([1.0, 0.9, 0.8, 0.7, 0.6, 0.65], 5, False),  # one rise
-])
+@pytest.mark.parametrize(
+    "losses, switches, plateau",
+    [
+        ([1.0], 0, False),  # aggressive: one loss is not enough history
+        ([1.0, 0.9], 0, False),  # the loss fell
+        ([1.0, 0.9, 0.9], 3, False),  # equal is not a rise
+        ([1.0, 0.9, 0.95], 3, True),  # a rise, before the fifth switch
+        ([1.0, 0.9, 0.95, 0.8, 0.85], 4, False),  # mild: fewer than 6 losses
+        ([1.0, 0.9, 0.95, 0.8, 0.85, 0.7], 4, True),  # 2 rises among the last 5 changes
+        ([1.0, 1.1, 0.95, 0.8, 0.85, 0.7, 0.6], 4, False),  # the first rise lies before the last 5 changes
+        ([1.0, 0.9, 0.8, 0.7, 0.6, 0.65], 5, False),  # one rise
+    ],
+)
 def test_loss_plateau_follows_r3_algorithm_1(losses, switches, plateau):
     assert loss_plateau(losses, switches) is plateau
 
 
 def _warm_opt(**kw):
     model = exact_model(4, 3)
-    cfg = T.MultiTileConfig(n_tiles=3, lr=0.1, zero_shift=False, warm_start=True, transfer_every=1,
-                            period_ratio=2, n_columns=4, transfer_lr=0.5, **kw)
+    cfg = T.MultiTileConfig(
+        n_tiles=3,
+        lr=0.1,
+        zero_shift=False,
+        warm_start=True,
+        transfer_every=1,
+        period_ratio=2,
+        n_columns=4,
+        transfer_lr=0.5,
+        **kw,
+    )
     return model, T.build_optimizer(model, cfg)
 
 
@@ -73,8 +85,10 @@ def test_warm_start_fills_the_arrays_one_at_a_time_then_cascades(caplog):
 
 def test_without_warm_start_the_cascade_runs_from_the_first_step():
     model = exact_model(4, 3)
-    opt = T.build_optimizer(model, T.MultiTileConfig(n_tiles=3, zero_shift=False, transfer_every=1,
-                                                     period_ratio=1, n_columns=4, transfer_lr=0.5))
+    opt = T.build_optimizer(
+        model,
+        T.MultiTileConfig(n_tiles=3, zero_shift=False, transfer_every=1, period_ratio=1, n_columns=4, transfer_lr=0.5),
+    )
     assert "warm_start_array" not in opt.costs()
     assert _moves(model, opt) == [True, True, False]
     opt.end_epoch(1.0)
@@ -102,10 +116,24 @@ def test_warm_start_state_survives_a_checkpoint():
 def test_the_training_loop_hands_each_epoch_loss_to_the_warm_start(tmp_path):
     """A run's metrics: the array of each epoch is the one R3's rule picks from the recorded training losses
     (at this rate the loss rises after epoch 4 here, so the run switches once)."""
-    cfg = validate_config({"name": "w", "epochs": 5, "batch_size": 10, "model": {"hidden": [8]},
-                           "data": {"n_train": 100, "n_test": 50}, "tile": {"device": "r3_10_states"},
-                           "trainer": {"algorithm": "multi_tile", "n_tiles": 3, "lr": 4.0, "transfer_lr": 1.0,
-                                       "zero_shift": False, "warm_start": True}})
+    cfg = validate_config(
+        {
+            "name": "w",
+            "epochs": 5,
+            "batch_size": 10,
+            "model": {"hidden": [8]},
+            "data": {"n_train": 100, "n_test": 50},
+            "tile": {"device": "r3_10_states"},
+            "trainer": {
+                "algorithm": "multi_tile",
+                "n_tiles": 3,
+                "lr": 4.0,
+                "transfer_lr": 1.0,
+                "zero_shift": False,
+                "warm_start": True,
+            },
+        }
+    )
     train_run(cfg, tmp_path / "run")
     records = read_jsonl(RunFolder(tmp_path / "run").metrics_path)[1:]
     losses, target = [], 0

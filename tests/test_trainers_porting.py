@@ -14,8 +14,9 @@ from aimc import ConfigError
 from aimc import trainers as T
 from aimc.devices import Ideal, PeripheryConfig, UpdateConfig
 
-PERFECT = T.TileConfig(device=Ideal(tau=2.0, dw_min=1e-3), forward=PeripheryConfig.perfect(),
-                       backward=PeripheryConfig.perfect())
+PERFECT = T.TileConfig(
+    device=Ideal(tau=2.0, dw_min=1e-3), forward=PeripheryConfig.perfect(), backward=PeripheryConfig.perfect()
+)
 
 
 @pytest.mark.parametrize("kwargs", [dict(), dict(stride=2, padding=3, dilation=2), dict(bias=False)])
@@ -31,8 +32,8 @@ def test_analog_conv1d_matches_torch_conv1d(kwargs):
     assert got.shape == want.shape
     torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
     d = torch.linspace(-1, 1, want.numel()).reshape(want.shape)
-    gx_want, = torch.autograd.grad((want * d).sum(), x)
-    gx, = torch.autograd.grad((got * d).sum(), x)
+    (gx_want,) = torch.autograd.grad((want * d).sum(), x)
+    (gx,) = torch.autograd.grad((got * d).sum(), x)
     torch.testing.assert_close(gx, gx_want, atol=1e-5, rtol=0)
     torch.testing.assert_close(ana(x[0]), want[0], atol=1e-5, rtol=0)
     back = T.to_digital(nn.Sequential(ana))[0]
@@ -47,8 +48,10 @@ def test_analog_conv1d_trains_a_1d_signal_model():
     digital = nn.Sequential(nn.Conv1d(1, 2, 3), nn.Flatten(), nn.Linear(2 * 6, 2))
     analog = T.convert(copy.deepcopy(digital), cfg)
     x, y = torch.randn(4, 1, 8), torch.tensor([0, 1, 0, 1])
-    for model, opt in ((digital, torch.optim.SGD(digital.parameters(), lr=0.1)),
-                       (analog, T.build_optimizer(analog, {"algorithm": "analog_sgd", "lr": 0.1}))):
+    for model, opt in (
+        (digital, torch.optim.SGD(digital.parameters(), lr=0.1)),
+        (analog, T.build_optimizer(analog, {"algorithm": "analog_sgd", "lr": 0.1})),
+    ):
         opt.zero_grad()
         F.cross_entropy(model(x), y).backward()
         opt.step()
@@ -106,8 +109,11 @@ def test_layers_refuse_other_devices_and_dtypes():
 
 def test_input_errors_name_the_layer_and_the_shapes():
     lin = T.AnalogLinear(784, 10, tile_config=PERFECT)
-    with pytest.raises(ValueError, match=r"^AnalogLinear\(784, 10\): got an input of shape \(4, 100\), expected "
-                                         r"784 features in its last dimension$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^AnalogLinear\(784, 10\): got an input of shape \(4, 100\), expected "
+        r"784 features in its last dimension$",
+    ):
         lin(torch.zeros(4, 100))
     with pytest.raises(RuntimeError):  # torch refuses the same input
         nn.Linear(784, 10)(torch.zeros(4, 100))
@@ -116,11 +122,17 @@ def test_input_errors_name_the_layer_and_the_shapes():
     with pytest.raises(TypeError, match=r"dtype torch.int64.*floating-point"):
         lin(torch.zeros(4, 784, dtype=torch.long))
     conv = T.AnalogConv2d(3, 6, 5, tile_config=PERFECT)
-    with pytest.raises(ValueError, match=r"AnalogConv2d\(3, 6, kernel_size=\(5, 5\)\): got an input of shape "
-                                         r"\(2, 1, 28, 28\), expected 3-D or 4-D input with 3 channels"):
+    with pytest.raises(
+        ValueError,
+        match=r"AnalogConv2d\(3, 6, kernel_size=\(5, 5\)\): got an input of shape "
+        r"\(2, 1, 28, 28\), expected 3-D or 4-D input with 3 channels",
+    ):
         conv(torch.zeros(2, 1, 28, 28))
-    with pytest.raises(ValueError, match=r"AnalogConv1d\(2, 4, kernel_size=\(3,\)\).*\(4, 5, 8\), expected 2-D or "
-                                         r"3-D input with 2 channels"):
+    with pytest.raises(
+        ValueError,
+        match=r"AnalogConv1d\(2, 4, kernel_size=\(3,\)\).*\(4, 5, 8\), expected 2-D or "
+        r"3-D input with 2 channels",
+    ):
         T.AnalogConv1d(2, 4, 3, tile_config=PERFECT)(torch.zeros(4, 5, 8))
 
 

@@ -19,10 +19,11 @@ def test_one_transfer_follows_the_equations():
     """No gradient, P = 1/4, Q = Q~ = 0: a transfer reads v = P - Q~ = 1/4, Q <- Q + eta (P - Q) and
     W <- W + beta c v (Eq. 11b/18b); RIDER then sets Q~ = Q, E-RIDER keeps Q~ until its chopper switches,
     and the switch reprograms Q~ = Q and flips the sign of P's forward gain."""
-    eta, beta, gamma = 0.25, 2.0 ** -3, 0.5
-    for cfg in (T.RiderConfig(tracking_rate=eta, transfer_lr=beta, gamma=gamma, n_columns=2),
-                T.ERiderConfig(tracking_rate=eta, transfer_lr=beta, gamma=gamma, n_columns=2, chop_prob=0.5,
-                               chop_random=False)):
+    eta, beta, gamma = 0.25, 2.0**-3, 0.5
+    for cfg in (
+        T.RiderConfig(tracking_rate=eta, transfer_lr=beta, gamma=gamma, n_columns=2),
+        T.ERiderConfig(tracking_rate=eta, transfer_lr=beta, gamma=gamma, n_columns=2, chop_prob=0.5, chop_random=False),
+    ):
         model = exact_model(2, 1)
         opt = T.build_optimizer(model, cfg)
         tile = model[0].tiles[0]
@@ -49,10 +50,11 @@ def test_buffered_transfer_fires_whole_pulses_of_the_accumulated_reads():
     where |H| >= threshold dw_min, H keeping the rest (TT-v2's rule): P = 1/4, transfer_lr 1/8 and dw_min DW
     give H = k / 32 after k reads; with threshold 3 the first pulses fire at the read where k / 32 >= 3 DW, as
     floor(H / DW) pulses."""
-    beta, thr = 2.0 ** -3, 3.0
+    beta, thr = 2.0**-3, 3.0
     model = exact_model(1, 2)
-    opt = T.build_optimizer(model, T.ERiderConfig(tracking_rate=1e-6, transfer_lr=beta, chop_prob=1e-6,
-                                                  chop_random=False, threshold=thr))
+    opt = T.build_optimizer(
+        model, T.ERiderConfig(tracking_rate=1e-6, transfer_lr=beta, chop_prob=1e-6, chop_random=False, threshold=thr)
+    )
     tile = model[0].tiles[0]
     tile.arrays[1].w[...] = 0.25
     tile.invalidate()
@@ -86,8 +88,7 @@ def test_rider_reference_converges_to_the_symmetric_point_of_the_device():
     (in units of tau, whatever lr) per element, so the test takes 64 independent rows and bounds the mean
     error (0.004 expected) and the mean absolute error (0.03 expected), against the 0.3 of a reference at 0."""
     model = exact_model(2, 64, Linear(tau=1.0, dw_min=1e-3, c=0.3, c_dtod=0.1))
-    opt = T.build_optimizer(model, T.RiderConfig(lr=0.01, gamma=0.5, transfer_lr=0.01, n_columns=2,
-                                                 tracking_rate=0.05))
+    opt = T.build_optimizer(model, T.RiderConfig(lr=0.01, gamma=0.5, transfer_lr=0.01, n_columns=2, tracking_rate=0.05))
     w_sp = _linear_symmetric_points(model[0].tiles[0].arrays[1], 1.0)
     signs = np.random.default_rng(4).choice([-1.0, 1.0], (1500, 1, 64))
     x = torch.ones(1, 2)
@@ -115,19 +116,22 @@ def test_e_rider_tracks_the_symmetric_point_and_learns_where_analog_sgd_is_biase
     w_ls = np.linalg.lstsq(x, y, rcond=None)[0].T
     device = Linear(tau=1.0, dw_min=1e-3, c=0.3, c_dtod=0.1)
     errs = {}
-    for cfg in (T.ERiderConfig(lr=0.005, gamma=0.5, transfer_lr=0.02, n_columns=2, tracking_rate=0.1,
-                               chop_prob=0.02), T.AnalogSGDConfig(lr=0.005)):
+    for cfg in (
+        T.ERiderConfig(lr=0.005, gamma=0.5, transfer_lr=0.02, n_columns=2, tracking_rate=0.1, chop_prob=0.02),
+        T.AnalogSGDConfig(lr=0.005),
+    ):
         model = exact_model(2, 1, device)
         opt = T.build_optimizer(model, cfg)
         order = np.random.default_rng(1).integers(0, 16, 4000)
         tail = []
         for k, i in enumerate(order):
             opt.zero_grad()
-            (0.5 * (model(torch.from_numpy(x[i:i + 1])) - torch.from_numpy(y[i:i + 1])) ** 2).sum().backward()
+            (0.5 * (model(torch.from_numpy(x[i : i + 1])) - torch.from_numpy(y[i : i + 1])) ** 2).sum().backward()
             opt.step()
             if k >= 2000:
-                tail.append(model[0].tiles[0].arrays[0].weights if cfg.algorithm == "e_rider"
-                            else model[0].analog_weight())
+                tail.append(
+                    model[0].tiles[0].arrays[0].weights if cfg.algorithm == "e_rider" else model[0].analog_weight()
+                )
         errs[cfg.algorithm] = np.abs(np.mean(tail, axis=0) - w_ls).max()
         if cfg.algorithm == "e_rider":
             sp = _linear_symmetric_points(model[0].tiles[0].arrays[1], device.tau)
@@ -136,11 +140,17 @@ def test_e_rider_tracks_the_symmetric_point_and_learns_where_analog_sgd_is_biase
     assert errs["e_rider"] < 0.5 * errs["analog_sgd"], errs
 
 
-@pytest.mark.parametrize("cfg", [T.RiderConfig(lr=0.2, transfer_lr=0.3, n_columns=2),
-                                 T.ERiderConfig(lr=0.2, transfer_lr=0.3, chop_prob=0.4),
-                                 T.ERiderConfig(lr=0.2, transfer_lr=0.3, chop_prob=0.4, threshold=1.0),
-                                 T.ERiderConfig(lr=0.2, zero_shift=True, zero_shift_mode="random",
-                                                zero_shift_cycles=6, chop_prob=0.5, chop_random=False)])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        T.RiderConfig(lr=0.2, transfer_lr=0.3, n_columns=2),
+        T.ERiderConfig(lr=0.2, transfer_lr=0.3, chop_prob=0.4),
+        T.ERiderConfig(lr=0.2, transfer_lr=0.3, chop_prob=0.4, threshold=1.0),
+        T.ERiderConfig(
+            lr=0.2, zero_shift=True, zero_shift_mode="random", zero_shift_cycles=6, chop_prob=0.5, chop_random=False
+        ),
+    ],
+)
 def test_checkpoint_resume_is_bit_exact_and_costs_add_up(cfg):
     (model, opt), (model2, opt2) = straight_and_resumed(cfg)
     c = opt.costs()
@@ -150,10 +160,15 @@ def test_checkpoint_resume_is_bit_exact_and_costs_add_up(cfg):
     assert same_state((model.state_dict(), opt.state_dict()), (model2.state_dict(), opt2.state_dict()))
 
 
-@pytest.mark.parametrize("algorithm, bad, field", [("rider", {"tracking_rate": 2.0}, "rider.tracking_rate"),
-                                                   ("e_rider", {"chop_prob": 0.0}, "e_rider.chop_prob"),
-                                                   ("e_rider", {"threshold": 0.0}, "e_rider.threshold"),
-                                                   ("rider", {"zero_shift_mode": "fast"}, "rider.zero_shift_mode")])
+@pytest.mark.parametrize(
+    "algorithm, bad, field",
+    [
+        ("rider", {"tracking_rate": 2.0}, "rider.tracking_rate"),
+        ("e_rider", {"chop_prob": 0.0}, "e_rider.chop_prob"),
+        ("e_rider", {"threshold": 0.0}, "e_rider.threshold"),
+        ("rider", {"zero_shift_mode": "fast"}, "rider.zero_shift_mode"),
+    ],
+)
 def test_bad_settings_are_refused_by_name(algorithm, bad, field):
     with pytest.raises(ValueError, match=field.replace(".", r"\.")):
         T.build_optimizer(exact_model(2, 1, Ideal()), {"algorithm": algorithm, **bad})
@@ -169,6 +184,6 @@ def test_random_zero_shift_lands_near_the_symmetric_point_and_is_reported(caplog
         opt = T.build_optimizer(model, T.ResidualConfig(zero_shift_mode="random", zero_shift_cycles=1000))
     a = model[0].tiles[0].arrays[1]
     sp = _linear_symmetric_points(a, device.tau)
-    assert ((a.reference - sp) ** 2).mean() < 1e-2 * 1.5 ** 2 / 0.6 < (sp ** 2).mean()
+    assert ((a.reference - sp) ** 2).mean() < 1e-2 * 1.5**2 / 0.6 < (sp**2).mean()
     assert opt.costs()["setup_pulses"] == 1000 * 64 and opt.setup_seconds > 0
     assert len(caplog.records) == 1 and "64000 setup pulses (1000 per weight" in caplog.records[0].getMessage()

@@ -20,8 +20,16 @@ RESET = 0.1  # reset value b of the test device (reset_dtod 0: every element's b
 
 def reset_device(reset_std: float = 0.0) -> ConstantStep:
     """A constant-step device without spread whose reset value is RESET."""
-    return ConstantStep(dw_min=DW, dw_min_dtod=0.0, dw_min_std=0.0, up_down_dtod=0.0, w_max_dtod=0.0,
-                        w_min_dtod=0.0, reset=RESET, reset_std=reset_std)
+    return ConstantStep(
+        dw_min=DW,
+        dw_min_dtod=0.0,
+        dw_min_std=0.0,
+        up_down_dtod=0.0,
+        w_max_dtod=0.0,
+        w_min_dtod=0.0,
+        reset=RESET,
+        reset_std=reset_std,
+    )
 
 
 def fast_weights(model) -> np.ndarray:
@@ -66,8 +74,17 @@ def test_half_of_the_reads_reset_within_binomial_error():
     assert abs(seen / n - 0.5) < 4 * np.sqrt(0.25 / n) + 0.05  # a reset column already at b is not seen
 
 
-@pytest.mark.parametrize("make, value", [(T.TikiTakaConfig, 1.5), (T.TikiTakaConfig, -0.1), (T.TTv2Config, 2.0),
-                                         (T.TTv2Config, float("nan")), (T.CTTv2Config, 0.5), (T.AGADConfig, 1.0)])
+@pytest.mark.parametrize(
+    "make, value",
+    [
+        (T.TikiTakaConfig, 1.5),
+        (T.TikiTakaConfig, -0.1),
+        (T.TTv2Config, 2.0),
+        (T.TTv2Config, float("nan")),
+        (T.CTTv2Config, 0.5),
+        (T.AGADConfig, 1.0),
+    ],
+)
 def test_bad_reset_prob_is_refused_by_name(make, value):
     with pytest.raises((ValueError, ConfigError), match="with_reset_prob"):
         make(with_reset_prob=value)
@@ -88,8 +105,13 @@ def noisy_model(cfg):
     return model, T.build_optimizer(model, cfg)
 
 
-@pytest.mark.parametrize("cfg", [T.TikiTakaConfig(lr=0.2, transfer_lr=0.5, n_columns=2, with_reset_prob=0.5),
-                                 T.TTv2Config(lr=0.2, transfer_lr=0.5, with_reset_prob=0.5)])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        T.TikiTakaConfig(lr=0.2, transfer_lr=0.5, n_columns=2, with_reset_prob=0.5),
+        T.TTv2Config(lr=0.2, transfer_lr=0.5, with_reset_prob=0.5),
+    ],
+)
 def test_resume_with_resets_is_bit_exact(cfg):
     data = batches()
     straight = noisy_model(cfg)

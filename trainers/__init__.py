@@ -1,9 +1,9 @@
 """aimc trainer layer: PyTorch models on analog tiles and the analog training algorithms.
 
-    model = trainers.convert(model, TileConfig(...))          # Linear/Conv1d/Conv2d -> Analog...
-    opt = trainers.build_optimizer(model, ResidualConfig())   # torch.optim conventions
-    ... opt.zero_grad(); loss.backward(); opt.step()
-    opt.costs(); opt.latency_estimate(); trainers.to_digital(model)
+model = trainers.convert(model, TileConfig(...))          # Linear/Conv1d/Conv2d -> Analog...
+opt = trainers.build_optimizer(model, ResidualConfig())   # torch.optim conventions
+... opt.zero_grad(); loss.backward(); opt.step()
+opt.costs(); opt.latency_estimate(); trainers.to_digital(model)
 """
 
 from aimc.trainers import guards  # noqa: F401  (refuses torch optimizers on analog layers)
@@ -28,12 +28,35 @@ from aimc.trainers.algorithms import (
     build_optimizer,
 )
 from aimc.trainers.config import TileConfig
+from aimc.trainers.conv_layers import AnalogConv1d, AnalogConv2d
 from aimc.trainers.convert import convert, digital_layers, to_digital
-from aimc.trainers.layers import AnalogConv1d, AnalogConv2d, AnalogLinear, analog_layers
+from aimc.trainers.layers import AnalogLinear, analog_layers
 
 __all__ = [
-    "AGADConfig", "ALGORITHMS", "AnalogConv1d", "AnalogConv2d", "AnalogLinear", "AnalogOptimizer", "AnalogSGDConfig",
-    "CTTv2Config", "DigitalSGDConfig", "ERiderConfig", "LatencyModel", "MixedPrecisionConfig", "MultiTileConfig",
-    "OPTIMIZERS", "ResidualConfig", "ResidualV2Config", "RiderConfig", "TTv2Config", "TikiTakaConfig", "TileConfig",
-    "TrainerConfig", "analog_layers", "build_optimizer", "convert", "digital_layers", "to_digital",
+    "AGADConfig",
+    "ALGORITHMS",
+    "AnalogConv1d",
+    "AnalogConv2d",
+    "AnalogLinear",
+    "AnalogOptimizer",
+    "AnalogSGDConfig",
+    "CTTv2Config",
+    "DigitalSGDConfig",
+    "ERiderConfig",
+    "LatencyModel",
+    "MixedPrecisionConfig",
+    "MultiTileConfig",
+    "OPTIMIZERS",
+    "ResidualConfig",
+    "ResidualV2Config",
+    "RiderConfig",
+    "TTv2Config",
+    "TikiTakaConfig",
+    "TileConfig",
+    "TrainerConfig",
+    "analog_layers",
+    "build_optimizer",
+    "convert",
+    "digital_layers",
+    "to_digital",
 ]

@@ -18,9 +18,12 @@ from aimc.devices import DEVICE_TAGS, DeviceConfig, PeripheryConfig, UpdateConfi
 class TileConfig(Float32Config):
     """How a torch layer becomes analog tiles."""
 
-    device: Union[str, DeviceConfig] = Field("r1_power_1", description="device preset name, device file path, "
-                                                                     "or an inline device table with `kind`, or with "
-                                                                     "`preset` and the fields it changes")
+    device: Union[str, DeviceConfig] = Field(
+        "r1_power_1",
+        description="device preset name, device file path, "
+        "or an inline device table with `kind`, or with "
+        "`preset` and the fields it changes",
+    )
     forward: PeripheryConfig = Field(default_factory=PeripheryConfig, description="read periphery, forward")
     backward: PeripheryConfig = Field(default_factory=PeripheryConfig, description="read periphery, backward")
     update: UpdateConfig = Field(default_factory=UpdateConfig, description="pulsed or expected update")
@@ -28,8 +31,10 @@ class TileConfig(Float32Config):
     max_out: int = Field(512, ge=1, description="largest tile output size; larger layers are split")
     bias: Literal["digital", "analog"] = Field("digital", description="bias kept digital or as an analog column")
     out_scale: Union[bool, Literal["column"]] = Field(
-        False, description="learnable digital output scale: true, one per layer (aihwkit's learn_out_scaling); "
-                           "\"column\", one per output (aihwkit's out_scaling_columnwise); false, none")
+        False,
+        description="learnable digital output scale: true, one per layer (aihwkit's learn_out_scaling); "
+        '"column", one per output (aihwkit\'s out_scaling_columnwise); false, none',
+    )
 
     def __init__(self, **data):
         """A problem is a ConfigError with one line per field, named as in an experiment config (`tile.device:

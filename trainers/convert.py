@@ -10,7 +10,8 @@ from collections.abc import Iterable
 from torch import nn
 
 from aimc.trainers.config import TileConfig
-from aimc.trainers.layers import AnalogConv1d, AnalogConv2d, AnalogLayer, AnalogLinear
+from aimc.trainers.conv_layers import AnalogConv1d, AnalogConv2d
+from aimc.trainers.layers import AnalogLayer, AnalogLinear
 
 ANALOG = {nn.Linear: AnalogLinear, nn.Conv1d: AnalogConv1d, nn.Conv2d: AnalogConv2d}
 """The torch layers convert maps onto tiles, and their analog counterparts."""
@@ -56,8 +57,13 @@ def digital_layers(model: nn.Module, layers: set[str] | None = None) -> dict[str
     return found
 
 
-def convert(model: nn.Module, tile_cfg: TileConfig | None = None, layers: Iterable[str] | None = None,
-            seed: int = 0, strict: bool = False) -> nn.Module:
+def convert(
+    model: nn.Module,
+    tile_cfg: TileConfig | None = None,
+    layers: Iterable[str] | None = None,
+    seed: int = 0,
+    strict: bool = False,
+) -> nn.Module:
     """Replace (in place, and return) the model's nn.Linear, nn.Conv1d and nn.Conv2d modules by AnalogLinear /
     AnalogConv1d / AnalogConv2d on tiles of `tile_cfg`, with their current weights written into the arrays.
 
@@ -72,14 +78,17 @@ def convert(model: nn.Module, tile_cfg: TileConfig | None = None, layers: Iterab
     wanted = None if layers is None else set(layers)
     left = digital_layers(model, wanted)
     if left and strict:
-        raise ValueError("convert(strict=True): these layers cannot be mapped onto tiles: "
-                         + "; ".join(f"{n} ({w})" for n, w in left.items()))
+        raise ValueError(
+            "convert(strict=True): these layers cannot be mapped onto tiles: "
+            + "; ".join(f"{n} ({w})" for n, w in left.items())
+        )
     names = {name for name, m in model.named_modules() if _kind(m) is not None}
     if wanted is not None:
         missing = wanted - names - set(left)
         if missing:
-            raise ValueError(f"convert: no Linear/Conv1d/Conv2d layer named {sorted(missing)}; convertible: "
-                             f"{sorted(names)}")
+            raise ValueError(
+                f"convert: no Linear/Conv1d/Conv2d layer named {sorted(missing)}; convertible: {sorted(names)}"
+            )
     k = 0
     targets = []
     for name, m in model.named_modules():
@@ -97,9 +106,13 @@ def convert(model: nn.Module, tile_cfg: TileConfig | None = None, layers: Iterab
         new.train(m.training)
         _set_module(model, name, new)
     if left:
-        warnings.warn("convert: these layers stay digital (trained by plain SGD with `lr`): "
-                      + "; ".join(f"{n} ({w})" for n, w in left.items())
-                      + "; convert(..., strict=True) makes this an error", UserWarning, stacklevel=2)
+        warnings.warn(
+            "convert: these layers stay digital (trained by plain SGD with `lr`): "
+            + "; ".join(f"{n} ({w})" for n, w in left.items())
+            + "; convert(..., strict=True) makes this an error",
+            UserWarning,
+            stacklevel=2,
+        )
     return model
 
 
@@ -108,15 +121,18 @@ def _checked_args(model, tile_cfg, layers, seed) -> TileConfig:
     if not isinstance(model, nn.Module):
         raise TypeError(f"convert: `model` must be a torch.nn.Module (got {type(model).__name__} {model!r:.60})")
     if _kind(model) is not None:
-        raise ValueError("convert() cannot replace the model itself; wrap the layer in a container "
-                         "(torch.nn.Sequential(layer))")
+        raise ValueError(
+            "convert() cannot replace the model itself; wrap the layer in a container (torch.nn.Sequential(layer))"
+        )
     if tile_cfg is None:
         tile_cfg = TileConfig()
     elif isinstance(tile_cfg, dict):
         tile_cfg = TileConfig(**tile_cfg)
     elif not isinstance(tile_cfg, TileConfig):
-        raise TypeError(f"convert: `tile_cfg` must be a trainers.TileConfig or a dict of its fields (got "
-                        f"{type(tile_cfg).__name__} {tile_cfg!r:.60}), e.g. TileConfig(device='r1_power_1')")
+        raise TypeError(
+            f"convert: `tile_cfg` must be a trainers.TileConfig or a dict of its fields (got "
+            f"{type(tile_cfg).__name__} {tile_cfg!r:.60}), e.g. TileConfig(device='r1_power_1')"
+        )
     if isinstance(layers, str) or (layers is not None and not all(isinstance(n, str) for n in layers)):
         raise TypeError(f"convert: `layers` must be a list of module names, e.g. ['fc1'] (got {layers!r:.60})")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:

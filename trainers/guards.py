@@ -31,7 +31,8 @@ def refuse_torch_optimizer(optimizer: torch.optim.Optimizer, args, kwargs) -> No
             f"{type(optimizer).__name__} holds parameters of {layer.label()}: analog weights live in the tiles "
             "and never get a .grad, so a torch optimizer would train only the digital biases and output scales; "
             "use aimc.trainers.build_optimizer(model, {'algorithm': 'analog_sgd', 'lr': ...}) (or another "
-            "algorithm of aimc.trainers.ALGORITHMS), which also steps the digital parameters")
+            "algorithm of aimc.trainers.ALGORITHMS), which also steps the digital parameters"
+        )
 
 
 _HANDLE = register_optimizer_step_pre_hook(refuse_torch_optimizer)

@@ -1,8 +1,9 @@
 """Analog layers: torch modules whose weights live in the conductance arrays of `devices.AnalogTile`s.
 
 `AnalogLinear` maps an (out, in) weight onto a grid of tiles of at most `max_out` x `max_in` (the analog
-bias, when chosen, is one more input column fed with 1). `AnalogConv1d` and `AnalogConv2d` unfold their input
-(im2col) and run the same matrix product, one "sample" per output position. All use one autograd bridge:
+bias, when chosen, is one more input column fed with 1). `AnalogConv1d` and `AnalogConv2d`
+(`trainers/conv_layers.py`) unfold their input (im2col) and run the same matrix product, one "sample" per
+output position. All use one autograd bridge:
 
 - forward: y = read(W_eff, x) through each tile's forward periphery (sum over the input blocks);
 - backward: grad_x = read(W_eff^T, d) through the backward periphery (skipped when x needs no grad);
@@ -29,7 +30,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from aimc.devices import AnalogTile
@@ -52,6 +52,7 @@ class TileBlock:
 # autograd bridge
 # ------------------------------------------------------------------------------------------------------
 
+
 class _AnalogMatmul(torch.autograd.Function):
     """y = read(W, x) (+ bias) forward; grad_x = read(W^T, d) and grad_bias = sum_b d backward; saves x
     and d on the layer. The digital bias is added here rather than by a torch op after the bridge: one
@@ -59,8 +60,9 @@ class _AnalogMatmul(torch.autograd.Function):
     2026-12-03 at commit 469ee17)."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, anchor: torch.Tensor, bias: torch.Tensor | None, layer: AnalogLayer,
-                save: bool) -> torch.Tensor:
+    def forward(
+        ctx, x: torch.Tensor, anchor: torch.Tensor, bias: torch.Tensor | None, layer: AnalogLayer, save: bool
+    ) -> torch.Tensor:
         xn = x.detach().contiguous().numpy()
         y, xe = layer._read_forward(xn)
         if bias is not None:
@@ -109,8 +111,16 @@ class AnalogLayer(nn.Module):
         k = 0
         for r0, r1 in zip(rows[:-1], rows[1:]):
             for c0, c1 in zip(cols[:-1], cols[1:]):
-                tile = AnalogTile(r1 - r0, c1 - c0, device, gains=(1.0,), forward=cfg.forward,
-                                  backward=cfg.backward, update=cfg.update, seed=self.seed * 1000 + k)
+                tile = AnalogTile(
+                    r1 - r0,
+                    c1 - c0,
+                    device,
+                    gains=(1.0,),
+                    forward=cfg.forward,
+                    backward=cfg.backward,
+                    update=cfg.update,
+                    seed=self.seed * 1000 + k,
+                )
                 self.blocks.append(TileBlock(tile, r0, r1, c0, c1))
                 k += 1
         self.n_row_blocks = len(rows) - 1
@@ -147,8 +157,8 @@ class AnalogLayer(nn.Module):
             yield 0, self.blocks[0], x, d
             return
         for bi, b in enumerate(self.blocks):
-            xb = x if self.n_col_blocks == 1 else x[:, b.c0:b.c1]
-            db = d if self.n_row_blocks == 1 else d[:, b.r0:b.r1]
+            xb = x if self.n_col_blocks == 1 else x[:, b.c0 : b.c1]
+            db = d if self.n_row_blocks == 1 else d[:, b.r0 : b.r1]
             yield bi, b, xb, db
 
     def _extend(self, x: np.ndarray) -> np.ndarray:
@@ -166,7 +176,7 @@ class AnalogLayer(nn.Module):
             return self.blocks[0].tile.forward(xe), xe
         y = np.zeros((len(xe), self.out_features), np.float32)
         for b in self.blocks:
-            y[:, b.r0:b.r1] += b.tile.forward(xe[:, b.c0:b.c1])
+            y[:, b.r0 : b.r1] += b.tile.forward(xe[:, b.c0 : b.c1])
         return y, xe
 
     def _read_backward(self, d: np.ndarray) -> np.ndarray:
@@ -176,7 +186,7 @@ class AnalogLayer(nn.Module):
             return z[:, : self.in_features] if self.analog_bias else z
         z = np.zeros((len(d), self.in_ext), np.float32)
         for b in self.blocks:
-            z[:, b.c0:b.c1] += b.tile.backward(d[:, b.r0:b.r1])
+            z[:, b.c0 : b.c1] += b.tile.backward(d[:, b.r0 : b.r1])
         return np.ascontiguousarray(z[:, : self.in_features]) if self.analog_bias else z
 
     # -- saved x and d ----------------------------------------------------------------------------------
@@ -190,11 +200,14 @@ class AnalogLayer(nn.Module):
             self._ds[slot] = d
             if slot + 1 >= UNCONSUMED_WARNING and not self._warned_unconsumed:
                 self._warned_unconsumed = True
-                warnings.warn(f"{self.label()}: {slot + 1} backward passes since an analog optimizer last took "
-                              "this layer's inputs and gradients: its analog weights change only through an "
-                              "optimizer of trainers.build_optimizer (a torch optimizer such as Adam or SGD "
-                              "trains only digital parameters), and the saved batches keep growing",
-                              RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"{self.label()}: {slot + 1} backward passes since an analog optimizer last took "
+                    "this layer's inputs and gradients: its analog weights change only through an "
+                    "optimizer of trainers.build_optimizer (a torch optimizer such as Adam or SGD "
+                    "trains only digital parameters), and the saved batches keep growing",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
 
     def pop_batch(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The (x, d) pairs saved since the last call, stacked: x (n, in_ext), d (n, out); None if none."""
@@ -220,8 +233,10 @@ class AnalogLayer(nn.Module):
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{self.label()}: the input must be a torch.Tensor (got {type(x).__name__})")
         if not x.is_floating_point():
-            raise TypeError(f"{self.label()}: the input has dtype {x.dtype}; analog layers, like torch's, take "
-                            "floating-point inputs (x.float())")
+            raise TypeError(
+                f"{self.label()}: the input has dtype {x.dtype}; analog layers, like torch's, take "
+                "floating-point inputs (x.float())"
+            )
         if x.device.type != "cpu":
             raise RuntimeError(f"{self.label()}: the input is on {x.device}; analog layers run on the CPU only")
         if (ndims is not None and x.dim() not in ndims) or x.dim() == 0 or x.shape[dim] != size:
@@ -236,11 +251,15 @@ class AnalogLayer(nn.Module):
         except (RuntimeError, AssertionError) as err:  # e.g. .cuda() on a build without CUDA
             raise RuntimeError(f"{self.label()}: analog layers run on the CPU only ({err})") from None
         if probe.device.type != "cpu":
-            raise RuntimeError(f"{self.label()}: analog layers run on the CPU only; the tiles' arrays are numpy "
-                               f"arrays (no GPU path yet): keep the model on the CPU instead of {probe.device}")
+            raise RuntimeError(
+                f"{self.label()}: analog layers run on the CPU only; the tiles' arrays are numpy "
+                f"arrays (no GPU path yet): keep the model on the CPU instead of {probe.device}"
+            )
         if probe.dtype != torch.float32:
-            raise TypeError(f"{self.label()}: analog layers compute in float32 (the arrays hold float32 "
-                            f"weights); a cast to {probe.dtype} would leave their outputs float32")
+            raise TypeError(
+                f"{self.label()}: analog layers compute in float32 (the arrays hold float32 "
+                f"weights); a cast to {probe.dtype} would leave their outputs float32"
+            )
         return super()._apply(fn, recurse)
 
     # -- weights ----------------------------------------------------------------------------------------
@@ -248,7 +267,7 @@ class AnalogLayer(nn.Module):
         """Effective analog weight (out, in_ext) assembled from the tiles (exact, no read noise)."""
         w = np.zeros((self.out_features, self.in_ext), np.float32)
         for b in self.blocks:
-            w[b.r0:b.r1, b.c0:b.c1] = b.tile.forward_weight()
+            w[b.r0 : b.r1, b.c0 : b.c1] = b.tile.forward_weight()
         return w
 
     def get_weights(self) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -281,7 +300,7 @@ class AnalogLayer(nn.Module):
             with torch.no_grad():
                 self.bias.copy_(bias.detach())
         for b in self.blocks:
-            b.tile.set_weight(w[b.r0:b.r1, b.c0:b.c1])
+            b.tile.set_weight(w[b.r0 : b.r1, b.c0 : b.c1])
 
     # -- output -----------------------------------------------------------------------------------------
     def _finish(self, y: torch.Tensor, channel_dim: int) -> torch.Tensor:
@@ -304,8 +323,12 @@ class AnalogLayer(nn.Module):
 
     # -- state ------------------------------------------------------------------------------------------
     def get_extra_state(self):
-        return {"version": 1, "seed": self.seed, "algorithm": self.algorithm,
-                "tiles": [state_to_torch(b.tile.state_dict()) for b in self.blocks]}
+        return {
+            "version": 1,
+            "seed": self.seed,
+            "algorithm": self.algorithm,
+            "tiles": [state_to_torch(b.tile.state_dict()) for b in self.blocks],
+        }
 
     def set_extra_state(self, state) -> None:
         tiles = state["tiles"]
@@ -325,22 +348,34 @@ class AnalogLayer(nn.Module):
         from which layer k's tile seeds derive as seed * 1000 + k, or the layer's own `seed`)."""
         why = "the per-element device parameters drawn from it would differ"
         if self.convert_seed is not None:
-            return (f"{self.label()}: the checkpoint was converted with seed={saved // 1000}, this model with "
-                    f"seed={self.convert_seed}; {why}: convert with seed={saved // 1000} to load it")
-        return (f"{self.label()}: the checkpoint's layer has seed={saved}, this layer seed={self.seed}; {why}: "
-                f"build the layer with seed={saved} to load it")
+            return (
+                f"{self.label()}: the checkpoint was converted with seed={saved // 1000}, this model with "
+                f"seed={self.convert_seed}; {why}: convert with seed={saved // 1000} to load it"
+            )
+        return (
+            f"{self.label()}: the checkpoint's layer has seed={saved}, this layer seed={self.seed}; {why}: "
+            f"build the layer with seed={saved} to load it"
+        )
 
     def extra_repr(self) -> str:
         g = self.blocks[0].tile.gains.tolist()
-        return (f"{self.in_features}, {self.out_features}, tiles={self.n_row_blocks}x{self.n_col_blocks}, "
-                f"bias={'analog' if self.analog_bias else self.bias is not None}, gains={g}")
+        return (
+            f"{self.in_features}, {self.out_features}, tiles={self.n_row_blocks}x{self.n_col_blocks}, "
+            f"bias={'analog' if self.analog_bias else self.bias is not None}, gains={g}"
+        )
 
 
 class AnalogLinear(AnalogLayer):
     """y = W x (+ b): a Linear layer on analog tiles."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True,
-                 tile_config: TileConfig | None = None, seed: int = 0):
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = True,
+        tile_config: TileConfig | None = None,
+        seed: int = 0,
+    ):
         super().__init__()
         self._init_tiles(out_features, in_features, bias, tile_config or TileConfig(), seed)
 
@@ -364,99 +399,6 @@ class AnalogLinear(AnalogLayer):
             if b is not None:
                 lin.bias.copy_(b)
         return lin
-
-
-class _AnalogConv(AnalogLayer):
-    """N-d convolution (N = `ndim`, 1 or 2) on analog tiles through im2col: each output position is one read
-    of the tile with the unfolded (C * prod(kernel)) patch; the weight is the (out, C * prod(kernel)) matrix
-    of torch's ConvNd (groups = 1, zero padding). Conv1d runs as a Conv2d of height 1."""
-
-    ndim = 2
-    digital: type[nn.Module] = nn.Conv2d
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
-                 bias: bool = True, tile_config: TileConfig | None = None, seed: int = 0):
-        super().__init__()
-        self.in_channels, self.out_channels = int(in_channels), int(out_channels)
-        self.kernel_size, self.stride = self._tuple(kernel_size), self._tuple(stride)
-        self.padding, self.dilation = self._tuple(padding), self._tuple(dilation)
-        fan_in = self.in_channels * int(np.prod(self.kernel_size))
-        self._init_tiles(out_channels, fan_in, bias, tile_config or TileConfig(), seed)
-
-    def _tuple(self, v) -> tuple[int, ...]:
-        return tuple(int(a) for a in v) if isinstance(v, (tuple, list)) else (int(v),) * self.ndim
-
-    def label(self) -> str:
-        return f"{type(self).__name__}({self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size})"
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        n = self.ndim
-        self._check_input(x, (n + 1, n + 2), "channels in dimension 1 (or 0 unbatched)", -n - 1, self.in_channels)
-        unbatched = x.dim() == n + 1
-        x = x.unsqueeze(0) if unbatched else x
-        x4 = x.unsqueeze(2) if n == 1 else x  # (B, C, 1, L) for a 1-d convolution
-        grow = (lambda v, fill: (fill, *v)) if n == 1 else (lambda v, fill: v)  # noqa: E731
-        kernel, dilation = grow(self.kernel_size, 1), grow(self.dilation, 1)
-        padding, stride = grow(self.padding, 0), grow(self.stride, 1)
-        cols = F.unfold(x4.to(torch.float32), kernel, dilation=dilation, padding=padding,
-                        stride=stride)  # (B, C prod(k), L)
-        out = [(size + 2 * p - d * (k - 1) - 1) // s + 1
-               for size, k, s, p, d in zip(x.shape[2:], self.kernel_size, self.stride, self.padding, self.dilation)]
-        x2d = cols.transpose(1, 2).reshape(-1, self.in_features)
-        y = self._matmul(x2d).reshape(len(x), -1, self.out_features).transpose(1, 2)
-        y = self._finish(y.reshape(len(x), self.out_features, *out), 1)
-        return y[0] if unbatched else y
-
-    @classmethod
-    def unsupported(cls, conv: nn.Module) -> str | None:
-        """Why a torch convolution cannot become this layer, or None where it can."""
-        if conv.groups != 1:
-            return f"groups={conv.groups} (only groups=1 maps onto tiles)"
-        if conv.padding_mode != "zeros":
-            return f"padding_mode={conv.padding_mode!r} (only 'zeros')"
-        if isinstance(conv.padding, str):
-            return f"padding={conv.padding!r} (numeric padding only)"
-        return None
-
-    @classmethod
-    def from_digital(cls, conv: nn.Module, cfg: TileConfig, seed: int = 0) -> _AnalogConv:
-        why = cls.unsupported(conv)
-        if why is not None:
-            raise ValueError(f"{cls.__name__} cannot take {conv}: {why}")
-        m = cls(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
-                conv.dilation, conv.bias is not None, cfg, seed)
-        m.set_weights(conv.weight.reshape(conv.out_channels, -1), conv.bias)
-        return m
-
-    def to_digital(self) -> nn.Module:
-        w, b = self.get_weights()
-        conv = self.digital(self.in_channels, self.out_channels, self.kernel_size, self.stride, self.padding,
-                            self.dilation, bias=b is not None)
-        with torch.no_grad():
-            conv.weight.copy_(w.reshape(conv.weight.shape))
-            if b is not None:
-                conv.bias.copy_(b)
-        return conv
-
-    def extra_repr(self) -> str:
-        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-                f"stride={self.stride}, padding={self.padding}, " + super().extra_repr())
-
-
-class AnalogConv1d(_AnalogConv):
-    """1-D convolution on analog tiles (nn.Conv1d's arguments; groups = 1, zero padding): input (B, C, L)
-    or (C, L), weight the (out, C * k) matrix of nn.Conv1d."""
-
-    ndim = 1
-    digital = nn.Conv1d
-
-
-class AnalogConv2d(_AnalogConv):
-    """2-D convolution on analog tiles (nn.Conv2d's arguments; groups = 1, zero padding): input (B, C, H, W)
-    or (C, H, W), weight the (out, C * kh * kw) matrix of nn.Conv2d."""
-
-    ndim = 2
-    digital = nn.Conv2d
 
 
 def analog_layers(model: nn.Module) -> list[AnalogLayer]:

@@ -24,8 +24,18 @@ def _cmd_devices(args: argparse.Namespace) -> int:
     for name, p in PRESETS.items():
         d = p.device
         lo, hi = d.bounds
-        rows.append((name, d.kind, f"{d.n_states:.0f}", f"{d.dw_min:.3g}", f"{lo:.3g}", f"{hi:.3g}",
-                     _fmt(d.symmetric_point()), p.description))
+        rows.append(
+            (
+                name,
+                d.kind,
+                f"{d.n_states:.0f}",
+                f"{d.dw_min:.3g}",
+                f"{lo:.3g}",
+                f"{hi:.3g}",
+                _fmt(d.symmetric_point()),
+                p.description,
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])

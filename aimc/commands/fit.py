@@ -42,24 +42,45 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError(f"--out {str(out)!r} exists and is not a folder")
     traces = read_traces(args.traces, args.format)
     kinds = [k.strip() for k in args.families.split(",")] if args.families else None
-    result = fit(traces, kinds=kinds, criterion=args.criterion, g_mid=args.g_mid, g_scale=args.g_scale,
-                 n_bins=args.bins, n_nodes=args.nodes, spread=not args.no_spread, source=", ".join(args.traces),
-                 method=args.method, progress=not args.quiet, intervals=args.intervals, n_boot=args.bootstrap,
-                 seed=args.seed, cycle_noise=args.cycle_noise, anchor=args.anchor,
-                 likelihood=args.likelihood)
+    result = fit(
+        traces,
+        kinds=kinds,
+        criterion=args.criterion,
+        g_mid=args.g_mid,
+        g_scale=args.g_scale,
+        n_bins=args.bins,
+        n_nodes=args.nodes,
+        spread=not args.no_spread,
+        source=", ".join(args.traces),
+        method=args.method,
+        progress=not args.quiet,
+        intervals=args.intervals,
+        n_boot=args.bootstrap,
+        seed=args.seed,
+        cycle_noise=args.cycle_noise,
+        anchor=args.anchor,
+        likelihood=args.likelihood,
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     try:
         result.save(tmp)
-        write_report([result], tmp, n_elements=args.elements, seed=args.seed,
-                     title=f"aimc fit of {', '.join(Path(t).name for t in args.traces)}")
+        write_report(
+            [result],
+            tmp,
+            n_elements=args.elements,
+            seed=args.seed,
+            title=f"aimc fit of {', '.join(Path(t).name for t in args.traces)}",
+        )
         _replace_folder(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     for row in result.ranking_table():
-        print(f"{row['kind']:<14} k={row['k']:<3} d{args.criterion.upper()}={row['delta_' + args.criterion]:10.1f}"
-              f"{_population(result, row['kind'])}")
+        print(
+            f"{row['kind']:<14} k={row['k']:<3} d{args.criterion.upper()}={row['delta_' + args.criterion]:10.1f}"
+            f"{_population(result, row['kind'])}"
+        )
     print(f"best: {result.best.kind}; device file {out}/device.json; report {out / 'report.html'}")
     ml = result.data.quality.get("likelihood", "")
     if ml.startswith("not applied"):
@@ -71,34 +92,67 @@ def register(sub) -> None:
     """Add the `fit` sub-command to the sub-parsers `sub`."""
     p = sub.add_parser("fit", help="fit response families to pulse traces (CSV), export the device and a report")
     p.add_argument("traces", nargs="+", help="trace file (docs/calibration.md); --format runs: one file per run")
-    p.add_argument("--format", choices=("traces", "runs", "matrix"), default="traces",
-                   help="traces: device,pulse,polarity,conductance rows; runs: pulse,conductance files of one "
-                        "potentiation or depression run each; matrix: pulse,polarity,LABEL... (one column per "
-                        "device or cycle)")
+    p.add_argument(
+        "--format",
+        choices=("traces", "runs", "matrix"),
+        default="traces",
+        help="traces: device,pulse,polarity,conductance rows; runs: pulse,conductance files of one "
+        "potentiation or depression run each; matrix: pulse,polarity,LABEL... (one column per "
+        "device or cycle)",
+    )
     p.add_argument("--out", required=True, help="output folder: device.json, fit.json, report.html, PNGs")
-    p.add_argument("--families", default=None, help="comma-separated families to fit (default: all, the up/down "
-                                                     "families power_ud and exponential_ud included)")
+    p.add_argument(
+        "--families",
+        default=None,
+        help="comma-separated families to fit (default: all, the up/down "
+        "families power_ud and exponential_ud included)",
+    )
     p.add_argument("--criterion", choices=("bic", "aic"), default="bic", help="model selection criterion")
-    p.add_argument("--method", choices=("per-device", "pooled"), default="per-device",
-                   help="each device alone, then the population: one parameter set for all devices unless their "
-                        "own sets reject it, else the median of theirs (default; the pooled fit where fewer than 3 "
-                        "devices have enough increments), or one fit of all devices pooled")
-    p.add_argument("--intervals", choices=("analytic", "bootstrap"), default="analytic",
-                   help="95%% intervals: analytic (pooled: Jacobian sandwich; per-device: order statistics of the "
-                        "median) or bootstrap over devices and cycles (percentile; pooled: the best family refitted "
-                        "per resample)")
-    p.add_argument("--bootstrap", type=int, default=None, metavar="N",
-                   help="resamples of --intervals bootstrap (default: 200 refits pooled, 2000 per-device)")
-    p.add_argument("--cycle-noise", action=argparse.BooleanOptionalAction, default=None,
-                   help="fit the mean of the noisy step clipped at the bounds, the cycle noise measured first on each "
-                        "device's table (--no-cycle-noise: the clipped mean step, the noise measured after the fit; "
-                        "default: on where the cycle noise dominates the reads, anchor below 0.05)")
-    p.add_argument("--likelihood", action="store_true",
-                   help="refine the best family's per-device fits (the default method) by the exact likelihood of "
-                        "the increments under cycle and read noise (slower; for cycle noise of several steps)")
-    p.add_argument("--anchor", type=float, default=None, metavar="A",
-                   help="regress each increment on the point at fraction A (0 to 0.5) between its two reads: 0.5 the "
-                        "midpoint, 0 the start (default: from the read and cycle noise of the data)")
+    p.add_argument(
+        "--method",
+        choices=("per-device", "pooled"),
+        default="per-device",
+        help="each device alone, then the population: one parameter set for all devices unless their "
+        "own sets reject it, else the median of theirs (default; the pooled fit where fewer than 3 "
+        "devices have enough increments), or one fit of all devices pooled",
+    )
+    p.add_argument(
+        "--intervals",
+        choices=("analytic", "bootstrap"),
+        default="analytic",
+        help="95%% intervals: analytic (pooled: Jacobian sandwich; per-device: order statistics of the "
+        "median) or bootstrap over devices and cycles (percentile; pooled: the best family refitted "
+        "per resample)",
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=None,
+        metavar="N",
+        help="resamples of --intervals bootstrap (default: 200 refits pooled, 2000 per-device)",
+    )
+    p.add_argument(
+        "--cycle-noise",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="fit the mean of the noisy step clipped at the bounds, the cycle noise measured first on each "
+        "device's table (--no-cycle-noise: the clipped mean step, the noise measured after the fit; "
+        "default: on where the cycle noise dominates the reads, anchor below 0.05)",
+    )
+    p.add_argument(
+        "--likelihood",
+        action="store_true",
+        help="refine the best family's per-device fits (the default method) by the exact likelihood of "
+        "the increments under cycle and read noise (slower; for cycle noise of several steps)",
+    )
+    p.add_argument(
+        "--anchor",
+        type=float,
+        default=None,
+        metavar="A",
+        help="regress each increment on the point at fraction A (0 to 0.5) between its two reads: 0.5 the "
+        "midpoint, 0 the start (default: from the read and cycle noise of the data)",
+    )
     p.add_argument("--g-mid", type=float, default=None, help="conductance at w = 0 (default: file or data)")
     p.add_argument("--g-scale", type=float, default=None, help="conductance per unit weight (default: file or data)")
     p.add_argument("--bins", type=int, default=20, help="bins of the tabulated (non-parametric) fit")

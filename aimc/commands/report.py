@@ -9,8 +9,13 @@ import sys
 def _run(args: argparse.Namespace) -> int:
     from aimc.calibration import write_report
 
-    page = write_report(args.devices, args.out, n_elements=args.elements, seed=args.seed,
-                        progress=not args.quiet and sys.stderr.isatty())
+    page = write_report(
+        args.devices,
+        args.out,
+        n_elements=args.elements,
+        seed=args.seed,
+        progress=not args.quiet and sys.stderr.isatty(),
+    )
     print(f"report {page}")
     return 0
 
@@ -18,8 +23,12 @@ def _run(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     """Add the `report` sub-command to the sub-parsers `sub`."""
     p = sub.add_parser("report", help="response-function report (HTML, PNG, JSON) of one or more devices")
-    p.add_argument("devices", nargs="+", metavar="DEVICE",
-                   help="preset name, device file (.json/.toml) or fit output folder; several: side by side")
+    p.add_argument(
+        "devices",
+        nargs="+",
+        metavar="DEVICE",
+        help="preset name, device file (.json/.toml) or fit output folder; several: side by side",
+    )
     p.add_argument("--out", required=True, help="output folder: report.html, report.json, PNGs")
     p.add_argument("--elements", type=int, default=64, help="elements simulated for the device-to-device bands")
     p.add_argument("--seed", type=int, default=0, help="seed of the simulated elements")

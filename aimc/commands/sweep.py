@@ -8,19 +8,35 @@ from pathlib import Path
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the `sweep` sub-command to the `aimc` parser."""
-    p = sub.add_parser("sweep", help="run a parameter sweep (resumable; local pool or Dask)",
-                       description="Expand SWEEP.toml into runs, validate them all, run the unfinished ones "
-                                   "and write manifest.json, summary.csv, summary.md and figures/.")
+    p = sub.add_parser(
+        "sweep",
+        help="run a parameter sweep (resumable; local pool or Dask)",
+        description="Expand SWEEP.toml into runs, validate them all, run the unfinished ones "
+        "and write manifest.json, summary.csv, summary.md and figures/.",
+    )
     p.add_argument("sweep", metavar="SWEEP.toml", help="the sweep file")
-    p.add_argument("--out", metavar="DIR", help="the sweep folder (default: runs/sweeps/<sweep name>); "
-                                                "rerunning into the same folder resumes")
-    p.add_argument("--executor", choices=("local", "dask"),
-                   help="local: a process pool on this machine (the default); dask: Dask distributed")
-    p.add_argument("--workers", type=int, metavar="N",
-                   help="worker processes (default: the CPU cores); 0 runs in this process (local only)")
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786 (implies --executor "
-                        "dask; without it, dask starts a LocalCluster on 127.0.0.1)")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="the sweep folder (default: runs/sweeps/<sweep name>); rerunning into the same folder resumes",
+    )
+    p.add_argument(
+        "--executor",
+        choices=("local", "dask"),
+        help="local: a process pool on this machine (the default); dask: Dask distributed",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="worker processes (default: the CPU cores); 0 runs in this process (local only)",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786 (implies --executor "
+        "dask; without it, dask starts a LocalCluster on 127.0.0.1)",
+    )
     p.set_defaults(func=run)
 
 

@@ -44,12 +44,15 @@ def _cmd_train(args: argparse.Namespace) -> int:
         if args.config:
             data = read_toml(args.config)
             if not data:
-                print(f"aimc train: config file {args.config!r} is empty: every field takes its default "
-                      "(docs/usage.md)", file=sys.stderr)
+                print(
+                    f"aimc train: config file {args.config!r} is empty: every field takes its default (docs/usage.md)",
+                    file=sys.stderr,
+                )
             cfg = validate_config(apply_overrides(data, overrides), where=str(args.config))
         else:
-            cfg = validate_config(apply_overrides(default_job().model_dump(mode="json"), overrides),
-                                  where="the default job")
+            cfg = validate_config(
+                apply_overrides(default_job().model_dump(mode="json"), overrides), where="the default job"
+            )
         out = Path(args.out) if args.out else Path("runs") / f"{cfg.name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
     from aimc.runs.comparison import comparison_table, run_comparison
@@ -76,15 +79,25 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the `train` sub-command to the `aimc` parser."""
-    p = sub.add_parser("train", help="train a model on analog tiles (default: the comparison job)",
-                       description=__doc__ + " Without a config: R1's FCN on the shipped MNIST subset with "
-                       "digital SGD, Analog SGD and residual learning on an asymmetric device.")
+    p = sub.add_parser(
+        "train",
+        help="train a model on analog tiles (default: the comparison job)",
+        description=__doc__ + " Without a config: R1's FCN on the shipped MNIST subset with "
+        "digital SGD, Analog SGD and residual learning on an asymmetric device.",
+    )
     p.add_argument("config", nargs="?", help="experiment config (TOML); default: the built-in comparison job")
-    p.add_argument("--out", help="run folder (default: runs/<name>-<timestamp>); an unfinished run of the "
-                                 "same config there is resumed")
+    p.add_argument(
+        "--out",
+        help="run folder (default: runs/<name>-<timestamp>); an unfinished run of the same config there is resumed",
+    )
     p.add_argument("--resume", metavar="RUN_DIR", help="resume the run in RUN_DIR with its own config")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config field by dotted path, e.g. --set trainer.lr=0.1 (repeatable)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field by dotted path, e.g. --set trainer.lr=0.1 (repeatable)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--schema", action="store_true", help="print the JSON schema of the config and exit")
     p.set_defaults(func=_cmd_train)

@@ -22,8 +22,14 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F
 """Okabe and Ito's colour-blind-safe palette (blue, orange, green, vermillion, purple, sky blue, yellow,
 black); heatmaps use viridis."""
 
-STYLE = {"pdf.fonttype": 42, "svg.fonttype": "none", "axes.grid": True, "grid.alpha": 0.3,
-         "savefig.dpi": 120, "figure.dpi": 100}
+STYLE = {
+    "pdf.fonttype": 42,
+    "svg.fonttype": "none",
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "savefig.dpi": 120,
+    "figure.dpi": 100,
+}
 """rcParams of every figure: editable text in the PDF (TrueType fonts), a light grid."""
 
 VECTOR_FORMAT = "pdf"
@@ -54,8 +60,10 @@ def save_figure(fig: Any, path: str | Path, dpi: int = 120) -> list[Path]:
     returns both paths. The PDF carries no creation date, so the same figure gives the same bytes."""
     path = Path(path).with_suffix(".png")
     vector = path.with_suffix(f".{VECTOR_FORMAT}")
-    for target, kwargs in ((path, {"format": "png", "dpi": dpi}),
-                           (vector, {"format": VECTOR_FORMAT, "metadata": {"CreationDate": None}})):
+    for target, kwargs in (
+        (path, {"format": "png", "dpi": dpi}),
+        (vector, {"format": VECTOR_FORMAT, "metadata": {"CreationDate": None}}),
+    ):
         buf = io.BytesIO()
         fig.savefig(buf, **kwargs)
         atomic_write_bytes(target, buf.getvalue())
@@ -123,30 +131,61 @@ def log_spaced(values: Sequence[float]) -> bool:
 
 
 LABELS = {
-    "epoch": "epoch", "epochs": "epochs", "seed": "seed", "batch_size": "batch size (samples)",
-    "threads": "threads", "max_loss": "divergence limit (nats)",
-    "trainer.algorithm": "algorithm", "trainer.lr": "learning rate (gradient step)",
-    "trainer.transfer_lr": "transfer rate", "trainer.transfer_every": "steps between transfers",
-    "trainer.n_columns": "columns per transfer", "trainer.transfer_bl": "transfer pulse train length (pulses)",
-    "trainer.gamma": "residual gain γ", "trainer.n_tiles": "arrays per weight",
-    "trainer.threshold": "transfer threshold (Δw_min)", "trainer.buffer_beta": "buffer rate β",
-    "trainer.zero_shift_cycles": "zero-shift cycles", "tile.device": "device",
-    "tile.device.gamma": "device exponent γ", "tile.device.tau": "device bound τ (weight units)",
-    "tile.device.c": "device asymmetry c", "tile.device.dw_min": "pulse step Δw_min (weight units)",
+    "epoch": "epoch",
+    "epochs": "epochs",
+    "seed": "seed",
+    "batch_size": "batch size (samples)",
+    "threads": "threads",
+    "max_loss": "divergence limit (nats)",
+    "trainer.algorithm": "algorithm",
+    "trainer.lr": "learning rate (gradient step)",
+    "trainer.transfer_lr": "transfer rate",
+    "trainer.transfer_every": "steps between transfers",
+    "trainer.n_columns": "columns per transfer",
+    "trainer.transfer_bl": "transfer pulse train length (pulses)",
+    "trainer.gamma": "residual gain γ",
+    "trainer.n_tiles": "arrays per weight",
+    "trainer.threshold": "transfer threshold (Δw_min)",
+    "trainer.buffer_beta": "buffer rate β",
+    "trainer.zero_shift_cycles": "zero-shift cycles",
+    "tile.device": "device",
+    "tile.device.gamma": "device exponent γ",
+    "tile.device.tau": "device bound τ (weight units)",
+    "tile.device.c": "device asymmetry c",
+    "tile.device.dw_min": "pulse step Δw_min (weight units)",
     "tile.device.dw_min_std": "cycle-to-cycle noise (relative std)",
     "tile.device.dw_min_dtod": "device-to-device spread (relative std)",
-    "tile.update.mode": "update mode", "tile.update.desired_bl": "pulse train length BL (pulses)",
-    "tile.forward.out_noise": "forward output noise (std)", "tile.backward.out_noise": "backward output noise (std)",
-    "tile.forward.inp_bits": "DAC resolution (bits)", "tile.forward.out_bits": "ADC resolution (bits)",
-    "tile.max_in": "tile inputs", "tile.max_out": "tile outputs", "tile.bias": "bias",
-    "model.name": "model", "model.width": "network width (channels)", "model.hidden": "hidden layers (units)",
-    "data.n_train": "training images", "data.name": "data set", "lr_decay.every": "epochs between rate decays",
+    "tile.update.mode": "update mode",
+    "tile.update.desired_bl": "pulse train length BL (pulses)",
+    "tile.forward.out_noise": "forward output noise (std)",
+    "tile.backward.out_noise": "backward output noise (std)",
+    "tile.forward.inp_bits": "DAC resolution (bits)",
+    "tile.forward.out_bits": "ADC resolution (bits)",
+    "tile.max_in": "tile inputs",
+    "tile.max_out": "tile outputs",
+    "tile.bias": "bias",
+    "model.name": "model",
+    "model.width": "network width (channels)",
+    "model.hidden": "hidden layers (units)",
+    "data.n_train": "training images",
+    "data.name": "data set",
+    "lr_decay.every": "epochs between rate decays",
     "lr_decay.factor": "rate decay factor",
-    "test_accuracy": "test accuracy (%)", "test_loss": "test loss (nats)", "train_loss": "train loss (nats)",
-    "saturated_fraction": "saturated elements (fraction)", "pulses_per_weight": "pulses per weight",
-    "pulses": "pulses", "update_pulses": "update pulses", "transfer_pulses": "transfer pulses",
-    "setup_pulses": "setup pulses", "reads": "reads (vector MVMs)", "transfers": "transfers", "steps": "steps",
-    "update_ns": "update latency per layer (ns)", "step_ns": "step latency (ns)", "train_s": "training time (s)",
+    "test_accuracy": "test accuracy (%)",
+    "test_loss": "test loss (nats)",
+    "train_loss": "train loss (nats)",
+    "saturated_fraction": "saturated elements (fraction)",
+    "pulses_per_weight": "pulses per weight",
+    "pulses": "pulses",
+    "update_pulses": "update pulses",
+    "transfer_pulses": "transfer pulses",
+    "setup_pulses": "setup pulses",
+    "reads": "reads (vector MVMs)",
+    "transfers": "transfers",
+    "steps": "steps",
+    "update_ns": "update latency per layer (ns)",
+    "step_ns": "step latency (ns)",
+    "train_s": "training time (s)",
 }
 """Axis labels in words with units, by config path or metric name."""
 

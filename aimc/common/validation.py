@@ -38,8 +38,11 @@ class Float32Config(BaseModel):
 def _dotted(loc: tuple, prefix: str, hidden: Collection[str]) -> str:
     """Dotted path of an error location behind `prefix`, without the parts pydantic inserts for unions:
     the tags in `hidden`, the `str` branch of a `str | table` field and function-validator names."""
-    parts = [_part(p) for i, p in enumerate(loc)
-             if not (i > 0 and isinstance(p, str) and (p in hidden or p == "str" or "[" in p))]
+    parts = [
+        _part(p)
+        for i, p in enumerate(loc)
+        if not (i > 0 and isinstance(p, str) and (p in hidden or p == "str" or "[" in p))
+    ]
     return ".".join(p for p in (prefix, *parts) if p != "")
 
 

@@ -51,8 +51,11 @@ def _compare(cfg: ExperimentConfig, run: RunFolder, data: Dataset, progress: boo
                 if progress:
                     print(f"{label}: {err}", file=sys.stderr)
                 last = RunFolder(run.root / label).read_metrics()[-1]
-                results[label] = {"status": "diverged", "error": str(err),
-                                  **{k: v for k, v in last.items() if k in _LAST_GOOD}}
+                results[label] = {
+                    "status": "diverged",
+                    "error": str(err),
+                    **{k: v for k, v in last.items() if k in _LAST_GOOD},
+                }
             histories[label] = RunFolder(run.root / label).read_metrics()
     write_json(run.root / "comparison.json", results)
     atomic_write_text(run.root / "comparison.csv", _csv(results))
@@ -62,9 +65,17 @@ def _compare(cfg: ExperimentConfig, run: RunFolder, data: Dataset, progress: boo
     return results
 
 
-_COLUMNS = [("algorithm", None), ("status", "status"), ("test acc %", "test_accuracy"),
-            ("test loss", "test_loss"), ("train loss", "train_loss"), ("pulses/weight", "pulses_per_weight"),
-            ("saturated", "saturated_fraction"), ("step ns", "step_ns"), ("train s", "train_s")]
+_COLUMNS = [
+    ("algorithm", None),
+    ("status", "status"),
+    ("test acc %", "test_accuracy"),
+    ("test loss", "test_loss"),
+    ("train loss", "train_loss"),
+    ("pulses/weight", "pulses_per_weight"),
+    ("saturated", "saturated_fraction"),
+    ("step ns", "step_ns"),
+    ("train s", "train_s"),
+]
 
 
 def _cell(key: str, res: dict) -> str:

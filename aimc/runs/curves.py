@@ -18,8 +18,11 @@ def device_words(cfg: ExperimentConfig) -> str:
     dev = cfg.tile.device
     if isinstance(dev, str):
         return dev
-    fields = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
-                       for k, v in dev.model_dump(exclude_defaults=True).items() if k != "kind")
+    fields = ", ".join(
+        f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+        for k, v in dev.model_dump(exclude_defaults=True).items()
+        if k != "kind"
+    )
     return dev.kind + (f" ({fields})" if fields else "")
 
 
@@ -67,6 +70,13 @@ def write_curves(histories: dict[str, list[dict]], stem: Path, title: str = "") 
     w.writerow(["algorithm", "epoch", "train_loss", "test_loss", "test_accuracy"])
     for label, hist in histories.items():
         for r in hist:
-            w.writerow([label, r["epoch"], "" if r["train_loss"] is None else r["train_loss"], r["test_loss"],
-                        r["test_accuracy"]])
+            w.writerow(
+                [
+                    label,
+                    r["epoch"],
+                    "" if r["train_loss"] is None else r["train_loss"],
+                    r["test_loss"],
+                    r["test_accuracy"],
+                ]
+            )
     atomic_write_text(stem.with_suffix(".csv"), buf.getvalue())

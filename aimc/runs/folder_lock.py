@@ -39,8 +39,10 @@ def folder_lock(folder: str | os.PathLike, what: str) -> Iterator[None]:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise ConfigError(f"{str(folder)!r} is in use by another process{_holder(fh)}; wait for it to "
-                              "finish or stop it, or choose another output folder") from None
+            raise ConfigError(
+                f"{str(folder)!r} is in use by another process{_holder(fh)}; wait for it to "
+                "finish or stop it, or choose another output folder"
+            ) from None
         fh.truncate(0)
         fh.write(f"{what}, pid {os.getpid()} on {socket.gethostname()}, since {timestamp()}\n")
         fh.flush()

@@ -41,8 +41,10 @@ def steps_interruptible() -> Iterator[HeldInterrupt]:
     else): elsewhere (a Dask worker thread, a host with its own handler) the body runs unchanged and
     `check()` never raises."""
     held = HeldInterrupt()
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
         yield held
         return
     signal.signal(signal.SIGINT, held)

@@ -22,8 +22,10 @@ def wanted(cfg: ExperimentConfig) -> bool:
     try:
         import tensorboard  # noqa: F401
     except ImportError:
-        raise ConfigError("log.tensorboard = true needs the tensorboard package: pip install \"aimc[tensorboard]\" "
-                          "(or set log.tensorboard = false)") from None
+        raise ConfigError(
+            'log.tensorboard = true needs the tensorboard package: pip install "aimc[tensorboard]" '
+            "(or set log.tensorboard = false)"
+        ) from None
     return True
 
 

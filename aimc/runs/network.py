@@ -51,7 +51,7 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch: int) -> 
     model.eval()
     loss, correct = 0.0, 0
     for i in range(0, len(y), batch):
-        out = model(x[i:i + batch])
-        loss += float(F.cross_entropy(out, y[i:i + batch], reduction="sum"))
-        correct += int((out.argmax(1) == y[i:i + batch]).sum())
+        out = model(x[i : i + batch])
+        loss += float(F.cross_entropy(out, y[i : i + batch], reduction="sum"))
+        correct += int((out.argmax(1) == y[i : i + batch]).sum())
     return loss / len(y), correct / len(y)

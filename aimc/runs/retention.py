@@ -46,13 +46,22 @@ def finished_config(root: Path) -> ExperimentConfig:
     if manifest is None or not (root / "config.json").is_file():
         raise ConfigError(f"{str(root)!r}: not a run folder (no manifest.json or config.json)")
     if manifest.get("status") != "finished":
-        raise ConfigError(f"{str(root)!r}: the run is {manifest.get('status')!r}, not finished; finish it with "
-                          f"`aimc train --resume {root}`")
+        raise ConfigError(
+            f"{str(root)!r}: the run is {manifest.get('status')!r}, not finished; finish it with "
+            f"`aimc train --resume {root}`"
+        )
     return validate_config(json.loads((root / "config.json").read_text()), where=str(root / "config.json"))
 
 
-def _accuracies(cfg: ExperimentConfig, state: dict, data: tuple, seconds: float, drift: DriftParameter | None,
-                step_s: float, seed: int) -> tuple[float, float, float]:
+def _accuracies(
+    cfg: ExperimentConfig,
+    state: dict,
+    data: tuple,
+    seconds: float,
+    drift: DriftParameter | None,
+    step_s: float,
+    seed: int,
+) -> tuple[float, float, float]:
     """(accuracy, compensated accuracy, mean compensation scale) of the trained model idle for `seconds`."""
     model, _ = build(cfg)
     model.load_state_dict(state["model"])
@@ -70,8 +79,14 @@ def _accuracies(cfg: ExperimentConfig, state: dict, data: tuple, seconds: float,
     return acc, comp, float(np.mean(scales))
 
 
-def retention(root: str | Path, times: list[str], seed: int = 0, drift: DriftParameter | None = None,
-              step_s: float = 1.0, progress: Any = None) -> list[dict]:
+def retention(
+    root: str | Path,
+    times: list[str],
+    seed: int = 0,
+    drift: DriftParameter | None = None,
+    step_s: float = 1.0,
+    progress: Any = None,
+) -> list[dict]:
     """Rows of COLUMNS for every finished run in the run folder `root` and every time in `times` (texts for
     `parse_time`), plus time 0 (right after training). `drift`: the drift of every tile instead of its
     device's own; `step_s`: seconds per decay/diffusion step while idle; `seed`: the idle draws. Writes
@@ -103,8 +118,11 @@ def retention(root: str | Path, times: list[str], seed: int = 0, drift: DriftPar
                 progress(f"{label} t={name}: accuracy {100 * acc:.2f}%, compensated {100 * comp:.2f}%")
     write_table(rows, root / "retention.csv")
     fields = drift.model_dump(exclude_defaults=True) if drift is not None else None
-    how = ("the devices' own drift" if fields is None
-           else "drift " + (", ".join(f"{k} = {v:g}" for k, v in fields.items()) or "off"))
+    how = (
+        "the devices' own drift"
+        if fields is None
+        else "drift " + (", ".join(f"{k} = {v:g}" for k, v in fields.items()) or "off")
+    )
     write_figure(rows, root / "retention.png", f"{cfg.name}: retention, {how}", digital)
     return rows
 
@@ -134,8 +152,13 @@ def write_figure(rows: list[dict], path: Path, title: str, digital: set[str]) ->
                 ax.axhline(100 * mine[0]["test_accuracy"], color=color, ls=":", label=f"{label} (digital)")
                 continue
             ax.plot(ts, [100 * r["test_accuracy"] for r in mine], "o-", color=color, label=label)
-            ax.plot(ts, [100 * r["test_accuracy_compensated"] for r in mine], "s--", color=color,
-                    label=f"{label}, drift compensated")
+            ax.plot(
+                ts,
+                [100 * r["test_accuracy_compensated"] for r in mine],
+                "s--",
+                color=color,
+                label=f"{label}, drift compensated",
+            )
         ax.set_xscale("log")
         shown = {r["time_s"]: r["time"] for r in rows if r["time_s"] > 0}
         ax.set_xticks(list(shown), [name if name[-1].isalpha() else f"{name} s" for name in shown.values()])

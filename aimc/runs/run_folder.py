@@ -94,24 +94,36 @@ class RunFolder:
         old = self.read_manifest()
         digest = cfg.hash()
         if old is not None and old.get("config_hash") != digest:
-            raise ConfigError(f"run folder {str(self.root)!r} holds a run of another config (hash "
-                              f"{old.get('config_hash')}, this one {digest}); choose another output folder")
+            raise ConfigError(
+                f"run folder {str(self.root)!r} holds a run of another config (hash "
+                f"{old.get('config_hash')}, this one {digest}); choose another output folder"
+            )
         if old is None:
             self.root.mkdir(parents=True, exist_ok=True)
             write_config(self.root, cfg.model_dump(mode="json"))
             self.manifest = {
-                "name": cfg.name, "config_hash": digest, "seed": cfg.seed, "aimc_version": aimc.__version__,
-                "torch_version": torch.__version__, "numpy_version": np.__version__,
-                "python_version": platform.python_version(), "status": "running", "error": None,
-                "created": timestamp(), "attempts": 0, "timings": {}, "final": None,
+                "name": cfg.name,
+                "config_hash": digest,
+                "seed": cfg.seed,
+                "aimc_version": aimc.__version__,
+                "torch_version": torch.__version__,
+                "numpy_version": np.__version__,
+                "python_version": platform.python_version(),
+                "status": "running",
+                "error": None,
+                "created": timestamp(),
+                "attempts": 0,
+                "timings": {},
+                "final": None,
             }
         else:
             self.manifest = old
             for tmp in [*self.root.glob(".*.tmp"), *self.checkpoint_dir.glob(".*.tmp")]:
                 tmp.unlink()  # a write cut by a kill (the caller holds the folder's lock)
         previous = "new" if old is None else old["status"]
-        self.manifest.update(status="running", error=None, started=timestamp(),
-                             attempts=self.manifest.get("attempts", 0) + 1)
+        self.manifest.update(
+            status="running", error=None, started=timestamp(), attempts=self.manifest.get("attempts", 0) + 1
+        )
         self.save_manifest()
         return previous
 

@@ -55,7 +55,8 @@ def _set_rng_state(state: dict) -> None:
 
 def _finite_params(model: nn.Module, tiles: list) -> bool:
     return all(bool(torch.isfinite(p).all()) for p in model.parameters()) and all(
-        bool(np.isfinite(t.weight()).all()) for t in tiles)
+        bool(np.isfinite(t.weight()).all()) for t in tiles
+    )
 
 
 # -- one run ------------------------------------------------------------------------------------------------
@@ -80,8 +81,9 @@ def end_recorded(run: RunFolder, where: Callable[[], str] = lambda: "") -> Itera
         raise
 
 
-def train_run(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = False,
-              data: Dataset | None = None) -> dict[str, Any]:
+def train_run(
+    cfg: ExperimentConfig, out_dir: str | Path, progress: bool = False, data: Dataset | None = None
+) -> dict[str, Any]:
     """Train one config (`cfg.trainer`) into `out_dir`, resuming from its newest checkpoint if the folder
     holds an unfinished run of the same config; a finished one is not rerun. `data`: the data set of
     `cfg.data` if already loaded. Returns the final metrics. Ctrl-C (SIGINT) stops the run before its next
@@ -114,8 +116,9 @@ def load_data(cfg: ExperimentConfig) -> Dataset:
     return load_dataset(d.name, d.path, d.n_train, d.n_test)
 
 
-def _train(cfg: ExperimentConfig, data: Dataset, run: RunFolder, progress: bool,
-           between_steps: Callable[[], None]) -> dict[str, Any]:
+def _train(
+    cfg: ExperimentConfig, data: Dataset, run: RunFolder, progress: bool, between_steps: Callable[[], None]
+) -> dict[str, Any]:
     """The training loop of train_run; `between_steps` is called before every step (it raises
     KeyboardInterrupt for a held Ctrl-C)."""
     torch.set_num_threads(cfg.threads)
@@ -128,17 +131,32 @@ def _train(cfg: ExperimentConfig, data: Dataset, run: RunFolder, progress: bool,
 
     def record(epoch: int, train_loss: float | None, seconds: float) -> dict[str, Any]:
         test_loss, acc = evaluate(model, x_test, y_test, cfg.eval_batch_size)
-        rec = {"epoch": epoch, "train_loss": train_loss, "test_loss": test_loss, "test_accuracy": acc,
-               "saturated_fraction": saturated_fraction(tiles), **costs_of(opt), "time_s": seconds}
+        rec = {
+            "epoch": epoch,
+            "train_loss": train_loss,
+            "test_loss": test_loss,
+            "test_accuracy": acc,
+            "saturated_fraction": saturated_fraction(tiles),
+            **costs_of(opt),
+            "time_s": seconds,
+        }
         if progress:
-            tqdm.write(f"{label} epoch {epoch}: train loss {_f(train_loss)}, test loss {test_loss:.4f}, "
-                       f"test accuracy {100 * acc:.2f}%", file=sys.stderr)
+            tqdm.write(
+                f"{label} epoch {epoch}: train loss {_f(train_loss)}, test loss {test_loss:.4f}, "
+                f"test accuracy {100 * acc:.2f}%",
+                file=sys.stderr,
+            )
         log.record(rec)
         return rec
 
     def checkpoint(epoch: int, history: list[dict]) -> Path:
-        state = {"epoch": epoch, "model": model.state_dict(), "optimizer": opt.state_dict(),
-                 "rng": _rng_state(), "history": history}
+        state = {
+            "epoch": epoch,
+            "model": model.state_dict(),
+            "optimizer": opt.state_dict(),
+            "rng": _rng_state(),
+            "history": history,
+        }
         return run.save_checkpoint(epoch, state, cfg.checkpoint.keep)
 
     state = run.load_checkpoint()
@@ -162,17 +180,29 @@ def _train(cfg: ExperimentConfig, data: Dataset, run: RunFolder, progress: bool,
         model.train()
         order = epoch_order(cfg.seed, epoch, n)
         total = 0.0
-        bar = tqdm(range(steps), desc=f"{label} epoch {epoch}/{cfg.epochs}", leave=False, file=sys.stderr,
-                   disable=not (progress and sys.stderr.isatty()), mininterval=0.5)
+        bar = tqdm(
+            range(steps),
+            desc=f"{label} epoch {epoch}/{cfg.epochs}",
+            leave=False,
+            file=sys.stderr,
+            disable=not (progress and sys.stderr.isatty()),
+            mininterval=0.5,
+        )
         for step in bar:
             between_steps()
-            idx = order[step * cfg.batch_size:(step + 1) * cfg.batch_size]
+            idx = order[step * cfg.batch_size : (step + 1) * cfg.batch_size]
             opt.zero_grad()
             loss = F.cross_entropy(model(x_train[idx]), y_train[idx])
             value = loss.item()
             if not math.isfinite(value) or value > cfg.max_loss:
-                _diverged(run, epoch, step + 1, steps, f"mini-batch loss {value:.4g}"
-                          + (" is not finite" if not math.isfinite(value) else f" > max_loss = {cfg.max_loss:g}"))
+                _diverged(
+                    run,
+                    epoch,
+                    step + 1,
+                    steps,
+                    f"mini-batch loss {value:.4g}"
+                    + (" is not finite" if not math.isfinite(value) else f" > max_loss = {cfg.max_loss:g}"),
+                )
             loss.backward()
             opt.step()
             total += value * len(idx)
@@ -197,12 +227,9 @@ def _train(cfg: ExperimentConfig, data: Dataset, run: RunFolder, progress: bool,
 
 def _diverged(run: RunFolder, epoch: int, step: int, steps: int, what: str) -> None:
     found = run.checkpoints()
-    keep = (f"the last good checkpoint is {found[-1]}" if found else "no checkpoint was written")
-    raise TrainingDiverged(f"training diverged at epoch {epoch}, step {step} of {steps}: {what}; stopped, "
-                           f"{keep}")
+    keep = f"the last good checkpoint is {found[-1]}" if found else "no checkpoint was written"
+    raise TrainingDiverged(f"training diverged at epoch {epoch}, step {step} of {steps}: {what}; stopped, {keep}")
 
 
 def _f(v: float | None) -> str:
     return "-" if v is None else f"{v:.4f}"
-
-

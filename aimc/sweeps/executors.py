@@ -28,8 +28,7 @@ from aimc.runs.timestamps import timestamp
 DEFAULT_RUNNER = "aimc.runs.experiment:run_experiment"
 
 
-def make_task(config: dict[str, Any], config_hash: str, out_dir: str, runner: str = DEFAULT_RUNNER
-              ) -> dict[str, Any]:
+def make_task(config: dict[str, Any], config_hash: str, out_dir: str, runner: str = DEFAULT_RUNNER) -> dict[str, Any]:
     """The payload of one run: a JSON-able dict."""
     return {"config": config, "config_hash": config_hash, "out_dir": out_dir, "runner": runner}
 
@@ -56,22 +55,43 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     try:
         cfg = validate_config(task["config"], where=f"run {task['config_hash']}")
         if cfg.hash() != task["config_hash"]:
-            raise RuntimeError(f"this worker's aimc {aimc.__version__} gives the config hash {cfg.hash()}, the "
-                               f"sweep expects {task['config_hash']}: install the driver's version on the workers")
+            raise RuntimeError(
+                f"this worker's aimc {aimc.__version__} gives the config hash {cfg.hash()}, the "
+                f"sweep expects {task['config_hash']}: install the driver's version on the workers"
+            )
         metrics = _jsonable(_resolve(task["runner"])(cfg, task["out_dir"]))
     except Exception as err:  # a failed run is an outcome, not a crash of the sweep
         error, tb = f"{type(err).__name__}: {err}", traceback.format_exc()
-    return {"config_hash": task["config_hash"], "status": "failed" if error else "done", "metrics": metrics,
-            "error": error, "traceback": tb, "started": timestamp(start), "finished": timestamp(),
-            "duration_s": time.perf_counter() - t0, "host": socket.gethostname(), "pid": os.getpid(),
-            "aimc_version": aimc.__version__}
+    return {
+        "config_hash": task["config_hash"],
+        "status": "failed" if error else "done",
+        "metrics": metrics,
+        "error": error,
+        "traceback": tb,
+        "started": timestamp(start),
+        "finished": timestamp(),
+        "duration_s": time.perf_counter() - t0,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "aimc_version": aimc.__version__,
+    }
 
 
 def _failed(task: dict[str, Any], error: str) -> dict[str, Any]:
     """The outcome of a task whose worker could not report one."""
-    return {"config_hash": task["config_hash"], "status": "failed", "metrics": None, "error": error,
-            "traceback": None, "started": None, "finished": timestamp(), "duration_s": 0.0,
-            "host": None, "pid": None, "aimc_version": None}
+    return {
+        "config_hash": task["config_hash"],
+        "status": "failed",
+        "metrics": None,
+        "error": error,
+        "traceback": None,
+        "started": None,
+        "finished": timestamp(),
+        "duration_s": 0.0,
+        "host": None,
+        "pid": None,
+        "aimc_version": None,
+    }
 
 
 class Executor(abc.ABC):
@@ -100,8 +120,9 @@ class Executor(abc.ABC):
     def close(self) -> None:  # noqa: B027  (a no-op for executors that hold no workers)
         """Release the workers; tasks still queued or running are cancelled."""
 
-    def run(self, tasks: list[dict[str, Any]], on_submit: Callable[[dict[str, Any]], None] = lambda t: None
-            ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    def run(
+        self, tasks: list[dict[str, Any]], on_submit: Callable[[dict[str, Any]], None] = lambda t: None
+    ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
         """Submit the tasks (calling `on_submit` just before each goes out) and yield (task, outcome)."""
         queue, inflight = deque(tasks), {}
         while queue or inflight:
@@ -145,6 +166,7 @@ def _exit_with_parent(parent: int) -> None:
     """Pool initializer: a daemon thread ends this worker once its driver (`parent`) is gone. A driver that
     is killed (SIGKILL, out of memory) cannot shut its pool down, and its workers would go on training the
     runs in flight into the folders a rerun uses."""
+
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(0.5)
@@ -172,8 +194,12 @@ class LocalExecutor(Executor):
 
     def _submit(self, task: dict[str, Any]) -> cf.Future:
         if self._pool is None:
-            self._pool = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                                initializer=_exit_with_parent, initargs=(os.getpid(),))
+            self._pool = cf.ProcessPoolExecutor(
+                self.workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_exit_with_parent,
+                initargs=(os.getpid(),),
+            )
         fut = self._pool.submit(execute_run, task)
         self._owner[fut] = self._pool
         return fut
@@ -191,8 +217,11 @@ class LocalExecutor(Executor):
             if pool is self._pool:
                 pool.shutdown(wait=False, cancel_futures=True)
                 self._pool = None
-            return _failed(task, "the worker process died abruptly (crash, out of memory or killed) while "
-                                 "this run or another one in flight was running")
+            return _failed(
+                task,
+                "the worker process died abruptly (crash, out of memory or killed) while "
+                "this run or another one in flight was running",
+            )
 
     def close(self) -> None:
         if self._pool is not None:
@@ -219,8 +248,9 @@ class DaskExecutor(Executor):
             n = workers or os.cpu_count() or 1
             if n < 1:
                 raise ValueError(f"workers = {workers}: need at least 1")
-            self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                        dashboard_address=None)
+            self.cluster = LocalCluster(
+                n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+            )
             self.client = Client(self.cluster, timeout=timeout_s)
         self.address = self.client.scheduler.address
 
@@ -232,11 +262,11 @@ class DaskExecutor(Executor):
         return f"{where} at {self.address} ({self.slots()} worker threads)"
 
     def _submit(self, task: dict[str, Any]) -> Any:
-        return self.client.submit(execute_run, task, pure=False, key=f"aimc-run-{task['config_hash']}-"
-                                                                      f"{time.time_ns()}")
+        return self.client.submit(execute_run, task, pure=False, key=f"aimc-run-{task['config_hash']}-{time.time_ns()}")
 
     def _wait(self, futures: list[Any]) -> list[Any]:
         from distributed import wait
+
         return list(wait(futures, return_when="FIRST_COMPLETED").done)
 
     def _outcome(self, future: Any, task: dict[str, Any]) -> dict[str, Any]:

@@ -42,8 +42,15 @@ def _cell(v: Any) -> str:
     return f"<td>{html.escape(str(v))}</td>"
 
 
-def write_page(path: str | Path, title: str, subtitle: str, columns: list[str], rows: list[list[Any]],
-               figures: list[Path], note: str = "") -> Path:
+def write_page(
+    path: str | Path,
+    title: str,
+    subtitle: str,
+    columns: list[str],
+    rows: list[list[Any]],
+    figures: list[Path],
+    note: str = "",
+) -> Path:
     """Write the page to `path`: `title`, `subtitle`, a sortable table (`columns`, `rows` of values), the
     PNG `figures` inline with their file names as captions, and `note` below the table."""
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
@@ -51,13 +58,17 @@ def write_page(path: str | Path, title: str, subtitle: str, columns: list[str], 
     figs = []
     for fig in figures:
         data = base64.b64encode(Path(fig).read_bytes()).decode()
-        figs.append(f'<figure><img alt="{html.escape(fig.stem)}" src="data:image/png;base64,{data}">'
-                    f"<figcaption>{html.escape(fig.name)} (PDF beside it)</figcaption></figure>")
-    page = (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-            f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1><p>{html.escape(subtitle)}</p>"
-            f'<table class="sortable" id="summary"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-            f'<p class="note">{html.escape(note)}</p>'
-            f"<h2>Figures</h2>{''.join(figs) or '<p>none (no numeric metric finished yet)</p>'}"
-            f"<script>{_SORT}</script></body></html>\n")
+        figs.append(
+            f'<figure><img alt="{html.escape(fig.stem)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{html.escape(fig.name)} (PDF beside it)</figcaption></figure>"
+        )
+    page = (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1><p>{html.escape(subtitle)}</p>"
+        f'<table class="sortable" id="summary"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+        f'<p class="note">{html.escape(note)}</p>'
+        f"<h2>Figures</h2>{''.join(figs) or '<p>none (no numeric metric finished yet)</p>'}"
+        f"<script>{_SORT}</script></body></html>\n"
+    )
     atomic_write_text(path, page)
     return Path(path)

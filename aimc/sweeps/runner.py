@@ -31,21 +31,50 @@ STATUSES = ("pending", "running", "done", "failed")
 class SweepRunner:
     """Runs a sweep into its folder: skips finished runs, records every outcome, writes the summary."""
 
-    def __init__(self, sweep: Sweep, out_dir: str | Path, runner: str = DEFAULT_RUNNER,
-                 log: Callable[[str], None] | None = print):
+    def __init__(
+        self, sweep: Sweep, out_dir: str | Path, runner: str = DEFAULT_RUNNER, log: Callable[[str], None] | None = print
+    ):
         self.sweep, self.out, self.runner = sweep, Path(out_dir).resolve(), runner
         self.log = log or (lambda _msg: None)
         self.entries: dict[str, dict[str, Any]] = {}
         self.created = timestamp()
 
     def _entry(self, run: Run, old: dict[str, Any] | None) -> dict[str, Any]:
-        entry = {"config_hash": run.config_hash, "folder": run.folder, "point": run.point, "seed": run.seed,
-                 "labels": run.labels, "status": "pending", "error": None, "attempts": 0,
-                 "package_version": None, "submitted": None, "started": None, "finished": None,
-                 "duration_s": None, "host": None, "pid": None}
+        entry = {
+            "config_hash": run.config_hash,
+            "folder": run.folder,
+            "point": run.point,
+            "seed": run.seed,
+            "labels": run.labels,
+            "status": "pending",
+            "error": None,
+            "attempts": 0,
+            "package_version": None,
+            "submitted": None,
+            "started": None,
+            "finished": None,
+            "duration_s": None,
+            "host": None,
+            "pid": None,
+        }
         if old:
-            entry.update({k: old[k] for k in ("attempts", "package_version", "submitted", "started",
-                                                "finished", "duration_s", "host", "pid", "error") if k in old})
+            entry.update(
+                {
+                    k: old[k]
+                    for k in (
+                        "attempts",
+                        "package_version",
+                        "submitted",
+                        "started",
+                        "finished",
+                        "duration_s",
+                        "host",
+                        "pid",
+                        "error",
+                    )
+                    if k in old
+                }
+            )
         result = read_result(self.out / run.folder, run.config_hash)
         entry["status"] = "done" if result else "pending"
         if result:
@@ -57,11 +86,20 @@ class SweepRunner:
         return {s: sum(e["status"] == s for e in self.entries.values()) for s in STATUSES}
 
     def save_manifest(self, executor: str) -> None:
-        write_json(self.out / "manifest.json", {
-            "name": self.sweep.config.name, "aimc_version": aimc.__version__, "created": self.created,
-            "updated": timestamp(), "executor": executor, "counts": self.counts(), "seeds": self.sweep.config.seeds,
-            "axes": [{"name": d.name, "fields": list(d.fields), "labels": list(d.labels)} for d in self.sweep.dims],
-            "runs": list(self.entries.values())})
+        write_json(
+            self.out / "manifest.json",
+            {
+                "name": self.sweep.config.name,
+                "aimc_version": aimc.__version__,
+                "created": self.created,
+                "updated": timestamp(),
+                "executor": executor,
+                "counts": self.counts(),
+                "seeds": self.sweep.config.seeds,
+                "axes": [{"name": d.name, "fields": list(d.fields), "labels": list(d.labels)} for d in self.sweep.dims],
+                "runs": list(self.entries.values()),
+            },
+        )
 
     def run(self, executor: Executor) -> dict[str, int]:
         """Run every unfinished run on `executor`; returns the counts per status. One driver at a time per
@@ -79,8 +117,10 @@ class SweepRunner:
         write_json(self.out / "sweep.json", {**self.sweep.config.model_dump(mode="json"), "base": self.sweep.base})
         todo = [r for r in self.sweep.runs if self.entries[r.config_hash]["status"] != "done"]
         by_hash = {r.config_hash: r for r in self.sweep.runs}
-        self.log(f"sweep {self.sweep.config.name}: {len(self.sweep.runs)} runs, "
-                 f"{len(self.sweep.runs) - len(todo)} finished before, {len(todo)} to run; executor: {where}")
+        self.log(
+            f"sweep {self.sweep.config.name}: {len(self.sweep.runs)} runs, "
+            f"{len(self.sweep.runs) - len(todo)} finished before, {len(todo)} to run; executor: {where}"
+        )
         tasks = []
         for r in todo:
             data = r.config.model_dump(mode="json")
@@ -93,8 +133,14 @@ class SweepRunner:
             self.save_manifest(where)
 
         finished = 0
-        bar = tqdm(total=len(tasks), desc=f"sweep {self.sweep.config.name}", unit="run", file=sys.stderr,
-                   disable=not sys.stderr.isatty(), dynamic_ncols=True)  # a bar on a terminal only
+        bar = tqdm(
+            total=len(tasks),
+            desc=f"sweep {self.sweep.config.name}",
+            unit="run",
+            file=sys.stderr,
+            disable=not sys.stderr.isatty(),
+            dynamic_ncols=True,
+        )  # a bar on a terminal only
         try:
             for task, outcome in executor.run(tasks, submitted):
                 finished += 1
@@ -104,15 +150,19 @@ class SweepRunner:
                 what = "done" if e["status"] == "done" else f"FAILED: {e['error'].splitlines()[0]}"
                 bar.update(1)
                 with tqdm.external_write_mode(file=sys.stderr):
-                    self.log(f"[{finished}/{len(tasks)}] {task['config_hash']} "
-                             f"{_describe(by_hash[task['config_hash']])}: {what} ({e['duration_s']:.1f} s)")
+                    self.log(
+                        f"[{finished}/{len(tasks)}] {task['config_hash']} "
+                        f"{_describe(by_hash[task['config_hash']])}: {what} ({e['duration_s']:.1f} s)"
+                    )
         finally:
             bar.close()
             self.save_manifest(where)
             write_summary(self.sweep, self.out)
         counts = self.counts()
-        self.log(f"sweep {self.sweep.config.name}: {counts['done']} done, {counts['failed']} failed; "
-                 f"summary in {self.out / 'summary.md'}")
+        self.log(
+            f"sweep {self.sweep.config.name}: {counts['done']} done, {counts['failed']} failed; "
+            f"summary in {self.out / 'summary.md'}"
+        )
         return counts
 
     def _record(self, run: Run, outcome: dict[str, Any]) -> None:
@@ -121,16 +171,26 @@ class SweepRunner:
         # every start of the run counts, also a task that Dask retried on another worker after its first
         # worker died: the run folder's manifest counts them where the driver sees one outcome
         started = (RunFolder(folder).read_manifest() or {}).get("attempts", 0)
-        entry.update(status=outcome["status"], error=outcome["error"], attempts=max(entry["attempts"] + 1, started),
-                     **{k: outcome[k] for k in ("started", "finished", "duration_s", "host", "pid")},
-                     package_version=outcome["aimc_version"] or entry["package_version"])
+        entry.update(
+            status=outcome["status"],
+            error=outcome["error"],
+            attempts=max(entry["attempts"] + 1, started),
+            **{k: outcome[k] for k in ("started", "finished", "duration_s", "host", "pid")},
+            package_version=outcome["aimc_version"] or entry["package_version"],
+        )
         if outcome["status"] == "done":
             (folder / "error.txt").unlink(missing_ok=True)
-            write_json(folder / RESULT_FILE, {"config_hash": run.config_hash, "point": run.point,
-                                              "seed": run.seed, "labels": run.labels,
-                                              "metrics": outcome["metrics"],
-                                              **{k: outcome[k] for k in ("started", "finished", "duration_s",
-                                                                         "aimc_version")}})
+            write_json(
+                folder / RESULT_FILE,
+                {
+                    "config_hash": run.config_hash,
+                    "point": run.point,
+                    "seed": run.seed,
+                    "labels": run.labels,
+                    "metrics": outcome["metrics"],
+                    **{k: outcome[k] for k in ("started", "finished", "duration_s", "aimc_version")},
+                },
+            )
         else:
             atomic_write_text(folder / "error.txt", outcome["traceback"] or outcome["error"])
 
@@ -139,8 +199,13 @@ def _describe(run: Run) -> str:
     return "(" + ", ".join([*(f"{f}={lab}" for f, lab in run.labels.items()), f"seed={run.seed}"]) + ")"
 
 
-def run_sweep(sweep: Sweep, out_dir: str | Path, executor: Executor | None = None,
-              runner: str = DEFAULT_RUNNER, log: Callable[[str], None] | None = print) -> dict[str, int]:
+def run_sweep(
+    sweep: Sweep,
+    out_dir: str | Path,
+    executor: Executor | None = None,
+    runner: str = DEFAULT_RUNNER,
+    log: Callable[[str], None] | None = print,
+) -> dict[str, int]:
     """Run a sweep into `out_dir` (default executor: a local process pool on every core) and write its
     manifest, summary and figures; rerunning skips the finished runs. Returns the counts per status."""
     with executor or LocalExecutor() as ex:

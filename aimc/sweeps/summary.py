@@ -83,10 +83,14 @@ def write_summary(sweep: Sweep, out: str | Path) -> None:
 
     shown = sweep.config.metrics
     head = [*fields, "runs done", *(f"{m} (mean ± std)" for m in shown)]
-    lines = [f"# Sweep {sweep.config.name}", "",
-             f"Mean ± sample standard deviation over the seeds {sweep.config.seeds} of each point "
-             f"(finished runs only).", "",
-             "| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines = [
+        f"# Sweep {sweep.config.name}",
+        "",
+        f"Mean ± sample standard deviation over the seeds {sweep.config.seeds} of each point (finished runs only).",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "|".join("---" for _ in head) + "|",
+    ]
     for row in rows:
         cells = [row[f] for f in fields] + [f"{row['done']}/{row['runs']}"]
         for m in shown:
@@ -98,12 +102,25 @@ def write_summary(sweep: Sweep, out: str | Path) -> None:
         lines += ["", f"No finished run reports {', '.join(missing)}; metrics found: {', '.join(metrics)}."]
     atomic_write_text(out / "summary.md", "\n".join(lines) + "\n")
     figures = write_figures(sweep, rows, [m for m in shown if m in metrics], out / "figures")
-    table = [[*(row[f] for f in fields), row["done"], row["runs"],
-              *(row.get(f"{m}_{s}", math.nan) for m in shown for s in ("mean", "std"))] for row in rows]
-    write_page(out / "summary.html", f"Sweep {sweep.config.name}", subtitle(sweep),
-               [*fields, "done", "runs", *(f"{m} {s}" for m in shown for s in ("mean", "std"))], table, figures,
-               f"Mean and sample standard deviation over the seeds {sweep.config.seeds} of each point (finished runs "
-               "only); click a column header to sort. All metrics: summary.csv.")
+    table = [
+        [
+            *(row[f] for f in fields),
+            row["done"],
+            row["runs"],
+            *(row.get(f"{m}_{s}", math.nan) for m in shown for s in ("mean", "std")),
+        ]
+        for row in rows
+    ]
+    write_page(
+        out / "summary.html",
+        f"Sweep {sweep.config.name}",
+        subtitle(sweep),
+        [*fields, "done", "runs", *(f"{m} {s}" for m in shown for s in ("mean", "std"))],
+        table,
+        figures,
+        f"Mean and sample standard deviation over the seeds {sweep.config.seeds} of each point (finished runs "
+        "only); click a column header to sort. All metrics: summary.csv.",
+    )
 
 
 # -- figures ---------------------------------------------------------------------------------------------
@@ -157,16 +174,18 @@ def write_figures(sweep: Sweep, rows: list[dict[str, Any]], metrics: list[str], 
                 for i, pos in enumerate(sweep.points):
                     groups.setdefault(tuple(pos[j] for j in others), []).append(i)
                 for key, idx in groups.items():
-                    name = ", ".join(f"{axis_words(sweep.dims[j])} = {sweep.dims[j].labels[p]}"
-                                     for j, p in zip(others, key))
+                    name = ", ".join(
+                        f"{axis_words(sweep.dims[j])} = {sweep.dims[j].labels[p]}" for j, p in zip(others, key)
+                    )
                     pos_k = [sweep.points[i][k] for i in idx]
                     x = [xs[p] for p in pos_k] if xs else pos_k
                     mean = [k_m * rows[i][f"{m}_mean"] for i in idx]
                     std = [0.0 if math.isnan(rows[i][f"{m}_std"]) else k_m * rows[i][f"{m}_std"] for i in idx]
                     ax.errorbar(x, mean, yerr=std, marker="o", capsize=3, label=name or None)
                     for i, p in zip(idx, pos_k):
-                        writer.writerow([name, dim.labels[p], rows[i][f"{m}_mean"], rows[i][f"{m}_std"],
-                                         rows[i]["done"]])
+                        writer.writerow(
+                            [name, dim.labels[p], rows[i][f"{m}_mean"], rows[i][f"{m}_std"], rows[i]["done"]]
+                        )
                 if xs is None:
                     ax.set_xticks(range(len(dim.labels)), dim.labels, rotation=20, ha="right")
                 elif log_spaced(xs):

@@ -43,8 +43,9 @@ class Axis(BaseModel):
     field: str = Field(pattern=_FIELD, description="dotted path of the config field, e.g. tile.device.gamma")
     values: list[Any] | None = Field(None, min_length=1, description="the values, any TOML value or table")
     linspace: Span | None = Field(None, description="evenly spaced values (numpy.linspace)")
-    logspace: Span | None = Field(None, description="log-spaced values from start to stop (the values "
-                                                    "themselves, not exponents: numpy.geomspace)")
+    logspace: Span | None = Field(
+        None, description="log-spaced values from start to stop (the values themselves, not exponents: numpy.geomspace)"
+    )
     labels: list[str] | None = Field(None, description="display label of each value (default: derived)")
 
     @model_validator(mode="after")
@@ -77,8 +78,7 @@ class Zip(BaseModel):
 
     model_config = STRICT
     zip: list[Axis] = Field(min_length=2, description="the zipped axes, all with the same number of values")
-    name: str | None = Field(None, min_length=1, description="name in the summary (default: the fields, "
-                                                              "joined by +)")
+    name: str | None = Field(None, min_length=1, description="name in the summary (default: the fields, joined by +)")
     labels: list[str] | None = Field(None, description="display label of each position (default: derived)")
 
     @model_validator(mode="after")
@@ -96,8 +96,7 @@ def _axis_tag(v: Any) -> str:
     return "zipped" if (isinstance(v, dict) and "zip" in v) or isinstance(v, Zip) else "single"
 
 
-AxisSpec = Annotated[Union[Annotated[Axis, Tag("single")], Annotated[Zip, Tag("zipped")]],
-                     Discriminator(_axis_tag)]
+AxisSpec = Annotated[Union[Annotated[Axis, Tag("single")], Annotated[Zip, Tag("zipped")]], Discriminator(_axis_tag)]
 
 
 class SweepConfig(BaseModel):
@@ -105,12 +104,16 @@ class SweepConfig(BaseModel):
 
     model_config = STRICT
     name: str = Field("sweep", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="sweep name (folder-safe)")
-    base: str | dict[str, Any] = Field(default_factory=dict, description="the base experiment config: an "
-                                       "inline table, or the path of a TOML file relative to the sweep file")
+    base: str | dict[str, Any] = Field(
+        default_factory=dict,
+        description="the base experiment config: an "
+        "inline table, or the path of a TOML file relative to the sweep file",
+    )
     seeds: list[int] | int = Field([0], description="seeds of every point: a list, or a count n for 0..n-1")
     axes: list[AxisSpec] = Field(default_factory=list, description="the axes, crossed in this order")
-    metrics: list[str] = Field(["test_accuracy"], min_length=1,
-                               description="final metrics of summary.md and the figures (summary.csv has all)")
+    metrics: list[str] = Field(
+        ["test_accuracy"], min_length=1, description="final metrics of summary.md and the figures (summary.csv has all)"
+    )
 
     @field_validator("seeds")
     @classmethod
@@ -163,8 +166,11 @@ class Sweep:
 
     def point_labels(self, point: int) -> dict[str, str]:
         """field -> value label of a grid point."""
-        return {f: lab for dim, pos in zip(self.dims, self.points[point])
-                for f, lab in zip(dim.fields, dim.field_labels[pos])}
+        return {
+            f: lab
+            for dim, pos in zip(self.dims, self.points[point])
+            for f, lab in zip(dim.fields, dim.field_labels[pos])
+        }
 
 
 def _label(v: Any) -> str:
@@ -188,8 +194,9 @@ def _dim(spec: Axis | Zip) -> Dim:
     per_field = [a.labels or [_label(v) for v in g] for a, g in zip(axes, grids)]
     field_labels = tuple(zip(*per_field))
     name = (spec.name or "+".join(a.field for a in axes)) if isinstance(spec, Zip) else spec.field
-    labels = tuple(spec.labels) if isinstance(spec, Zip) and spec.labels else tuple(
-        ", ".join(fl) for fl in field_labels)
+    labels = (
+        tuple(spec.labels) if isinstance(spec, Zip) and spec.labels else tuple(", ".join(fl) for fl in field_labels)
+    )
     if len(set(labels)) != len(labels):
         dup = next(lab for lab in labels if labels.count(lab) > 1)
         raise ConfigError(f"axis {name}: several values have the label {dup!r}; give `labels`")
@@ -203,8 +210,11 @@ def _check_fields(dims: list[Dim]) -> None:
             raise ConfigError("axis seed: give the seeds with `seeds`, not as an axis")
     for a, b in itertools.combinations(fields, 2):
         if a == b or a.startswith(b + ".") or b.startswith(a + "."):
-            raise ConfigError(f"two axes set the config field {a}" if a == b else
-                              f"axes {a} and {b} overlap (one is inside the other)")
+            raise ConfigError(
+                f"two axes set the config field {a}"
+                if a == b
+                else f"axes {a} and {b} overlap (one is inside the other)"
+            )
 
 
 def _has(data: dict[str, Any], path: str) -> bool:
@@ -226,8 +236,10 @@ def _blame(line: str, dims: list[Dim], pos: tuple[int, ...], base: dict[str, Any
             if path == f or path.startswith(f + ".") or f.startswith(path + "."):
                 return f"{where}: {line}"
             if parent and f.startswith(parent + ".") and not _has(base, parent):
-                return f"{where}: {line} (the base config has no table `{parent}` for the axis to set a " \
-                       f"field in; give it there)"
+                return (
+                    f"{where}: {line} (the base config has no table `{parent}` for the axis to set a "
+                    f"field in; give it there)"
+                )
     return f"base config: {line}"
 
 
@@ -235,8 +247,10 @@ def expand(cfg: SweepConfig, base: dict[str, Any]) -> Sweep:
     """Every run of the sweep, each with a validated config. Every point is validated before any work;
     a ConfigError lists each distinct problem, naming the axis (and value) and the field."""
     if "compare" in base:
-        raise ConfigError("base config: `compare` runs several trainers; in a sweep put the trainers on an "
-                          "axis over `trainer` instead")
+        raise ConfigError(
+            "base config: `compare` runs several trainers; in a sweep put the trainers on an "
+            "axis over `trainer` instead"
+        )
     if "seed" in base:
         raise ConfigError("base config: seed is set by the sweep's `seeds`; remove it from the base")
     dims = [_dim(spec) for spec in cfg.axes]
@@ -259,8 +273,9 @@ def expand(cfg: SweepConfig, base: dict[str, Any]) -> Sweep:
                 break
             digest = run_cfg.hash()
             if digest in seen:
-                problems.setdefault(f"points {seen[digest]} and {labels} give the same config; make the "
-                                    f"axis values distinct", None)
+                problems.setdefault(
+                    f"points {seen[digest]} and {labels} give the same config; make the axis values distinct", None
+                )
             seen[digest] = labels
             runs.append(Run(i, seed, run_cfg, digest, labels))
     if problems:

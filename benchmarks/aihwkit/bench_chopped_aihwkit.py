@@ -9,6 +9,7 @@ devices with AnalogSGD (lr 0.05); c_ttv2_mb / agad_mb with units_in_mbatch (a co
 A step = zero_grad + forward + loss + backward + optimizer step; median over --steps after --warmup.
 Prints one JSON line.
 """
+
 import time
 
 import numpy as np
@@ -19,15 +20,33 @@ from aihwkit.simulator.configs import SoftBoundsDevice, build_config
 from harness import emit, parser, set_up
 from torch import nn
 
-NAMES = {"analog_sgd": "sgd", "tiki_taka": "ttv1", "ttv2": "ttv2", "c_ttv2": "c-ttv2", "agad": "agad",
-         "c_ttv2_mb": "c-ttv2", "agad_mb": "agad"}
+NAMES = {
+    "analog_sgd": "sgd",
+    "tiki_taka": "ttv1",
+    "ttv2": "ttv2",
+    "c_ttv2": "c-ttv2",
+    "agad": "agad",
+    "c_ttv2_mb": "c-ttv2",
+    "agad_mb": "agad",
+}
 
 
 def make_model(kind, lin, conv):
     if kind == "fcn":
         return nn.Sequential(lin(784, 256), nn.Sigmoid(), lin(256, 128), nn.Sigmoid(), lin(128, 10))
-    return nn.Sequential(conv(1, 16, 5), nn.Tanh(), nn.MaxPool2d(2), conv(16, 32, 5), nn.Tanh(), nn.MaxPool2d(2),
-                         nn.Tanh(), nn.Flatten(), lin(512, 128), nn.Tanh(), lin(128, 10))
+    return nn.Sequential(
+        conv(1, 16, 5),
+        nn.Tanh(),
+        nn.MaxPool2d(2),
+        conv(16, 32, 5),
+        nn.Tanh(),
+        nn.MaxPool2d(2),
+        nn.Tanh(),
+        nn.Flatten(),
+        lin(512, 128),
+        nn.Tanh(),
+        lin(128, 10),
+    )
 
 
 def main():
@@ -51,8 +70,11 @@ def main():
             cfg = build_config(NAMES[v], device=SoftBoundsDevice())
             if v.endswith("_mb"):  # one column read per mini-batch
                 cfg.device.units_in_mbatch = True
-            model = make_model(a.model, lambda i, o: AnalogLinear(i, o, rpu_config=cfg),
-                               lambda i, o, k: AnalogConv2d(i, o, k, rpu_config=cfg))
+            model = make_model(
+                a.model,
+                lambda i, o: AnalogLinear(i, o, rpu_config=cfg),
+                lambda i, o, k: AnalogConv2d(i, o, k, rpu_config=cfg),
+            )
             opt = AnalogSGD(model.parameters(), lr=0.05)
         times = []
         for k in range(a.warmup + a.steps):

@@ -14,6 +14,7 @@ labels. Three variants:
 A step = zero_grad + forward + loss + backward + optimizer step. Median over --steps
 after --warmup steps. Prints one JSON line to stdout.
 """
+
 import time
 
 import numpy as np
@@ -71,10 +72,7 @@ def main():
     set_up(a)
 
     n_batches = 100
-    data = [
-        (torch.rand(a.batch, SIZES[0]), torch.randint(0, SIZES[-1], (a.batch,)))
-        for _ in range(n_batches)
-    ]
+    data = [(torch.rand(a.batch, SIZES[0]), torch.randint(0, SIZES[-1], (a.batch,))) for _ in range(n_batches)]
 
     # (a) digital reference
     digital = make_net(lambda i, o: nn.Linear(i, o))

@@ -16,6 +16,7 @@ Expected pulse (coincidence) count per batch, summed over samples:
 
 Prints one JSON line to stdout.
 """
+
 import math
 import time
 
@@ -96,9 +97,11 @@ def main():
         "small_expected_pulses": expected_pulses(x, d_small, a.lr_small, dw_min),
         "large_expected_pulses": expected_pulses(x, d_large, a.lr_large, dw_min),
         "small_expected_pulses_analytic": analytic_pulses(
-            a.batch, a.in_size, a.out_size, a.x_std, a.d_std_small, a.lr_small, dw_min),
+            a.batch, a.in_size, a.out_size, a.x_std, a.d_std_small, a.lr_small, dw_min
+        ),
         "large_expected_pulses_analytic": analytic_pulses(
-            a.batch, a.in_size, a.out_size, a.x_std, a.d_std_large, a.lr_large, dw_min),
+            a.batch, a.in_size, a.out_size, a.x_std, a.d_std_large, a.lr_large, dw_min
+        ),
         "small_k": bl_ratio(x, d_small, a.lr_small, dw_min),
         "large_k": bl_ratio(x, d_large, a.lr_large, dw_min),
         "out_size": a.out_size,

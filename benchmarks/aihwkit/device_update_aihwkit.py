@@ -10,6 +10,7 @@ virtual environment (the project never imports aihwkit). Modes:
 - "effects": a 200 x 200 tile set to w0, then `steps` post-update steps (diffusion, decay) or, with
   "reset", one reset of every element; returns the apparent and hidden weights' mean and std.
 """
+
 import dataclasses
 import json
 import sys
@@ -52,15 +53,18 @@ def stats(spec: dict) -> dict:
         tile.update(x, d)
         dw = tile.get_weights()[0].numpy().astype(float) - w0
         acc += dw
-        acc2 += dw ** 2
+        acc2 += dw**2
     m = acc / spec["seeds"]
-    return {"mean": m.tolist(), "var": (acc2 / spec["seeds"] - m ** 2).tolist()}
+    return {"mean": m.tolist(), "var": (acc2 / spec["seeds"] - m**2).tolist()}
 
 
 def fields(spec: dict) -> dict:
     dev = getattr(presets, spec["preset"])()
-    return {f.name: getattr(dev, f.name) for f in dataclasses.fields(dev)
-            if isinstance(getattr(dev, f.name), (bool, int, float))}
+    return {
+        f.name: getattr(dev, f.name)
+        for f in dataclasses.fields(dev)
+        if isinstance(getattr(dev, f.name), (bool, int, float))
+    }
 
 
 def effects(spec: dict) -> dict:

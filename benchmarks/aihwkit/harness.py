@@ -5,6 +5,7 @@ The scripts run as plain scripts in aihwkit's own virtual environment (aihwkit 1
 as docs/performance.md says), so this module imports only aihwkit, torch, numpy (torch's dependency there) and
 the standard library; a script finds it because Python puts the script's folder first on the module path.
 """
+
 import argparse
 import gzip
 import json
@@ -31,8 +32,13 @@ def set_up(args: argparse.Namespace) -> None:
 
 def emit(out: dict, args: argparse.Namespace) -> None:
     """Print `out` as one JSON line, with the thread count, seed and aihwkit and torch versions added."""
-    out = {**out, "threads": torch.get_num_threads(), "seed": args.seed,
-           "aihwkit_version": aihwkit.__version__, "torch_version": torch.__version__}
+    out = {
+        **out,
+        "threads": torch.get_num_threads(),
+        "seed": args.seed,
+        "aihwkit_version": aihwkit.__version__,
+        "torch_version": torch.__version__,
+    }
     print(json.dumps(out))
 
 
@@ -41,7 +47,7 @@ def read_idx(path: str) -> np.ndarray:
     with gzip.open(path, "rb") as f:
         raw = f.read()
     ndim = raw[3]
-    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    dims = [int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
     return np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
@@ -49,7 +55,7 @@ def test_accuracy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batc
     """Test accuracy (%) of `model` on (x, y), evaluated in mini-batches of `batch`."""
     model.eval()
     with torch.no_grad():
-        ok = sum((model(x[i:i + batch]).argmax(1) == y[i:i + batch]).sum().item() for i in range(0, len(y), batch))
+        ok = sum((model(x[i : i + batch]).argmax(1) == y[i : i + batch]).sum().item() for i in range(0, len(y), batch))
     model.train()
     return 100.0 * ok / len(y)
 
@@ -58,7 +64,7 @@ def train_epoch(model: torch.nn.Module, opt, loss_fn, x: torch.Tensor, y: torch.
     """One epoch in a random order from torch's generator, mini-batches of `batch`; the mean training loss."""
     total, order = 0.0, torch.randperm(len(y))
     for i in range(0, len(order), batch):
-        b = order[i:i + batch]
+        b = order[i : i + batch]
         opt.zero_grad()
         loss = loss_fn(model(x[b]), y[b])
         loss.backward()

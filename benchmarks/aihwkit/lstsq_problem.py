@@ -3,6 +3,7 @@ and its aihwkit side (multi_tile_lstsq_aihwkit.py), so that both simulators solv
 
 It imports only torch, numpy and the standard library: it runs in aimc's environment and in aihwkit's.
 """
+
 from collections.abc import Callable
 
 import numpy as np
@@ -11,12 +12,14 @@ import torch
 
 def targets(k: int, seed: int) -> torch.Tensor:
     """The k targets b_i, uniform in [-1, 1] on a 16-bit grid."""
-    return torch.tensor(np.round(np.random.default_rng(seed).uniform(-1.0, 1.0, k) * 2 ** 15) / 2 ** 15,
-                        dtype=torch.float32)
+    return torch.tensor(
+        np.round(np.random.default_rng(seed).uniform(-1.0, 1.0, k) * 2**15) / 2**15, dtype=torch.float32
+    )
 
 
-def last_quarter_error(model: torch.nn.Module, opt: torch.optim.Optimizer, b: torch.Tensor, steps: int,
-                       weights: Callable[[], np.ndarray]) -> float:
+def last_quarter_error(
+    model: torch.nn.Module, opt: torch.optim.Optimizer, b: torch.Tensor, steps: int, weights: Callable[[], np.ndarray]
+) -> float:
     """Train `model` (one layer of k outputs at the input x = 1) on sum_i (y_i - b_i)^2 for `steps` steps of
     `opt`; the mean of (w - b)^2 over the k weights (`weights()`, the layer's k weights) and every 10th step of
     the last quarter."""

@@ -10,6 +10,7 @@ example's: N noiseless 4-state soft-bounds devices (w in [-1, 1], dw_min 0.5) wi
 transfer periods transfer_every * period_ratio^i mini-batches, one column per transfer, perfect reads. Prints one
 JSON line: {N: mean squared error of the last quarter of the steps}, sampled every 10 steps.
 """
+
 import json
 import sys
 
@@ -23,20 +24,36 @@ from lstsq_problem import last_quarter_error, targets
 
 
 def _device() -> SoftBoundsDevice:
-    return SoftBoundsDevice(w_min=-1.0, w_max=1.0, dw_min=0.5, dw_min_dtod=0.0, dw_min_std=0.0, w_min_dtod=0.0,
-                            w_max_dtod=0.0, up_down=0.0, up_down_dtod=0.0)
+    return SoftBoundsDevice(
+        w_min=-1.0,
+        w_max=1.0,
+        dw_min=0.5,
+        dw_min_dtod=0.0,
+        dw_min_std=0.0,
+        w_min_dtod=0.0,
+        w_max_dtod=0.0,
+        up_down=0.0,
+        up_down_dtod=0.0,
+    )
 
 
 def _config(n: int, spec: dict):
     if n == 1:
         cfg = SingleRPUConfig(device=_device())
     else:
-        cfg = UnitCellRPUConfig(device=TransferCompound(
-            unit_cell_devices=[_device() for _ in range(n)], fast_lr=spec["fast_lr"],
-            transfer_lr_vec=[spec["transfer_lr"]] * n, scale_transfer_lr=False,
-            transfer_every_vec=[spec["transfer_every"] * spec["period_ratio"] ** i for i in range(n)],
-            gamma_vec=[spec["gamma"] ** (n - 1 - i) for i in range(n)], units_in_mbatch=True,
-            n_reads_per_transfer=1, transfer_columns=True))
+        cfg = UnitCellRPUConfig(
+            device=TransferCompound(
+                unit_cell_devices=[_device() for _ in range(n)],
+                fast_lr=spec["fast_lr"],
+                transfer_lr_vec=[spec["transfer_lr"]] * n,
+                scale_transfer_lr=False,
+                transfer_every_vec=[spec["transfer_every"] * spec["period_ratio"] ** i for i in range(n)],
+                gamma_vec=[spec["gamma"] ** (n - 1 - i) for i in range(n)],
+                units_in_mbatch=True,
+                n_reads_per_transfer=1,
+                transfer_columns=True,
+            )
+        )
         cfg.device.transfer_forward.is_perfect = True
     cfg.forward.is_perfect = True
     cfg.backward.is_perfect = True

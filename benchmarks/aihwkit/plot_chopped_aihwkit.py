@@ -36,7 +36,8 @@ def aimc_curves(sweep: Path) -> dict:
         cfg = json.loads((run / "config.json").read_text())
         rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
         out[cfg["tile"]["device"]["kind"], cfg["trainer"]["algorithm"]].append(
-            [100 * r["test_accuracy"] for r in rows if r["epoch"] > 0])
+            [100 * r["test_accuracy"] for r in rows if r["epoch"] > 0]
+        )
     return out
 
 
@@ -59,7 +60,7 @@ def main() -> None:
     ours, theirs = aimc_curves(a.sweep), aihwkit_curves(a.aihwkit)
     fig, axes = plt.subplots(1, len(DEVICES), figsize=(10, 3.8), sharey=True)
     for ax, kind in zip(axes, DEVICES):
-        for (alg, color) in zip(ALGORITHMS, ("C0", "C3")):
+        for alg, color in zip(ALGORITHMS, ("C0", "C3")):
             for name, curves, style in (("aimc", ours, "-"), ("aihwkit 1.1.0", theirs, "--")):
                 runs = curves.get((kind, alg))
                 if not runs:

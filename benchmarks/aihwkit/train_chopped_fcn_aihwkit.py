@@ -15,6 +15,7 @@ Writes one JSON line per epoch to --out: test accuracy (%), mean training loss, 
     ~/aihwkit-venv/bin/python benchmarks/aihwkit/train_chopped_fcn_aihwkit.py --algorithm c-ttv2 \
         --device softbounds --seed 0 --epochs 2 --out runs/aihwkit-cttv2-sb-0.jsonl
 """
+
 import argparse
 import json
 import os
@@ -60,9 +61,20 @@ def main() -> None:
         for epoch in range(1, a.epochs + 1):
             t0 = time.time()
             train_loss = train_epoch(model, opt, loss_fn, x_train, y_train)
-            print(json.dumps({"args": vars(a), "epoch": epoch, "train_loss": train_loss,
-                              "test_accuracy": test_accuracy(model, x_test, y_test, 100),
-                              "seconds": round(time.time() - t0, 1)}), file=log, flush=True)
+            print(
+                json.dumps(
+                    {
+                        "args": vars(a),
+                        "epoch": epoch,
+                        "train_loss": train_loss,
+                        "test_accuracy": test_accuracy(model, x_test, y_test, 100),
+                        "seconds": round(time.time() - t0, 1),
+                    }
+                ),
+                file=log,
+                flush=True,
+            )
+
 
 if __name__ == "__main__":
     main()

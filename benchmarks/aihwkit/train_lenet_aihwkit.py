@@ -13,6 +13,7 @@ line.
 
     ~/aihwkit-venv/bin/python benchmarks/aihwkit/train_lenet_aihwkit.py --data data/mnist --algorithm sgd
 """
+
 import argparse
 import json
 import os
@@ -44,33 +45,67 @@ def main() -> None:
     torch.manual_seed(a.seed)
     torch.set_num_threads(1)
     load = lambda name: read_idx(os.path.join(a.data, name))  # noqa: E731
-    x_train = torch.tensor(load("train-images-idx3-ubyte.gz")[:a.n_train] / 255.0, dtype=torch.float32)[:, None]
-    y_train = torch.tensor(load("train-labels-idx1-ubyte.gz")[:a.n_train].astype(np.int64))
+    x_train = torch.tensor(load("train-images-idx3-ubyte.gz")[: a.n_train] / 255.0, dtype=torch.float32)[:, None]
+    y_train = torch.tensor(load("train-labels-idx1-ubyte.gz")[: a.n_train].astype(np.int64))
     x_test = torch.tensor(load("t10k-images-idx3-ubyte.gz") / 255.0, dtype=torch.float32)[:, None]
     y_test = torch.tensor(load("t10k-labels-idx1-ubyte.gz").astype(np.int64))
-    device = SoftBoundsDevice(dw_min=a.dw_min, w_max=a.tau, w_min=-a.tau, dw_min_dtod=0.0, w_max_dtod=0.0,
-                              w_min_dtod=0.0, up_down=0.0, up_down_dtod=0.0, dw_min_std=a.sigma_c, mult_noise=False)
+    device = SoftBoundsDevice(
+        dw_min=a.dw_min,
+        w_max=a.tau,
+        w_min=-a.tau,
+        dw_min_dtod=0.0,
+        w_max_dtod=0.0,
+        w_min_dtod=0.0,
+        up_down=0.0,
+        up_down_dtod=0.0,
+        dw_min_std=a.sigma_c,
+        mult_noise=False,
+    )
     if a.algorithm == "sgd":
         cfg = SingleRPUConfig(device=device)
     else:
-        cfg = UnitCellRPUConfig(device=TransferCompound(unit_cell_devices=[device, device], transfer_every=1,
-                                                        units_in_mbatch=False, n_reads_per_transfer=1,
-                                                        gamma=0.0, scale_transfer_lr=True,
-                                                        transfer_lr=a.transfer_lr))
+        cfg = UnitCellRPUConfig(
+            device=TransferCompound(
+                unit_cell_devices=[device, device],
+                transfer_every=1,
+                units_in_mbatch=False,
+                n_reads_per_transfer=1,
+                gamma=0.0,
+                scale_transfer_lr=True,
+                transfer_lr=a.transfer_lr,
+            )
+        )
     if a.ideal_backward:
         cfg.backward.is_perfect = True
     act = nn.Tanh
     model = nn.Sequential(
-        AnalogConv2d(1, 6, 5, padding=2, rpu_config=cfg), act(), nn.MaxPool2d(2),
-        AnalogConv2d(6, 16, 5, rpu_config=cfg), act(), nn.MaxPool2d(2), nn.Flatten(),
-        AnalogLinear(400, 120, rpu_config=cfg), act(), AnalogLinear(120, 84, rpu_config=cfg), act(),
-        AnalogLinear(84, 10, rpu_config=cfg))
+        AnalogConv2d(1, 6, 5, padding=2, rpu_config=cfg),
+        act(),
+        nn.MaxPool2d(2),
+        AnalogConv2d(6, 16, 5, rpu_config=cfg),
+        act(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        AnalogLinear(400, 120, rpu_config=cfg),
+        act(),
+        AnalogLinear(120, 84, rpu_config=cfg),
+        act(),
+        AnalogLinear(84, 10, rpu_config=cfg),
+    )
     opt = AnalogSGD(model.parameters(), lr=a.lr)
     opt.regroup_param_groups(model)
     t0 = time.time()
     loss = train_epoch(model, opt, nn.CrossEntropyLoss(), x_train, y_train, batch=8)
-    print(json.dumps({"args": vars(a), "train_loss": loss, "test_accuracy": test_accuracy(model, x_test, y_test, 500),
-                      "seconds": round(time.time() - t0, 1)}))
+    print(
+        json.dumps(
+            {
+                "args": vars(a),
+                "train_loss": loss,
+                "test_accuracy": test_accuracy(model, x_test, y_test, 500),
+                "seconds": round(time.time() - t0, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ Writes one JSON line per epoch to --out: test accuracy (%), mean training loss, 
     ~/aihwkit-venv/bin/python benchmarks/aihwkit/train_r1_fcn_aihwkit.py --family pow --g 1 \
         --data data/mnist --out runs/aihwkit-pow1.jsonl          # about 10 minutes
 """
+
 import argparse
 import json
 import time
@@ -72,26 +73,50 @@ def main() -> None:
     cfg = SingleRPUConfig(device=device_of(a.family, a.g, a.tau))
     cfg.mapping.learn_out_scaling = True
     cfg.mapping.weight_scaling_columnwise = True
-    model = convert_to_analog(nn.Sequential(nn.Linear(784, 256), nn.Sigmoid(), nn.Linear(256, 128), nn.Sigmoid(),
-                                            nn.Linear(128, 10), nn.LogSoftmax(dim=1)), cfg)
+    model = convert_to_analog(
+        nn.Sequential(
+            nn.Linear(784, 256),
+            nn.Sigmoid(),
+            nn.Linear(256, 128),
+            nn.Sigmoid(),
+            nn.Linear(128, 10),
+            nn.LogSoftmax(dim=1),
+        ),
+        cfg,
+    )
     opt = AnalogSGD(model.parameters(), lr=0.05)
     opt.regroup_param_groups(model)
     decay = None if a.no_decay else torch.optim.lr_scheduler.StepLR(opt, step_size=15, gamma=0.5)
     loss_fn = nn.NLLLoss()
 
     with open(a.out, "w") as log:
-        print(json.dumps({"args": vars(a), "epoch": 0, "test_accuracy": test_accuracy(model, x_test, y_test, 10)}),
-              file=log, flush=True)
+        print(
+            json.dumps({"args": vars(a), "epoch": 0, "test_accuracy": test_accuracy(model, x_test, y_test, 10)}),
+            file=log,
+            flush=True,
+        )
         for epoch in range(1, a.epochs + 1):
             t0 = time.time()
             train_loss = train_epoch(model, opt, loss_fn, x_train, y_train)
             if decay is not None:
                 decay.step()
-            scales = [round(float(q.detach().abs().mean()), 4) for n, q in model.named_parameters()
-                      if "out_scaling" in n]
-            print(json.dumps({"epoch": epoch, "train_loss": train_loss,
-                              "test_accuracy": test_accuracy(model, x_test, y_test, 10), "out_scales": scales,
-                              "seconds": round(time.time() - t0, 1)}), file=log, flush=True)
+            scales = [
+                round(float(q.detach().abs().mean()), 4) for n, q in model.named_parameters() if "out_scaling" in n
+            ]
+            print(
+                json.dumps(
+                    {
+                        "epoch": epoch,
+                        "train_loss": train_loss,
+                        "test_accuracy": test_accuracy(model, x_test, y_test, 10),
+                        "out_scales": scales,
+                        "seconds": round(time.time() - t0, 1),
+                    }
+                ),
+                file=log,
+                flush=True,
+            )
+
 
 if __name__ == "__main__":
     main()

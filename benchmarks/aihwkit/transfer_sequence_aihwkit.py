@@ -9,6 +9,7 @@ reads of A through aihwkit's default transfer_forward periphery). Every repetiti
 (weights 0), runs the batches through tile.update and records the fast array A (hidden_weights_0) and the slow
 array C (hidden_weights_1, the weight). Prints one JSON line: mean and std over repetitions of both.
 """
+
 import json
 import sys
 
@@ -29,8 +30,7 @@ def main():
     cfg.device.transfer_forward.is_perfect = spec.get("perfect_reads", True)
     cfg.forward.is_perfect = True
     cfg.backward.is_perfect = True
-    batches = [(torch.tensor(x, dtype=torch.float32), torch.tensor(d, dtype=torch.float32))
-               for x, d in spec["batches"]]
+    batches = [(torch.tensor(x, dtype=torch.float32), torch.tensor(d, dtype=torch.float32)) for x, d in spec["batches"]]
     n_out, n_in = batches[0][1].shape[1], batches[0][0].shape[1]
     out = {"A": [], "C": []}
     for _ in range(spec["reps"]):

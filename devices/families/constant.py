@@ -57,6 +57,15 @@ def step_derivative(up, w, er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_d
 
 def fit_families(n_nodes: int, dw0: float) -> list[Family]:
     """The fits of this module's configs (n_nodes, dw0: PiecewiseStep's, unused here)."""
-    return [paper_family("ideal", Ideal),
-            Family("ConstantStep", ConstantStep, ("dw_min", "up_down", "w_max", "w_min"), aihw_box,
-                   lambda d: [aihw_start(d)], AIHW_FIXED, AIHW_SPREAD)]
+    return [
+        paper_family("ideal", Ideal),
+        Family(
+            "ConstantStep",
+            ConstantStep,
+            ("dw_min", "up_down", "w_max", "w_min"),
+            aihw_box,
+            lambda d: [aihw_start(d)],
+            AIHW_FIXED,
+            AIHW_SPREAD,
+        ),
+    ]

@@ -35,10 +35,12 @@ class ExpStep(PulsedDevice):
     gamma_down: float = Field(12.78785, description="exponent of the down non-linearity")
     a: float = Field(0.244, description="slope of z in w")
     b: float = Field(0.2425, description="offset of z")
-    dw_min_std_add: float = Field(0.0, description="cycle noise: added to the step before scaling by dw_min_std "
-                                                   "(weight units)")
-    dw_min_std_slope: float = Field(0.0, description="cycle noise: times |w| added to the step before scaling "
-                                                     "by dw_min_std")
+    dw_min_std_add: float = Field(
+        0.0, description="cycle noise: added to the step before scaling by dw_min_std (weight units)"
+    )
+    dw_min_std_slope: float = Field(
+        0.0, description="cycle noise: times |w| added to the step before scaling by dw_min_std"
+    )
 
     @property
     def granularity(self) -> float:
@@ -113,8 +115,14 @@ def step_derivative(up, w, er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_d
 def fit_families(n_nodes: int, dw0: float) -> list[Family]:
     """The fits of this module's configs (n_nodes, dw0: PiecewiseStep's, unused here): ExpStep with a = 0.5,
     b = 0 (any other a != 0, b gives the same responses: aimc.calibration.families.expstep_canonical)."""
-    return [Family("ExpStep", ExpStep,
-                   ("dw_min", "up_down", "w_max", "w_min", "A_up", "A_down", "gamma_up", "gamma_down"),
-                   lambda d: aihw_box(d, (-5.0, -5.0, -40.0, -40.0), (5.0, 5.0, 40.0, 40.0)),
-                   lambda d: [aihw_start(d, d.dw0 / (1 - a)) + [a, a, g, g] for a, g in ((0.1, 4.0), (-0.1, -4.0))],
-                   {**AIHW_FIXED, "a": 0.5, "b": 0.0}, AIHW_SPREAD)]
+    return [
+        Family(
+            "ExpStep",
+            ExpStep,
+            ("dw_min", "up_down", "w_max", "w_min", "A_up", "A_down", "gamma_up", "gamma_down"),
+            lambda d: aihw_box(d, (-5.0, -5.0, -40.0, -40.0), (5.0, 5.0, 40.0, 40.0)),
+            lambda d: [aihw_start(d, d.dw0 / (1 - a)) + [a, a, g, g] for a, g in ((0.1, 4.0), (-0.1, -4.0))],
+            {**AIHW_FIXED, "a": 0.5, "b": 0.0},
+            AIHW_SPREAD,
+        )
+    ]

@@ -33,13 +33,22 @@ class Exponential(UpDownGamma):
     0 for c = 0 and gamma_down = gamma, else found by bisection."""
 
     kind: Literal["exponential"] = "exponential"
-    gamma: float = Field(1.0, gt=0, le=700, description="curvature g of the response (R1 uses 0.5 to 4; at most "
-                                                        "700: expm1(g) overflows float64 above 709.8)")
+    gamma: float = Field(
+        1.0,
+        gt=0,
+        le=700,
+        description="curvature g of the response (R1 uses 0.5 to 4; at most "
+        "700: expm1(g) overflows float64 above 709.8)",
+    )
     gamma_dtod: float = Field(0.0, ge=0, description="device-to-device relative std of gamma")
-    gamma_down: float | None = Field(None, gt=0, le=700, description="curvature of q_minus (depression), at most "
-                                                                     "700 as gamma; None: gamma")
-    gamma_down_dtod: float | None = Field(None, ge=0, description="device-to-device relative std of gamma_down, "
-                                                                  "drawn apart from gamma's; None: gamma_dtod")
+    gamma_down: float | None = Field(
+        None, gt=0, le=700, description="curvature of q_minus (depression), at most 700 as gamma; None: gamma"
+    )
+    gamma_down_dtod: float | None = Field(
+        None,
+        ge=0,
+        description="device-to-device relative std of gamma_down, drawn apart from gamma's; None: gamma_dtod",
+    )
 
     def _code(self) -> int:
         return CODE

@@ -94,8 +94,9 @@ class SoftBounds(LinearStep):
         return float((up - dn) / (up / hi - dn / lo))
 
 
-def soft_bounds_pmax(p_max: float = 1000.0, alpha: float = 0.0005, range_min: float = -1.0, range_max: float = 1.0,
-                     **fields) -> SoftBounds:
+def soft_bounds_pmax(
+    p_max: float = 1000.0, alpha: float = 0.0005, range_min: float = -1.0, range_max: float = 1.0, **fields
+) -> SoftBounds:
     """aihwkit 1.1.0's SoftBoundsPmaxDevice, which its library turns into a SoftBounds device:
     B = (range_max - range_min) / (1 - exp(-p_max alpha)), w_min = range_min, w_max = range_min + B,
     dw_min = B alpha, up_down = 1 + 2 range_min / B (so dw_up = B alpha, dw_down = -2 alpha range_min).
@@ -104,8 +105,9 @@ def soft_bounds_pmax(p_max: float = 1000.0, alpha: float = 0.0005, range_min: fl
     if not (p_max > 0 and alpha > 0 and range_max > range_min):
         raise ValueError("soft_bounds_pmax needs p_max > 0, alpha > 0 and range_max > range_min")
     span = (range_max - range_min) / (1.0 - np.exp(-p_max * alpha))
-    return SoftBounds(w_min=range_min, w_max=range_min + span, dw_min=span * alpha,
-                      up_down=1.0 + 2.0 * range_min / span, **fields)
+    return SoftBounds(
+        w_min=range_min, w_max=range_min + span, dw_min=span * alpha, up_down=1.0 + 2.0 * range_min / span, **fields
+    )
 
 
 @njit(cache=True, inline="always")
@@ -135,12 +137,28 @@ def step_derivative(up, w, er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_d
 
 def fit_families(n_nodes: int, dw0: float) -> list[Family]:
     """The fits of this module's configs (n_nodes, dw0: PiecewiseStep's, unused here)."""
-    return [paper_family("linear", Linear),
-            Family("LinearStep", LinearStep, ("dw_min", "up_down", "w_max", "w_min", "gamma_up", "gamma_down"),
-                   lambda d: aihw_box(d, (0.0, 0.0), (10.0, 10.0)),
-                   lambda d: [aihw_start(d) + [g, g] for g in (0.3, 1.0)],
-                   {**AIHW_FIXED, "gamma_up_dtod": 0.0, "gamma_down_dtod": 0.0, "mean_bound_reference": True},
-                   {**AIHW_SPREAD, "gamma_up_dtod": (by_field("gamma_up"), "rel"),
-                    "gamma_down_dtod": (by_field("gamma_down"), "rel")}),
-            Family("SoftBounds", SoftBounds, ("dw_min", "up_down", "w_max", "w_min"), aihw_box,
-                   lambda d: [aihw_start(d)], AIHW_FIXED, AIHW_SPREAD)]
+    return [
+        paper_family("linear", Linear),
+        Family(
+            "LinearStep",
+            LinearStep,
+            ("dw_min", "up_down", "w_max", "w_min", "gamma_up", "gamma_down"),
+            lambda d: aihw_box(d, (0.0, 0.0), (10.0, 10.0)),
+            lambda d: [aihw_start(d) + [g, g] for g in (0.3, 1.0)],
+            {**AIHW_FIXED, "gamma_up_dtod": 0.0, "gamma_down_dtod": 0.0, "mean_bound_reference": True},
+            {
+                **AIHW_SPREAD,
+                "gamma_up_dtod": (by_field("gamma_up"), "rel"),
+                "gamma_down_dtod": (by_field("gamma_down"), "rel"),
+            },
+        ),
+        Family(
+            "SoftBounds",
+            SoftBounds,
+            ("dw_min", "up_down", "w_max", "w_min"),
+            aihw_box,
+            lambda d: [aihw_start(d)],
+            AIHW_FIXED,
+            AIHW_SPREAD,
+        ),
+    ]

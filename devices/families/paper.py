@@ -22,12 +22,18 @@ class PaperDevice(DeviceBase):
     """The fields and draws every R1 family shares."""
 
     tau: float = Field(0.6, gt=0, description="weight bound: the element lives in [-tau, tau] (weight units)")
-    c: float = Field(0.0, gt=-1, lt=1, description="up/down asymmetry: q_plus scaled by (1 + c), q_minus by "
-                                                   "(1 - c); shifts the symmetric point (R1's c_Lin)")
+    c: float = Field(
+        0.0,
+        gt=-1,
+        lt=1,
+        description="up/down asymmetry: q_plus scaled by (1 + c), q_minus by "
+        "(1 - c); shifts the symmetric point (R1's c_Lin)",
+    )
     c_dtod: float = Field(0.0, ge=0, description="device-to-device std of c")
     tau_dtod: float = Field(0.0, ge=0, lt=1, description="device-to-device relative std of each bound")
     noise: Literal["additive", "multiplicative"] = Field(
-        "additive", description="cycle noise: additive dw_min * sigma * xi (R1), or multiplicative")
+        "additive", description="cycle noise: additive dw_min * sigma * xi (R1), or multiplicative"
+    )
 
     def _additive(self) -> bool:
         return self.noise == "additive"
@@ -94,8 +100,11 @@ class UpDownGamma(PaperDevice):
 # -- fitting ---------------------------------------------------------------------------------------------------
 PAPER_FIXED = {"dw_min_dtod": 0.0, "c_dtod": 0.0, "tau_dtod": 0.0, "dw_min_std": 0.0}
 """The fields an R1 family's fit holds fixed: no spread, no cycle noise."""
-PAPER_SPREAD = {"dw_min_dtod": (by_field("dw_min"), "rel"), "c_dtod": (by_field("c"), "abs"),
-                "tau_dtod": (by_field("tau"), "rel2")}
+PAPER_SPREAD = {
+    "dw_min_dtod": (by_field("dw_min"), "rel"),
+    "c_dtod": (by_field("c"), "abs"),
+    "tau_dtod": (by_field("tau"), "rel2"),
+}
 """How an R1 family's device-to-device spreads are measured (`Family.spread`)."""
 _GAMMA_BOX = (0.05, 10.0)
 _GAMMA_STARTS = (0.5, 1.0, 2.0, 4.0)
@@ -106,8 +115,10 @@ _UP_DOWN_STARTS = tuple((g, g) for g in _GAMMA_STARTS) + ((1.0, 4.0), (4.0, 1.0)
 def paper_box(d: MeasuredRange, *gammas: tuple[float, float]):
     """Box of (dw_min, c, tau) and of each exponent in `gammas` ((lower, upper) each)."""
     s = span(d)
-    return ([d.dw0 / 20, -0.99, 0.05 * s, *(g[0] for g in gammas)],
-            [d.dw0 * 20, 0.99, 5.0 * s, *(g[1] for g in gammas)])
+    return (
+        [d.dw0 / 20, -0.99, 0.05 * s, *(g[0] for g in gammas)],
+        [d.dw0 * 20, 0.99, 5.0 * s, *(g[1] for g in gammas)],
+    )
 
 
 def paper_start(d: MeasuredRange) -> list[float]:
@@ -117,8 +128,7 @@ def paper_start(d: MeasuredRange) -> list[float]:
 
 def paper_family(kind: str, cls: type) -> Family:
     """The fit of an R1 family without exponent (ideal, linear): (dw_min, c, tau)."""
-    return Family(kind, cls, ("dw_min", "c", "tau"), paper_box, lambda d: [paper_start(d)], PAPER_FIXED,
-                  PAPER_SPREAD)
+    return Family(kind, cls, ("dw_min", "c", "tau"), paper_box, lambda d: [paper_start(d)], PAPER_FIXED, PAPER_SPREAD)
 
 
 def gamma_families(kind: str, cls: type) -> list[Family]:
@@ -127,11 +137,22 @@ def gamma_families(kind: str, cls: type) -> list[Family]:
     more, which the criterion charges."""
     fixed = {**PAPER_FIXED, "gamma_dtod": 0.0}
     spread = {**PAPER_SPREAD, "gamma_dtod": (by_field("gamma"), "rel")}
-    shared = Family(kind, cls, ("dw_min", "c", "tau", "gamma"), lambda d: paper_box(d, _GAMMA_BOX),
-                    lambda d: [paper_start(d) + [g] for g in _GAMMA_STARTS], fixed, spread)
-    up_down = Family(f"{kind}_ud", cls, ("dw_min", "c", "tau", "gamma", "gamma_down"),
-                     lambda d: paper_box(d, _GAMMA_BOX, _GAMMA_BOX),
-                     lambda d: [paper_start(d) + list(g) for g in _UP_DOWN_STARTS],
-                     {**fixed, "kind": kind, "gamma_down_dtod": 0.0},
-                     {**spread, "gamma_down_dtod": (by_field("gamma_down"), "rel")})
+    shared = Family(
+        kind,
+        cls,
+        ("dw_min", "c", "tau", "gamma"),
+        lambda d: paper_box(d, _GAMMA_BOX),
+        lambda d: [paper_start(d) + [g] for g in _GAMMA_STARTS],
+        fixed,
+        spread,
+    )
+    up_down = Family(
+        f"{kind}_ud",
+        cls,
+        ("dw_min", "c", "tau", "gamma", "gamma_down"),
+        lambda d: paper_box(d, _GAMMA_BOX, _GAMMA_BOX),
+        lambda d: [paper_start(d) + list(g) for g in _UP_DOWN_STARTS],
+        {**fixed, "kind": kind, "gamma_down_dtod": 0.0},
+        {**spread, "gamma_down_dtod": (by_field("gamma_down"), "rel")},
+    )
     return [shared, up_down]

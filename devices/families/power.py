@@ -42,8 +42,11 @@ class Power(UpDownGamma):
     gamma: float = Field(1.0, gt=0, description="exponent of the response (R1 uses 0.5 to 4)")
     gamma_dtod: float = Field(0.0, ge=0, description="device-to-device relative std of gamma")
     gamma_down: float | None = Field(None, gt=0, description="exponent of q_minus (depression); None: gamma")
-    gamma_down_dtod: float | None = Field(None, ge=0, description="device-to-device relative std of gamma_down, "
-                                                                  "drawn apart from gamma's; None: gamma_dtod")
+    gamma_down_dtod: float | None = Field(
+        None,
+        ge=0,
+        description="device-to-device relative std of gamma_down, drawn apart from gamma's; None: gamma_dtod",
+    )
 
     def _code(self) -> int:
         return CODE
@@ -74,8 +77,12 @@ class PowStep(PulsedDevice):
     kind: Literal["PowStep"] = "PowStep"
     pow_gamma: float = Field(1.0, gt=0, description="exponent of the response")
     pow_gamma_dtod: float = Field(0.1, ge=0, description="device-to-device std of the exponent (relative)")
-    pow_up_down: float = Field(0.0, gt=-1, lt=1, description="lowers one exponent by pow_gamma |pow_up_down|: "
-                                                             "> 0 the down exponent, < 0 the up exponent")
+    pow_up_down: float = Field(
+        0.0,
+        gt=-1,
+        lt=1,
+        description="lowers one exponent by pow_gamma |pow_up_down|: > 0 the down exponent, < 0 the up exponent",
+    )
     pow_up_down_dtod: float = Field(0.0, ge=0, description="device-to-device std of the exponent split")
 
     @property
@@ -83,7 +90,7 @@ class PowStep(PulsedDevice):
         """dw_min 0.5^pow_gamma: the mean step at the midpoint of the bounds (aihwkit 1.1.0,
         rpu_powstep_device.h), so a desired change of lr |x| |d| fires the pulses that move a midpoint
         element by that much."""
-        return float(self.dw_min * 0.5 ** self.pow_gamma)
+        return float(self.dw_min * 0.5**self.pow_gamma)
 
     def _code(self) -> int:
         return CODE
@@ -137,14 +144,16 @@ class PowStepReference(Reference, PowStep):
     is the fixed-point estimate of pow_symmetric_points. No write noise (aihwkit 1.1.0 refuses it)."""
 
     kind: Literal["PowStepReference"] = "PowStepReference"
-    n_estimation_steps: int = Field(-1, description="fixed-point steps of the symmetric-point estimate; "
-                                                    "<= 0: min(round(10 r / min step), 10000)")
-    write_noise_std: Literal[0.0] = Field(0.0, description="fixed at 0: aihwkit's PowStepReference has no "
-                                                           "write noise")
+    n_estimation_steps: int = Field(
+        -1, description="fixed-point steps of the symmetric-point estimate; <= 0: min(round(10 r / min step), 10000)"
+    )
+    write_noise_std: Literal[0.0] = Field(0.0, description="fixed at 0: aihwkit's PowStepReference has no write noise")
 
     def _symmetric_points(self, ep) -> np.ndarray:
-        cols = [np.ascontiguousarray(np.broadcast_to(ep[..., c], ep.shape[:-1]))
-                for c in (DW_UP, DW_DOWN, W_MAX, W_MIN, GAMMA_UP, GAMMA_DOWN)]
+        cols = [
+            np.ascontiguousarray(np.broadcast_to(ep[..., c], ep.shape[:-1]))
+            for c in (DW_UP, DW_DOWN, W_MAX, W_MIN, GAMMA_UP, GAMMA_DOWN)
+        ]
         return pow_symmetric_points(*cols, int(self.n_estimation_steps))
 
 
@@ -188,7 +197,7 @@ def step_derivative(up, w, er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_d
         return 0.0, 0.0
     gam = er[0, GAMMA_UP + k]
     v = dist * consts[0] / span
-    pv = v ** gam
+    pv = v**gam
     s = dw * pv
     dv = gam * s / v  # dw gam v^(gam - 1), v > 0 here
     g[i, k] += pv
@@ -211,10 +220,19 @@ def _wide_start(d: MeasuredRange) -> list[float]:
 def fit_families(n_nodes: int, dw0: float) -> list[Family]:
     """The fits of this module's configs (n_nodes, dw0: PiecewiseStep's, unused here): power with one exponent
     and with gamma_down (power_ud), PowStep; PowStepReference is fitted as PowStep."""
-    return [*gamma_families("power", Power),
-            Family("PowStep", PowStep, ("dw_min", "up_down", "w_max", "w_min", "pow_gamma", "pow_up_down"),
-                   lambda d: aihw_box(d, (0.05, -0.99), (10.0, 0.99)),
-                   lambda d: [aihw_start(d, d.dw0 / 0.5 ** g) + [g, 0.0] for g in (0.5, 1.0, 2.0)] + [_wide_start(d)],
-                   {**AIHW_FIXED, "pow_gamma_dtod": 0.0, "pow_up_down_dtod": 0.0},
-                   {**AIHW_SPREAD, "pow_gamma_dtod": (by_field("pow_gamma"), "rel"),
-                    "pow_up_down_dtod": (by_field("pow_up_down"), "abs")})]
+    return [
+        *gamma_families("power", Power),
+        Family(
+            "PowStep",
+            PowStep,
+            ("dw_min", "up_down", "w_max", "w_min", "pow_gamma", "pow_up_down"),
+            lambda d: aihw_box(d, (0.05, -0.99), (10.0, 0.99)),
+            lambda d: [aihw_start(d, d.dw0 / 0.5**g) + [g, 0.0] for g in (0.5, 1.0, 2.0)] + [_wide_start(d)],
+            {**AIHW_FIXED, "pow_gamma_dtod": 0.0, "pow_up_down_dtod": 0.0},
+            {
+                **AIHW_SPREAD,
+                "pow_gamma_dtod": (by_field("pow_gamma"), "rel"),
+                "pow_up_down_dtod": (by_field("pow_up_down"), "abs"),
+            },
+        ),
+    ]

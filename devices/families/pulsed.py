@@ -24,18 +24,25 @@ class PulsedDevice(DeviceBase, DeviceEffects):
     """aihwkit 1.1.0's PulsedDevice: the fields and draws every aihwkit family shares."""
 
     dw_min_dtod: float = Field(0.3, ge=0, lt=1, description="device-to-device relative std of the step size")
-    dw_min_dtod_log_normal: bool = Field(False, description="draw the step gain as exp(dw_min_dtod xi), "
-                                                            "log-normal, instead of 1 + dw_min_dtod xi")
+    dw_min_dtod_log_normal: bool = Field(
+        False, description="draw the step gain as exp(dw_min_dtod xi), log-normal, instead of 1 + dw_min_dtod xi"
+    )
     dw_min_std: float = Field(0.3, ge=0, description="cycle-to-cycle std per pulse (relative to the step)")
     w_max: float = Field(0.6, description="mean upper bound (weight units)")
     w_min: float = Field(-0.6, description="mean lower bound (weight units)")
     w_max_dtod: float = Field(0.3, ge=0, description="device-to-device relative std of the upper bound")
     w_min_dtod: float = Field(0.3, ge=0, description="device-to-device relative std of the lower bound")
-    up_down: float = Field(0.0, gt=-1, lt=1, description="mean up/down bias: > 0 shrinks down steps, "
-                                                         "< 0 shrinks up steps (fraction of dw_min)")
+    up_down: float = Field(
+        0.0,
+        gt=-1,
+        lt=1,
+        description="mean up/down bias: > 0 shrinks down steps, < 0 shrinks up steps (fraction of dw_min)",
+    )
     up_down_dtod: float = Field(0.01, ge=0, description="device-to-device std of the up/down bias")
-    enforce_consistency: bool = Field(True, description="use |dw_up|, |dw_down| so steps keep their sign, and "
-                                                        "sign-consistent bounds b_max >= 0 >= b_min")
+    enforce_consistency: bool = Field(
+        True,
+        description="use |dw_up|, |dw_down| so steps keep their sign, and sign-consistent bounds b_max >= 0 >= b_min",
+    )
 
     @model_validator(mode="after")
     def _check_bounds(self):
@@ -97,8 +104,12 @@ def _split(p: dict, dw: float) -> float:
     return 0.5 * (up - down) / dw
 
 
-AIHW_SPREAD = {"dw_min_dtod": (_gain, "abs"), "up_down_dtod": (_split, "abs"),
-               "w_max_dtod": (by_field("w_max"), "rel"), "w_min_dtod": (by_field("w_min"), "rel")}
+AIHW_SPREAD = {
+    "dw_min_dtod": (_gain, "abs"),
+    "up_down_dtod": (_split, "abs"),
+    "w_max_dtod": (by_field("w_max"), "rel"),
+    "w_min_dtod": (by_field("w_min"), "rel"),
+}
 """How an aihwkit family's device-to-device spreads are measured (`Family.spread`)."""
 
 
@@ -106,8 +117,10 @@ def aihw_box(d: MeasuredRange, extra_lo=(), extra_hi=()):
     """Box of (dw_min, up_down, w_max, w_min), then the family's own parameters (extra_lo, extra_hi)."""
     s, eps = span(d), 1e-3 * span(d)
     mid = 0.5 * (d.lo + d.hi)
-    return ([d.dw0 / 20, -0.99, max(mid, 0.0) + eps, d.lo - 4 * s, *extra_lo],
-            [d.dw0 * 20, 0.99, d.hi + 4 * s, min(mid, 0.0) - eps, *extra_hi])
+    return (
+        [d.dw0 / 20, -0.99, max(mid, 0.0) + eps, d.lo - 4 * s, *extra_lo],
+        [d.dw0 * 20, 0.99, d.hi + 4 * s, min(mid, 0.0) - eps, *extra_hi],
+    )
 
 
 def aihw_start(d: MeasuredRange, dw: float | None = None) -> list[float]:

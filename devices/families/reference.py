@@ -27,8 +27,9 @@ class Reference(BaseModel):
 
     reference_mean: float = Field(0.0, description="mean reference subtracted from every element (weight units)")
     reference_std: float = Field(0.0, ge=0, description="device-to-device std of the reference (weight units)")
-    subtract_symmetry_point: bool = Field(False, description="add each element's symmetric point to its "
-                                                             "reference (and to its reset value)")
+    subtract_symmetry_point: bool = Field(
+        False, description="add each element's symmetric point to its reference (and to its reset value)"
+    )
     _drawn_sp: np.ndarray | None = PrivateAttr(None)
 
     @property

@@ -60,8 +60,11 @@ class SoftBoundsReference(Reference, PulsedDevice):
 
     def _shape(self, ep, rng) -> None:
         shape = ep.shape[:-1]
-        factor = lambda dtod: (np.abs(1.0 + dtod * rng.standard_normal(shape))  # noqa: E731
-                               if rng is not None and dtod > 0 else 1.0)
+
+        def factor(dtod: float):
+            """A drawn factor |1 + dtod xi| per element (1 without a generator or spread)."""
+            return np.abs(1.0 + dtod * rng.standard_normal(shape)) if rng is not None and dtod > 0 else 1.0
+
         up, dn, hi, lo = ep[..., DW_UP], ep[..., DW_DOWN], ep[..., W_MAX], ep[..., W_MIN]
         ok = (hi > 0) & (lo < 0)
         slope_dn = factor(self.slope_down_dtod) * dn / np.where(ok, -lo, 1.0)  # drawn first, as aihwkit

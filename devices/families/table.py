@@ -176,10 +176,14 @@ def step_derivative(up, w, er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_d
 def _piecewise_family(n_nodes: int, dw0: float) -> Family:
     """PiecewiseStep's fit: n_nodes up and n_nodes down nodes and the bounds, dw_min fixed to dw0 (the nodes
     carry the step size)."""
+
     def fields(theta):
-        return {"piecewise_up": [float(v) for v in theta[:n_nodes]],
-                "piecewise_down": [float(v) for v in theta[n_nodes:2 * n_nodes]],
-                "w_max": float(theta[-2]), "w_min": float(theta[-1])}
+        return {
+            "piecewise_up": [float(v) for v in theta[:n_nodes]],
+            "piecewise_down": [float(v) for v in theta[n_nodes : 2 * n_nodes]],
+            "w_max": float(theta[-2]),
+            "w_min": float(theta[-1]),
+        }
 
     def box(d):  # the table's ends stay within 5% of the measured range of the plateaus: nodes beyond the
         # reads are not measured, and a free end moves the nodes instead (measured ramps that stop short of
@@ -189,9 +193,16 @@ def _piecewise_family(n_nodes: int, dw0: float) -> Family:
         return ([0.0] * (2 * n_nodes) + [lo[2], d.lo - margin], [1e3] * (2 * n_nodes) + [d.hi + margin, hi[3]])
 
     names = tuple(f"up_{k}" for k in range(n_nodes)) + tuple(f"down_{k}" for k in range(n_nodes))
-    return Family("PiecewiseStep", PiecewiseStep, names + ("w_max", "w_min"), box,
-                  lambda d: [[1.0] * (2 * n_nodes) + [d.hi, d.lo]], {**AIHW_FIXED, "dw_min": dw0, "up_down": 0.0},
-                  {"w_max_dtod": (by_field("w_max"), "rel"), "w_min_dtod": (by_field("w_min"), "rel")}, fields)
+    return Family(
+        "PiecewiseStep",
+        PiecewiseStep,
+        names + ("w_max", "w_min"),
+        box,
+        lambda d: [[1.0] * (2 * n_nodes) + [d.hi, d.lo]],
+        {**AIHW_FIXED, "dw_min": dw0, "up_down": 0.0},
+        {"w_max_dtod": (by_field("w_max"), "rel"), "w_min_dtod": (by_field("w_min"), "rel")},
+        fields,
+    )
 
 
 def fit_families(n_nodes: int, dw0: float) -> list[Family]:

@@ -36,23 +36,37 @@ class AGADConfig(CTTv2Config):
     first chopper period. Defaults are aihwkit's `build_config("agad")`."""
 
     algorithm: Literal["agad"] = "agad"
-    in_chop_prob: float = Field(0.1, gt=0, le=1, description="1 / chopper period: the input choppers switch "
-                                "every N_s = max(ceil(1 / in_chop_prob), 2) sweeps (and at random with this "
-                                "probability per read when in_chop_random)")
+    in_chop_prob: float = Field(
+        0.1,
+        gt=0,
+        le=1,
+        description="1 / chopper period: the input choppers switch "
+        "every N_s = max(ceil(1 / in_chop_prob), 2) sweeps (and at random with this "
+        "probability per read when in_chop_random)",
+    )
     in_chop_random: bool = Field(False, description="also switch at random with probability in_chop_prob per read")
     tail_weightening: float = Field(5.0, gt=0, description="running mean rate beta = min(tail_weightening / N_s, 1)")
-    buffer_cap: float = Field(0.0, ge=0, description="if > 0 (and not forget_buffer), |H| <= buffer_cap * "
-                              "transfer_bl")
-    experimental_correct_accumulation: bool = Field(False, description="divide the buffer increment by the reads "
-                                                    "of the column in the current chopper phase so far, at most "
-                                                    "1 / dw_A (exact with regular switching)")
-    experimental_fast_lr_feedback: bool = Field(False, description="rescale the fast step once per "
-                                                "experimental_feedback_mod chopper periods (n_in |transfer_every| "
-                                                "N_s updates) by target / (largest change of the reference at its "
-                                                "latches since): aihwkit 1.1.0's C++-only option")
-    experimental_feedback_target: float = Field(0.1, gt=0, description="feedback target as a fraction of the fast "
-                                                "device's w_max - dw_A, w_max = n_states dw_A / 2 (clipped to "
-                                                "[dw_A, w_max])")
+    buffer_cap: float = Field(0.0, ge=0, description="if > 0 (and not forget_buffer), |H| <= buffer_cap * transfer_bl")
+    experimental_correct_accumulation: bool = Field(
+        False,
+        description="divide the buffer increment by the reads "
+        "of the column in the current chopper phase so far, at most "
+        "1 / dw_A (exact with regular switching)",
+    )
+    experimental_fast_lr_feedback: bool = Field(
+        False,
+        description="rescale the fast step once per "
+        "experimental_feedback_mod chopper periods (n_in |transfer_every| "
+        "N_s updates) by target / (largest change of the reference at its "
+        "latches since): aihwkit 1.1.0's C++-only option",
+    )
+    experimental_feedback_target: float = Field(
+        0.1,
+        gt=0,
+        description="feedback target as a fraction of the fast "
+        "device's w_max - dw_A, w_max = n_states dw_A / 2 (clipped to "
+        "[dw_A, w_max])",
+    )
     experimental_feedback_mod: int = Field(1, ge=1, description="chopper periods between two feedback steps")
 
 
@@ -64,8 +78,11 @@ class AGAD(CTTv2):
 
     def init_extra(self, st, block):
         shape = (block.tile.out_size, block.tile.in_size)
-        st.update(M=np.zeros(shape, np.float32), Pref=np.zeros(shape, np.float32),
-                  switched=np.zeros(block.tile.in_size, np.bool_))
+        st.update(
+            M=np.zeros(shape, np.float32),
+            Pref=np.zeros(shape, np.float32),
+            switched=np.zeros(block.tile.in_size, np.bool_),
+        )
         if self.cfg.experimental_fast_lr_feedback:
             st["fb"] = np.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # scale, estimate, previous t; set per call
 
@@ -100,8 +117,17 @@ class AGAD(CTTv2):
 
     def rule(self, st, block):
         cfg = self.cfg
-        return super().rule(st, block)._replace(
-            buffer_cap=cfg.buffer_cap, chop_random=cfg.in_chop_random, period=self.n_s, dynamic=True,
-            beta=min(cfg.tail_weightening / self.n_s, 1.0), write_after=self.n_s,
-            correct_accumulation=bool(cfg.experimental_correct_accumulation),
-            fast_lr_feedback=bool(cfg.experimental_fast_lr_feedback))
+        return (
+            super()
+            .rule(st, block)
+            ._replace(
+                buffer_cap=cfg.buffer_cap,
+                chop_random=cfg.in_chop_random,
+                period=self.n_s,
+                dynamic=True,
+                beta=min(cfg.tail_weightening / self.n_s, 1.0),
+                write_after=self.n_s,
+                correct_accumulation=bool(cfg.experimental_correct_accumulation),
+                fast_lr_feedback=bool(cfg.experimental_fast_lr_feedback),
+            )
+        )

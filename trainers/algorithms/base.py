@@ -66,8 +66,9 @@ class AnalogOptimizer(torch.optim.Optimizer):
         self.param_names = {id(p): n for n, p in model.named_parameters()}
         self.layers: list[AnalogLayer] = analog_layers(model)
         if not self.layers:
-            raise ValueError(f"{type(self).__name__} needs a model with analog layers: call "
-                             "trainers.convert(model, tile_cfg) first")
+            raise ValueError(
+                f"{type(self).__name__} needs a model with analog layers: call trainers.convert(model, tile_cfg) first"
+            )
         params = [p for p in model.parameters() if p.requires_grad]
         self._dummy = None
         if not params:  # torch refuses an empty parameter list
@@ -75,8 +76,14 @@ class AnalogOptimizer(torch.optim.Optimizer):
             params = [self._dummy]
         super().__init__(params, dict(lr=float(cfg.lr)))
         self.steps = 0
-        self.counts = {"update_pulses": 0, "transfer_pulses": 0, "setup_pulses": 0, "transfers": 0,
-                       "transferred_columns": 0, "transfer_reads": 0}
+        self.counts = {
+            "update_pulses": 0,
+            "transfer_pulses": 0,
+            "setup_pulses": 0,
+            "transfers": 0,
+            "transferred_columns": 0,
+            "transfer_reads": 0,
+        }
         self.tile_state: list[list[dict]] = [[{} for _ in layer.blocks] for layer in self.layers]
         self.setup_seconds = 0.0  # wall-clock time of the preparation (zero shift)
         for li, layer in enumerate(self.layers):
@@ -141,24 +148,31 @@ class AnalogOptimizer(torch.optim.Optimizer):
         passes it)."""
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is not None and not math.isfinite(float(p.grad.sum())) and not bool(
-                        torch.isfinite(p.grad).all()):
+                if (
+                    p.grad is not None
+                    and not math.isfinite(float(p.grad.sum()))
+                    and not bool(torch.isfinite(p.grad).all())
+                ):
                     name = self.param_names.get(id(p), "a parameter")
-                    raise ValueError(f"step refused: the gradient of {name} holds NaN or infinity; no parameter "
-                                     "or array was changed")
+                    raise ValueError(
+                        f"step refused: the gradient of {name} holds NaN or infinity; no parameter or array was changed"
+                    )
         for layer, batch in zip(self.layers, batches):
             for what, v in zip(("input x", "gradient d"), batch or ()):
                 if not math.isfinite(float(v.sum())) and not np.isfinite(v).all():
-                    raise ValueError(f"step refused: the {what} of analog layer "
-                                     f"{self.model_names.get(id(layer), '?')!r} holds NaN or infinity; no "
-                                     "parameter or array was changed")
+                    raise ValueError(
+                        f"step refused: the {what} of analog layer "
+                        f"{self.model_names.get(id(layer), '?')!r} holds NaN or infinity; no "
+                        "parameter or array was changed"
+                    )
 
     @property
     def lr(self) -> float:
         return float(self.param_groups[0]["lr"])
 
-    def gradient_update(self, block: TileBlock, x: np.ndarray, d: np.ndarray, index: int,
-                        lr: float | None = None) -> int:
+    def gradient_update(
+        self, block: TileBlock, x: np.ndarray, d: np.ndarray, index: int, lr: float | None = None
+    ) -> int:
         """W_index -= lr d^T x (lr: the group's lr unless given) through the tile's pulsed/expected update;
         counts the pulses."""
         n = block.tile.update(x, d, self.lr if lr is None else lr, index)
@@ -173,10 +187,14 @@ class AnalogOptimizer(torch.optim.Optimizer):
         pulses = sum(t.pulses for layer in self.layers for t in layer.tiles)
         reads = sum(t.reads for layer in self.layers for t in layer.tiles)
         weights = sum(layer.out_features * layer.in_ext for layer in self.layers)
-        out = {"steps": self.steps, "pulses": int(pulses), "reads": int(reads),
-               "transfers": int(self.counts["transfers"]), "weights": int(weights),
-               "pulses_per_weight": float(self.counts["update_pulses"] + self.counts["transfer_pulses"])
-               / max(weights, 1)}
+        out = {
+            "steps": self.steps,
+            "pulses": int(pulses),
+            "reads": int(reads),
+            "transfers": int(self.counts["transfers"]),
+            "weights": int(weights),
+            "pulses_per_weight": float(self.counts["update_pulses"] + self.counts["transfer_pulses"]) / max(weights, 1),
+        }
         out.update({k: int(v) for k, v in self.counts.items() if k != "transfers"})
         return out
 
@@ -192,17 +210,33 @@ class AnalogOptimizer(torch.optim.Optimizer):
         layers = {}
         for layer in self.layers:
             name = self.model_names.get(id(layer), "?")
-            layers[name] = {"forward_ns": lm.t_mvm, "backward_ns": lm.t_mvm, "update_ns": upd,
-                            "tiles": len(layer.blocks)}
-        return {"algorithm": self.algorithm, "forward_ns": lm.t_mvm, "backward_ns": lm.t_mvm, "update_ns": upd,
-                "step_ns": len(self.layers) * (2 * lm.t_mvm + upd), "layers": layers, "model": asdict(lm)}
+            layers[name] = {
+                "forward_ns": lm.t_mvm,
+                "backward_ns": lm.t_mvm,
+                "update_ns": upd,
+                "tiles": len(layer.blocks),
+            }
+        return {
+            "algorithm": self.algorithm,
+            "forward_ns": lm.t_mvm,
+            "backward_ns": lm.t_mvm,
+            "update_ns": upd,
+            "step_ns": len(self.layers) * (2 * lm.t_mvm + upd),
+            "layers": layers,
+            "model": asdict(lm),
+        }
 
     # -- state ------------------------------------------------------------------------------------------
     def state_dict(self) -> dict:
         sd = super().state_dict()
-        sd["analog"] = {"algorithm": self.algorithm, "steps": self.steps, "counts": dict(self.counts),
-                        "tile_state": state_to_torch([[{k: v for k, v in st.items() if not k.startswith("_")}
-                                                       for st in layer] for layer in self.tile_state])}
+        sd["analog"] = {
+            "algorithm": self.algorithm,
+            "steps": self.steps,
+            "counts": dict(self.counts),
+            "tile_state": state_to_torch(
+                [[{k: v for k, v in st.items() if not k.startswith("_")} for st in layer] for layer in self.tile_state]
+            ),
+        }
         return sd
 
     def load_state_dict(self, state_dict: dict) -> None:

@@ -42,70 +42,124 @@ class CTTv2Config(AlgorithmConfig):
     rank-1 updates (one input vector; one output pixel of a convolution), unless `units_in_mbatch`."""
 
     algorithm: Literal["c_ttv2"] = "c_ttv2"
-    fast_lr: float = Field(0.1, gt=0, description="gradient step onto the fast array A: with auto_scale the "
-                           "pulse fraction fast_lr * BL * dw_A / (m_x m_d) (weight units per unit d x); without, "
-                           "fast_lr itself (weight units per unit d x)")
-    scale_fast_lr: bool = Field(False, description="multiply the fast step by lr (later aihwkit versions; "
-                                "aihwkit 1.1.0 never does)")
+    fast_lr: float = Field(
+        0.1,
+        gt=0,
+        description="gradient step onto the fast array A: with auto_scale the "
+        "pulse fraction fast_lr * BL * dw_A / (m_x m_d) (weight units per unit d x); without, "
+        "fast_lr itself (weight units per unit d x)",
+    )
+    scale_fast_lr: bool = Field(
+        False, description="multiply the fast step by lr (later aihwkit versions; aihwkit 1.1.0 never does)"
+    )
     auto_scale: bool = Field(True, description="scale the fast step by running estimates m_x, m_d of max|x|, max|d|")
-    auto_momentum: float = Field(0.99, gt=0, lt=1, description="EMA momentum of m_x, m_d (per batch of m vectors: "
-                                 "each vector moves the EMA by (1 - auto_momentum) / m)")
-    transfer_lr: float = Field(1.0, gt=0, description="transfer rate lr_T (weight units of C per unit read of A, "
-                               "before the buffer granularity): the buffer grows by lr_T * read / granularity")
+    auto_momentum: float = Field(
+        0.99,
+        gt=0,
+        lt=1,
+        description="EMA momentum of m_x, m_d (per batch of m vectors: "
+        "each vector moves the EMA by (1 - auto_momentum) / m)",
+    )
+    transfer_lr: float = Field(
+        1.0,
+        gt=0,
+        description="transfer rate lr_T (weight units of C per unit read of A, "
+        "before the buffer granularity): the buffer grows by lr_T * read / granularity",
+    )
     scale_transfer_lr: bool = Field(True, description="lr_T = transfer_lr * lr (true) or transfer_lr (false)")
-    transfer_every: float = Field(1.0, description="rank-1 updates between two column reads (or mini-batches "
-                                  "with units_in_mbatch), rounded to an integer >= 1; if < 0, the read period is "
-                                  "round(n_states / n_in * |transfer_every|) rank-1 updates, n_states = (w_max - "
-                                  "w_min) / dw_A of the fast device (aihwkit's calcNumStates): |transfer_every| "
-                                  "n_states updates per sweep")
-    step: float = Field(1.0, gt=0, description="write into C: lr = step * dw_C per unit of the thresholded buffer "
-                        "(1: exactly n pulses; otherwise a pulsed update of C with transfer_bl slots and no update "
-                        "management: with transfer_bl 1 each pulse fires with probability min(step, 1))")
+    transfer_every: float = Field(
+        1.0,
+        description="rank-1 updates between two column reads (or mini-batches "
+        "with units_in_mbatch), rounded to an integer >= 1; if < 0, the read period is "
+        "round(n_states / n_in * |transfer_every|) rank-1 updates, n_states = (w_max - "
+        "w_min) / dw_A of the fast device (aihwkit's calcNumStates): |transfer_every| "
+        "n_states updates per sweep",
+    )
+    step: float = Field(
+        1.0,
+        gt=0,
+        description="write into C: lr = step * dw_C per unit of the thresholded buffer "
+        "(1: exactly n pulses; otherwise a pulsed update of C with transfer_bl slots and no update "
+        "management: with transfer_bl 1 each pulse fires with probability min(step, 1))",
+    )
     units_in_mbatch: bool = Field(False, description="transfer_every counts mini-batches instead of rank-1 updates")
-    in_chop_prob: float = Field(0.1, ge=0, le=1, description="chopper switching of a column: probability per read "
-                                "(in_chop_random) or the reciprocal of the period in sweeps (regular)")
+    in_chop_prob: float = Field(
+        0.1,
+        ge=0,
+        le=1,
+        description="chopper switching of a column: probability per read "
+        "(in_chop_random) or the reciprocal of the period in sweeps (regular)",
+    )
     in_chop_random: bool = Field(True, description="switch input choppers at random (true) or regularly (false)")
-    out_chop_prob: float = Field(0.0, ge=0, le=1, description="probability per sweep that a row's output chopper "
-                                 "switches")
-    buffer_granularity: float = Field(1.0, gt=0, description="buffer threshold in units of dw_A (times the "
-                                      "auto_granularity factor)")
-    auto_granularity: float = Field(0.0, ge=0, description="if > 0, the threshold is multiplied by "
-                                    "auto_granularity / (n_in * transfer_every): rank-1 updates of constant gradient "
-                                    "that fill the buffer to one pulse")
-    momentum: float = Field(0.0, ge=0, le=1, description="buffer kept after a pulse: H <- momentum H "
-                            "(forget_buffer) or H <- H - (1 - momentum) n")
+    out_chop_prob: float = Field(
+        0.0, ge=0, le=1, description="probability per sweep that a row's output chopper switches"
+    )
+    buffer_granularity: float = Field(
+        1.0, gt=0, description="buffer threshold in units of dw_A (times the auto_granularity factor)"
+    )
+    auto_granularity: float = Field(
+        0.0,
+        ge=0,
+        description="if > 0, the threshold is multiplied by "
+        "auto_granularity / (n_in * transfer_every): rank-1 updates of constant gradient "
+        "that fill the buffer to one pulse",
+    )
+    momentum: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="buffer kept after a pulse: H <- momentum H (forget_buffer) or H <- H - (1 - momentum) n",
+    )
     forget_buffer: bool = Field(True, description="after a pulse keep momentum * H (true) or subtract the pulses")
     no_buffer: bool = Field(False, description="each read is thresholded alone (no memory in H)")
-    correct_gradient_magnitudes: bool = Field(False, description="divide the buffer increment by the fast step and "
-                                              "use dw_C / dw_A (aihwkit's correct_gradient_magnitudes)")
+    correct_gradient_magnitudes: bool = Field(
+        False,
+        description="divide the buffer increment by the fast step and "
+        "use dw_C / dw_A (aihwkit's correct_gradient_magnitudes)",
+    )
     transfer_bl: int = Field(1, ge=1, le=32, description="most pulses per element and column write into C")
-    gamma: float = Field(0.0, ge=0, description="gain of the de-chopped A in the forward weight C + gamma A (later "
-                         "aihwkit versions; needs in_chop_prob = out_chop_prob = 0); the transfer rate is "
-                         "multiplied by gamma where gamma > 0")
-    with_reset_prob: float = Field(0.0, ge=0, le=1, description="resets during transfers: 0 only (aihwkit 1.1.0's "
-                                   "ChoppedTransferCompound accepts the field but resets nothing)")
+    gamma: float = Field(
+        0.0,
+        ge=0,
+        description="gain of the de-chopped A in the forward weight C + gamma A (later "
+        "aihwkit versions; needs in_chop_prob = out_chop_prob = 0); the transfer rate is "
+        "multiplied by gamma where gamma > 0",
+    )
+    with_reset_prob: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="resets during transfers: 0 only (aihwkit 1.1.0's "
+        "ChoppedTransferCompound accepts the field but resets nothing)",
+    )
 
     @field_validator("transfer_every")
     @classmethod
     def _some_period(cls, te: float) -> float:
         if te == 0:
-            raise ValueError("transfer_every = 0: give the rank-1 updates between two reads (> 0), or a multiple of "
-                             "the fast device's number of states per sweep (< 0)")
+            raise ValueError(
+                "transfer_every = 0: give the rank-1 updates between two reads (> 0), or a multiple of "
+                "the fast device's number of states per sweep (< 0)"
+            )
         return te
 
     @field_validator("with_reset_prob")
     @classmethod
     def _no_reset(cls, p: float) -> float:
         if p > 0:
-            raise ValueError(f"with_reset_prob = {p}: resets during transfers are not provided for c_ttv2 and agad "
-                             "(aihwkit 1.1.0's ChoppedTransferCompound resets nothing either); use tiki_taka or ttv2")
+            raise ValueError(
+                f"with_reset_prob = {p}: resets during transfers are not provided for c_ttv2 and agad "
+                "(aihwkit 1.1.0's ChoppedTransferCompound resets nothing either); use tiki_taka or ttv2"
+            )
         return p
 
     @model_validator(mode="after")
     def _gamma_without_choppers(self):
         if self.gamma > 0 and (self.in_chop_prob > 0 or self.out_chop_prob > 0):
-            raise ValueError(f"gamma = {self.gamma} needs in_chop_prob = out_chop_prob = 0: the forward gain of the "
-                             "fast array is one number per tile, it cannot follow per-column choppers")
+            raise ValueError(
+                f"gamma = {self.gamma} needs in_chop_prob = out_chop_prob = 0: the forward gain of the "
+                "fast array is one number per tile, it cannot follow per-column choppers"
+            )
         return self
 
 
@@ -124,8 +178,16 @@ class CTTv2(AnalogOptimizer):
     def init_block(self, li, bi, block, fresh):
         t = block.tile
         self.tile_state[li][bi].update(
-            H=np.zeros((t.out_size, t.in_size), np.float32), c_in=np.ones(t.in_size, np.float32),
-            c_out=np.ones(t.out_size, np.float32), m_x=0.0, m_d=0.0, eta=0.0, t=0, col=0, sweeps=0)
+            H=np.zeros((t.out_size, t.in_size), np.float32),
+            c_in=np.ones(t.in_size, np.float32),
+            c_out=np.ones(t.out_size, np.float32),
+            m_x=0.0,
+            m_d=0.0,
+            eta=0.0,
+            t=0,
+            col=0,
+            sweeps=0,
+        )
         self.init_extra(self.tile_state[li][bi], block)
 
     def init_extra(self, st: dict, block: TileBlock) -> None:
@@ -190,11 +252,29 @@ class CTTv2(AnalogOptimizer):
             st["_queued"] = np.zeros(block.tile.in_size, np.bool_)
         none = np.zeros((0, 0), np.float32)
         fb = self.feedback(st, block, done)
-        state = ChopperState(st["H"], st["c_in"], st["c_out"], st.get("M", none), st.get("Pref", none),
-                             st.get("switched", np.zeros(0, np.bool_)), np.zeros(6) if fb is None else fb,
-                             st["_pending"], st["_queued"])
-        res = chopped_transfer(block.tile, (self.fast, 0), x, d, float(eta) if np.isscalar(eta) else eta, rule,
-                               uniforms, state, (first, every), (st["col"], st["sweeps"]))
+        state = ChopperState(
+            st["H"],
+            st["c_in"],
+            st["c_out"],
+            st.get("M", none),
+            st.get("Pref", none),
+            st.get("switched", np.zeros(0, np.bool_)),
+            np.zeros(6) if fb is None else fb,
+            st["_pending"],
+            st["_queued"],
+        )
+        res = chopped_transfer(
+            block.tile,
+            (self.fast, 0),
+            x,
+            d,
+            float(eta) if np.isscalar(eta) else eta,
+            rule,
+            uniforms,
+            state,
+            (first, every),
+            (st["col"], st["sweeps"]),
+        )
         st["col"], st["sweeps"] = res.col, res.sweeps
         self.counts["update_pulses"] += res.update_pulses
         self.counts["transfer_pulses"] += res.transfer_pulses
@@ -236,11 +316,23 @@ class CTTv2(AnalogOptimizer):
         cfg = self.cfg
         p = cfg.in_chop_prob
         period = max(math.ceil(1.0 / p), 2) if p > 0 and not cfg.in_chop_random else 0
-        return TransferRule(scale=self.lr_scale(st, block), transfer_bl=int(cfg.transfer_bl), momentum=cfg.momentum,
-                            forget_buffer=cfg.forget_buffer, no_buffer=cfg.no_buffer, buffer_cap=0.0, chop_prob=p,
-                            chop_random=bool(p > 0 and cfg.in_chop_random), period=period,
-                            out_chop_prob=cfg.out_chop_prob, dynamic=False, beta=0.0, write_after=-1,
-                            step=float(cfg.step), correct_accumulation=False)
+        return TransferRule(
+            scale=self.lr_scale(st, block),
+            transfer_bl=int(cfg.transfer_bl),
+            momentum=cfg.momentum,
+            forget_buffer=cfg.forget_buffer,
+            no_buffer=cfg.no_buffer,
+            buffer_cap=0.0,
+            chop_prob=p,
+            chop_random=bool(p > 0 and cfg.in_chop_random),
+            period=period,
+            out_chop_prob=cfg.out_chop_prob,
+            dynamic=False,
+            beta=0.0,
+            write_after=-1,
+            step=float(cfg.step),
+            correct_accumulation=False,
+        )
 
     # -- costs ------------------------------------------------------------------------------------------
     def update_latency(self, lm: LatencyModel) -> float:

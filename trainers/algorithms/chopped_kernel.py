@@ -113,8 +113,10 @@ def running_estimate(v, m0, tau):
 def auto_scale_estimates(x, d, m_x, m_d, tau):
     """aihwkit 1.1.0's running estimates of max|x_b| and max|d_b| after each vector b of x (n, in), d (n, out)
     (C-contiguous float32): `running_estimate` of the vectors' largest magnitudes, from m_x and m_d."""
-    return (running_estimate(row_abs_max(x).astype(np.float64), m_x, tau),
-            running_estimate(row_abs_max(d).astype(np.float64), m_d, tau))
+    return (
+        running_estimate(row_abs_max(x).astype(np.float64), m_x, tau),
+        running_estimate(row_abs_max(d).astype(np.float64), m_d, tau),
+    )
 
 
 @njit(cache=True)
@@ -283,9 +285,18 @@ def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms
     return col, sweeps, up_pulses, tr_pulses, reads
 
 
-def chopped_transfer(tile: AnalogTile, arrays: tuple[int, int], x: np.ndarray, d: np.ndarray,
-                     steps: np.ndarray | float, rule: TransferRule, uniforms: np.ndarray, state: ChopperState,
-                     reads: tuple[int, int], position: tuple[int, int]) -> TransferResult:
+def chopped_transfer(
+    tile: AnalogTile,
+    arrays: tuple[int, int],
+    x: np.ndarray,
+    d: np.ndarray,
+    steps: np.ndarray | float,
+    rule: TransferRule,
+    uniforms: np.ndarray,
+    state: ChopperState,
+    reads: tuple[int, int],
+    position: tuple[int, int],
+) -> TransferResult:
     """Run chopped_transfer_kernel on arrays (fast, slow) = (A, C) of `tile` for a batch x (n, in), d (n, out):
     the fast update with the tile's update settings, step `steps` per vector ((n,), folded into d) or one lr
     for all (a float), reads through the tile's forward periphery after vectors first, first + every, ...
@@ -294,10 +305,17 @@ def chopped_transfer(tile: AnalogTile, arrays: tuple[int, int], x: np.ndarray, d
     per_vector = not np.isscalar(steps)
     eta = np.ascontiguousarray(steps, np.float64) if per_vector else np.zeros(0)
     out = chopped_transfer_kernel(
-        tile.kernel_handles(*arrays), tile.update_settings(arrays[0], 1.0 if per_vector else float(steps)),
-        tile.update_cfg.mode == "pulsed", np.ascontiguousarray(x, np.float32), np.ascontiguousarray(d, np.float32),
-        eta, rule, np.ascontiguousarray(uniforms, np.float64), state,
-        (int(reads[0]), int(reads[1]), int(position[0]), int(position[1])))
+        tile.kernel_handles(*arrays),
+        tile.update_settings(arrays[0], 1.0 if per_vector else float(steps)),
+        tile.update_cfg.mode == "pulsed",
+        np.ascontiguousarray(x, np.float32),
+        np.ascontiguousarray(d, np.float32),
+        eta,
+        rule,
+        np.ascontiguousarray(uniforms, np.float64),
+        state,
+        (int(reads[0]), int(reads[1]), int(position[0]), int(position[1])),
+    )
     tile.invalidate()
     return TransferResult(*(int(v) for v in out))
 

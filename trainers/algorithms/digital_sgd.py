@@ -29,8 +29,10 @@ class DigitalSGD(torch.optim.SGD):
 
     def __init__(self, model: nn.Module, cfg):
         if analog_layers(model):
-            raise ValueError("digital SGD trains a digital model; the model has analog layers "
-                             "(use trainers.to_digital(model) or an analog algorithm)")
+            raise ValueError(
+                "digital SGD trains a digital model; the model has analog layers "
+                "(use trainers.to_digital(model) or an analog algorithm)"
+            )
         super().__init__(model.parameters(), lr=float(cfg.lr))
         self.cfg = cfg
         self.steps = 0
@@ -45,13 +47,30 @@ class DigitalSGD(torch.optim.SGD):
         """The analog optimizers' epoch hook; digital SGD has nothing to do."""
 
     def costs(self) -> dict:
-        return {"steps": self.steps, "pulses": 0, "reads": 0, "transfers": 0, "weights": 0,
-                "pulses_per_weight": 0.0, "update_pulses": 0, "transfer_pulses": 0, "setup_pulses": 0,
-                "transferred_columns": 0, "transfer_reads": 0}
+        return {
+            "steps": self.steps,
+            "pulses": 0,
+            "reads": 0,
+            "transfers": 0,
+            "weights": 0,
+            "pulses_per_weight": 0.0,
+            "update_pulses": 0,
+            "transfer_pulses": 0,
+            "setup_pulses": 0,
+            "transferred_columns": 0,
+            "transfer_reads": 0,
+        }
 
     def latency_estimate(self, model: LatencyModel | None = None) -> dict:
-        return {"algorithm": self.algorithm, "forward_ns": 0.0, "backward_ns": 0.0, "update_ns": 0.0,
-                "step_ns": 0.0, "layers": {}, "model": None}
+        return {
+            "algorithm": self.algorithm,
+            "forward_ns": 0.0,
+            "backward_ns": 0.0,
+            "update_ns": 0.0,
+            "step_ns": 0.0,
+            "layers": {},
+            "model": None,
+        }
 
     def state_dict(self):
         sd = super().state_dict()

@@ -39,5 +39,6 @@ class MixedPrecision(AnalogOptimizer):
         xt = torch.from_numpy(np.ascontiguousarray(x, np.float32))
         dt = torch.from_numpy(np.ascontiguousarray(d, np.float32))
         torch.from_numpy(acc).addmm_(dt.T, xt, alpha=-self.lr)
-        self.counts["update_pulses"] += self.accumulator.fire(block.tile, st, acc, 0,
-                                                              int(block.tile.update_cfg.desired_bl))
+        self.counts["update_pulses"] += self.accumulator.fire(
+            block.tile, st, acc, 0, int(block.tile.update_cfg.desired_bl)
+        )

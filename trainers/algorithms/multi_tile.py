@@ -27,18 +27,32 @@ class MultiTileConfig(TransferConfig):
     algorithm: Literal["multi_tile"] = "multi_tile"
     n_tiles: int = Field(4, ge=2, le=10, description="number of arrays N + 1")
     gamma: float = Field(0.5, gt=0, lt=1, description="geometric gain between consecutive arrays")
-    period_ratio: float | None = Field(None, ge=1, description="ratio of the transfer periods of consecutive "
-                                       "arrays: T_n = transfer_every * round(period_ratio^(N - n)); None: 1/gamma "
-                                       "(R3 Appendix K's MNIST runs: 5)")
-    transfer_lr_growth: float = Field(1.0, gt=0, description="the transfer out of array N - k has the rate "
-                                      "transfer_lr * transfer_lr_growth^k (k = 0 the fastest; R3 Appendix K: 1.2)")
+    period_ratio: float | None = Field(
+        None,
+        ge=1,
+        description="ratio of the transfer periods of consecutive "
+        "arrays: T_n = transfer_every * round(period_ratio^(N - n)); None: 1/gamma "
+        "(R3 Appendix K's MNIST runs: 5)",
+    )
+    transfer_lr_growth: float = Field(
+        1.0,
+        gt=0,
+        description="the transfer out of array N - k has the rate "
+        "transfer_lr * transfer_lr_growth^k (k = 0 the fastest; R3 Appendix K: 1.2)",
+    )
     zero_shift: bool = Field(True, description="zero-shift the fast arrays before training")
-    zero_shift_cycles: int | None = Field(None, ge=1, description="up/down pulse pairs of the zero shift; None: "
-                                                               "the device's number of states (slow on big layers)")
+    zero_shift_cycles: int | None = Field(
+        None,
+        ge=1,
+        description="up/down pulse pairs of the zero shift; None: the device's number of states (slow on big layers)",
+    )
     zero_shift_mode: ZeroShiftMode = Field("cycles", description=ZERO_SHIFT_MODE)
-    warm_start: bool = Field(False, description="R3 Algorithm 1's warm start: the fastest array is transferred "
-                             "into one array at a time, the slowest first, moving on when the epoch training loss "
-                             "plateaus; the cascade starts after the last switch")
+    warm_start: bool = Field(
+        False,
+        description="R3 Algorithm 1's warm start: the fastest array is transferred "
+        "into one array at a time, the slowest first, moving on when the epoch training loss "
+        "plateaus; the cascade starts after the last switch",
+    )
 
 
 def loss_plateau(losses: list[float], switches: int) -> bool:
@@ -48,7 +62,7 @@ def loss_plateau(losses: list[float], switches: int) -> bool:
         return len(losses) >= 2 and losses[-1] > losses[-2]
     if len(losses) < WINDOW + 1:
         return False
-    last = losses[-(WINDOW + 1):]
+    last = losses[-(WINDOW + 1) :]
     return sum(b > a for a, b in zip(last[:-1], last[1:])) >= RISES_IN_WINDOW
 
 
@@ -81,9 +95,11 @@ class MultiTile(TransferOptimizer):
         """T_n for n = 1..N (index n - 1): steps between two transfers of array n into n - 1."""
         big_n = self.cfg.n_tiles - 1
         r = self.cfg.period_ratio
-        return [self.cfg.transfer_every * max(1, int(round(self.cfg.gamma ** -(big_n - n) if r is None
-                                                           else r ** (big_n - n))))
-                for n in range(1, big_n + 1)]
+        return [
+            self.cfg.transfer_every
+            * max(1, int(round(self.cfg.gamma ** -(big_n - n) if r is None else r ** (big_n - n))))
+            for n in range(1, big_n + 1)
+        ]
 
     def transfer_rate(self, src: int) -> float:
         """The step of a transfer out of array `src`: transfer_lr * transfer_lr_growth^(N - src)."""
@@ -107,10 +123,17 @@ class MultiTile(TransferOptimizer):
         self.epoch_losses.append(float(train_loss))
         if loss_plateau(self.epoch_losses, self.warm_array):
             self.warm_array += 1
-            what = (f"transfers now go into array {self.warm_array}" if self.warm_array < self.fast
-                    else "the warm start is over; every array now transfers into the next slower one")
-            LOG.warning("multi_tile warm start: the training loss plateaued after epoch %d (%s); %s",
-                        len(self.epoch_losses), " -> ".join(f"{v:.4f}" for v in self.epoch_losses[-2:]), what)
+            what = (
+                f"transfers now go into array {self.warm_array}"
+                if self.warm_array < self.fast
+                else "the warm start is over; every array now transfers into the next slower one"
+            )
+            LOG.warning(
+                "multi_tile warm start: the training loss plateaued after epoch %d (%s); %s",
+                len(self.epoch_losses),
+                " -> ".join(f"{v:.4f}" for v in self.epoch_losses[-2:]),
+                what,
+            )
 
     def costs(self) -> dict:
         """The transfer costs, and with warm_start `warm_start_array`: the array the fastest one is

@@ -24,8 +24,20 @@ from aimc.trainers.algorithms.rider import ERider, Rider
 from aimc.trainers.algorithms.tiki_taka import TikiTaka
 from aimc.trainers.algorithms.ttv2 import TTv2
 
-OPTIMIZER_CLASSES: tuple[type, ...] = (DigitalSGD, AnalogSGD, TikiTaka, TTv2, Residual, ResidualV2, MultiTile,
-                                       MixedPrecision, CTTv2, AGAD, Rider, ERider)
+OPTIMIZER_CLASSES: tuple[type, ...] = (
+    DigitalSGD,
+    AnalogSGD,
+    TikiTaka,
+    TTv2,
+    Residual,
+    ResidualV2,
+    MultiTile,
+    MixedPrecision,
+    CTTv2,
+    AGAD,
+    Rider,
+    ERider,
+)
 """Every algorithm's optimizer, in the order the algorithms are listed."""
 
 OPTIMIZERS: dict[str, type] = {algorithm_name(cls.config): cls for cls in OPTIMIZER_CLASSES}

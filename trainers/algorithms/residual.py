@@ -22,8 +22,11 @@ class ResidualConfig(TransferConfig):
     algorithm: Literal["residual"] = "residual"
     gamma: float = Field(0.5, gt=0, description="gain of the residual array P in the mixed weight")
     zero_shift: bool = Field(True, description="zero-shift P to its symmetric point before training")
-    zero_shift_cycles: int | None = Field(None, ge=1, description="up/down pulse pairs of the zero shift; None: "
-                                                               "the device's number of states (slow on big layers)")
+    zero_shift_cycles: int | None = Field(
+        None,
+        ge=1,
+        description="up/down pulse pairs of the zero shift; None: the device's number of states (slow on big layers)",
+    )
     zero_shift_mode: ZeroShiftMode = Field("cycles", description=ZERO_SHIFT_MODE)
 
 
@@ -54,8 +57,13 @@ class ResidualV2(TransferOptimizer):
     config = ResidualV2Config
 
     def __init__(self, model, cfg: ResidualV2Config):
-        super().__init__(model, cfg, fast_gain=cfg.gamma, buffer=ThresholdBuffer(cfg.threshold, single_pulse=True),
-                         fold=ReadEMA(cfg.buffer_beta))
+        super().__init__(
+            model,
+            cfg,
+            fast_gain=cfg.gamma,
+            buffer=ThresholdBuffer(cfg.threshold, single_pulse=True),
+            fold=ReadEMA(cfg.buffer_beta),
+        )
 
     def update_latency(self, lm: LatencyModel) -> float:
         per_transfer = self.cfg.n_columns * (lm.t_mvm + lm.t_pulse + lm.t_pre)

@@ -44,13 +44,21 @@ class RiderConfig(TransferConfig):
 
     algorithm: Literal["rider"] = "rider"
     gamma: float = Field(0.1, gt=0, description="gain of P - Q in the mixed weight")
-    tracking_rate: float = Field(0.1, gt=0, le=1, description="EMA rate eta of the digital reference Q, per read "
-                                 "of a column (Q <- (1 - eta) Q + eta P)")
-    threshold: float | None = Field(None, gt=0, description="None: each read moves W by a pulsed update of "
-                                    "transfer_lr c (P - Q~) (Eq. 11b / 18b); a number: the reads accumulate in a "
-                                    "digital buffer H += transfer_lr c (P - Q~) that fires whole pulses into W "
-                                    "where |H| >= threshold * dw_min (as TT-v2, and as the paper's aihwkit runs "
-                                    "transfer through DynamicTransferCompound's buffer)")
+    tracking_rate: float = Field(
+        0.1,
+        gt=0,
+        le=1,
+        description="EMA rate eta of the digital reference Q, per read of a column (Q <- (1 - eta) Q + eta P)",
+    )
+    threshold: float | None = Field(
+        None,
+        gt=0,
+        description="None: each read moves W by a pulsed update of "
+        "transfer_lr c (P - Q~) (Eq. 11b / 18b); a number: the reads accumulate in a "
+        "digital buffer H += transfer_lr c (P - Q~) that fires whole pulses into W "
+        "where |H| >= threshold * dw_min (as TT-v2, and as the paper's aihwkit runs "
+        "transfer through DynamicTransferCompound's buffer)",
+    )
     zero_shift: bool = Field(False, description="zero-shift P before training as well (not needed by RIDER)")
     zero_shift_cycles: int | None = Field(None, ge=1, description="pulse pairs (or pulses) of that zero shift")
     zero_shift_mode: ZeroShiftMode = Field("cycles", description=ZERO_SHIFT_MODE)
@@ -61,8 +69,13 @@ class ERiderConfig(RiderConfig):
     mixed weight W + gamma c (P - Q~); the analog reference Q~ is reprogrammed to Q at each chopper switch."""
 
     algorithm: Literal["e_rider"] = "e_rider"
-    chop_prob: float = Field(0.05, gt=0, le=1, description="chopper switching per step: probability "
-                             "(chop_random) or 1 / period in steps, period max(ceil(1 / chop_prob), 2)")
+    chop_prob: float = Field(
+        0.05,
+        gt=0,
+        le=1,
+        description="chopper switching per step: probability "
+        "(chop_random) or 1 / period in steps, period max(ceil(1 / chop_prob), 2)",
+    )
     chop_random: bool = Field(True, description="switch at random (Eq. 17 of arXiv:2602.21321) or regularly")
 
 

@@ -32,23 +32,34 @@ from aimc.trainers.layers import TileBlock
 
 RESET_DRAWS = 0x5E7  # stream key of the reset draws of with_reset_prob
 
-WITH_RESET_PROB = ("probability per read column that the transfer's columns of the fast array are reset (aihwkit "
-                   "1.1.0's with_reset_prob): after the read, before the write, w = clip(b + reset_std xi); needs a "
-                   "device with reset (aihwkit's families)")
+WITH_RESET_PROB = (
+    "probability per read column that the transfer's columns of the fast array are reset (aihwkit "
+    "1.1.0's with_reset_prob): after the read, before the write, w = clip(b + reset_std xi); needs a "
+    "device with reset (aihwkit's families)"
+)
 
 
 class TransferConfig(AlgorithmConfig):
     """What the configs of the transfer algorithms share: the fast step and the transfer schedule."""
 
-    fast_lr: float | None = Field(None, gt=0, description="gradient step onto the fast array, constant under "
-                                  "lr_decay (aihwkit's TransferCompound fast_lr, 1.0 by default there); None: lr. "
-                                  "lr still steps the digital parameters")
+    fast_lr: float | None = Field(
+        None,
+        gt=0,
+        description="gradient step onto the fast array, constant under "
+        "lr_decay (aihwkit's TransferCompound fast_lr, 1.0 by default there); None: lr. "
+        "lr still steps the digital parameters",
+    )
     transfer_lr: float = Field(0.01, gt=0, description="transfer step beta (weight units per unit read)")
     transfer_every: int = Field(1, ge=1, description="steps between two transfers (k)")
     n_columns: int = Field(1, ge=1, description="columns of P read and transferred per transfer (n)")
-    transfer_bl: int | None = Field(None, ge=1, le=32, description="longest pulse train of a transfer (most "
-                                    "pulses per element and transfer); None: the tile's update BL. aihwkit gives "
-                                    "transfers their own update settings (BL 31 by default)")
+    transfer_bl: int | None = Field(
+        None,
+        ge=1,
+        le=32,
+        description="longest pulse train of a transfer (most "
+        "pulses per element and transfer); None: the tile's update BL. aihwkit gives "
+        "transfers their own update settings (BL 31 by default)",
+    )
 
 
 class TransferOptimizer(AnalogOptimizer):
@@ -62,8 +73,16 @@ class TransferOptimizer(AnalogOptimizer):
 
     fast = 1
 
-    def __init__(self, model, cfg, *, fast_gain: float = 0.0, buffer: ThresholdBuffer | None = None,
-                 fold: ReadSum | ReadEMA | None = None, reference: ReferenceTracking | None = None):
+    def __init__(
+        self,
+        model,
+        cfg,
+        *,
+        fast_gain: float = 0.0,
+        buffer: ThresholdBuffer | None = None,
+        fold: ReadSum | ReadEMA | None = None,
+        reference: ReferenceTracking | None = None,
+    ):
         if (buffer is None) != (fold is None):
             raise ValueError("a buffer needs the rule that folds reads into it, and a rule a buffer")
         self.fast_gain = float(fast_gain)
@@ -82,13 +101,16 @@ class TransferOptimizer(AnalogOptimizer):
 
     def init_block(self, li, bi, block, fresh):
         if self.reset_prob > 0 and not block.tile.has_reset(self.fast):
-            raise ValueError(f"with_reset_prob = {self.reset_prob} needs a device with a reset value (aihwkit's "
-                             f"families: reset, reset_dtod, reset_std); {type(block.tile.device).__name__} has none")
+            raise ValueError(
+                f"with_reset_prob = {self.reset_prob} needs a device with a reset value (aihwkit's "
+                f"families: reset, reset_dtod, reset_std); {type(block.tile.device).__name__} has none"
+            )
         if fresh and getattr(self.cfg, "zero_shift", False):
             start = time.perf_counter()
             for n in range(1, len(block.tile.gains)):
-                self.counts["setup_pulses"] += zero_shift(block.tile, n, self.cfg.zero_shift_mode,
-                                                          self.cfg.zero_shift_cycles)
+                self.counts["setup_pulses"] += zero_shift(
+                    block.tile, n, self.cfg.zero_shift_mode, self.cfg.zero_shift_cycles
+                )
             self.setup_seconds += time.perf_counter() - start
         if self.reference is not None:  # Q~ = the zero shift's estimate of the symmetric point, or 0
             self.counts.setdefault("reference_writes", 0)
@@ -97,8 +119,14 @@ class TransferOptimizer(AnalogOptimizer):
     def report_setup(self):
         if self.counts["setup_pulses"]:
             weights = sum(layer.out_features * layer.in_ext for layer in self.layers)
-            report(self.algorithm, self.counts["setup_pulses"], weights, self.setup_seconds,
-                   self.cfg.zero_shift_mode, self.cfg.zero_shift_cycles)
+            report(
+                self.algorithm,
+                self.counts["setup_pulses"],
+                weights,
+                self.setup_seconds,
+                self.cfg.zero_shift_mode,
+                self.cfg.zero_shift_cycles,
+            )
 
     @property
     def fast_lr(self) -> float:
@@ -179,8 +207,7 @@ class TransferOptimizer(AnalogOptimizer):
         self.counts["transfer_reads"] += len(cols)
         return block.tile.read_columns(index, cols)
 
-    def transfer_update(self, block: TileBlock, index: int, cols: np.ndarray, values: np.ndarray,
-                        lr: float) -> int:
+    def transfer_update(self, block: TileBlock, index: int, cols: np.ndarray, values: np.ndarray, lr: float) -> int:
         """W_index[:, cols] += lr * values.T as a pulsed/expected update with one-hot inputs (one sample
         per column), the way the hardware transfers a column. values: (n, out)."""
         t = block.tile

@@ -37,8 +37,9 @@ class ThresholdBuffer:
             h = st[self.key] = np.zeros((tile.out_size, tile.in_size), np.float32)
         return h
 
-    def fire(self, tile: AnalogTile, st: dict, h: np.ndarray, index: int, max_pulses: int,
-             cols: np.ndarray | None = None) -> int:
+    def fire(
+        self, tile: AnalogTile, st: dict, h: np.ndarray, index: int, max_pulses: int, cols: np.ndarray | None = None
+    ) -> int:
         """Threshold pulses of H (its columns `cols`, or all of it) into array `index`; H keeps the remainder.
         Returns pulses fired."""
         counts = st.get("_counts")

@@ -24,9 +24,11 @@ from aimc.devices import AnalogTile
 LOG = logging.getLogger("aimc.trainers")
 
 ZeroShiftMode = Literal["cycles", "random"]
-ZERO_SHIFT_MODE = ("how the zero shift drives P to its symmetric point: \"cycles\", alternating up/down pulse pairs "
-                   "(Kim et al. 2019; zero_shift_cycles pairs); \"random\", zero_shift_cycles single pulses of "
-                   "random sign (Algorithm 1 of arXiv:2602.21321; default count the device's number of states)")
+ZERO_SHIFT_MODE = (
+    'how the zero shift drives P to its symmetric point: "cycles", alternating up/down pulse pairs '
+    '(Kim et al. 2019; zero_shift_cycles pairs); "random", zero_shift_cycles single pulses of '
+    "random sign (Algorithm 1 of arXiv:2602.21321; default count the device's number of states)"
+)
 
 
 def zero_shift(tile: AnalogTile, index: int, mode: str, count: int | None) -> int:
@@ -47,8 +49,19 @@ def zero_shift(tile: AnalogTile, index: int, mode: str, count: int | None) -> in
 def report(algorithm: str, pulses: int, weights: int, seconds: float, mode: str, count: int | None) -> None:
     """One log line (logger "aimc.trainers", level WARNING: shown without any logging setup) with the zero
     shift's pulses and time."""
-    how = (f"{count} {'pulse pairs' if mode == 'cycles' else 'pulses'} per element" if count is not None else
-           "each element's own need (zero_shift_cycles=None)" if mode == "cycles" else "n_states pulses per element")
-    LOG.warning("%s: the zero shift of the fast arrays fired %d setup pulses (%.0f per weight, %s) in %.2f s before "
-                "training; set zero_shift_cycles for fewer, or zero_shift=false", algorithm, pulses,
-                pulses / max(weights, 1), how, seconds)
+    how = (
+        f"{count} {'pulse pairs' if mode == 'cycles' else 'pulses'} per element"
+        if count is not None
+        else "each element's own need (zero_shift_cycles=None)"
+        if mode == "cycles"
+        else "n_states pulses per element"
+    )
+    LOG.warning(
+        "%s: the zero shift of the fast arrays fired %d setup pulses (%.0f per weight, %s) in %.2f s before "
+        "training; set zero_shift_cycles for fewer, or zero_shift=false",
+        algorithm,
+        pulses,
+        pulses / max(weights, 1),
+        how,
+        seconds,
+    )
