@@ -30,6 +30,7 @@ from tqdm import tqdm
 from aimc.calibration.families import Family
 from aimc.calibration.family_fit import FamilyFit, refit
 from aimc.calibration.pulse_data import PulseData
+from aimc.common import seeds
 
 N_BOOT_POOLED = 200  # default number of resamples of a pooled fit (each one a refit)
 N_BOOT_POPULATION = 2000  # default number of resamples of per-device estimates (each one a median)
@@ -81,7 +82,7 @@ def percentile_ci(
 
 def population_samples(theta: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
     """Medians over n devices drawn with replacement from the per-device estimates theta (n, k): (n_boot, k)."""
-    rng = np.random.default_rng([int(seed), 0xB007])
+    rng = seeds.generator(int(seed), seeds.BOOTSTRAP)
     idx = rng.integers(0, len(theta), size=(n_boot, len(theta)))
     return np.median(theta[idx], axis=1)
 
@@ -106,7 +107,7 @@ def bootstrap_pooled(
     """Set the intervals of a pooled fit to expanded percentile intervals over n_boot two-level resamples of devices and
     cycles, each refitted from the pooled solution; standard errors: the refits' std. Returns the refitted
     parameters (n_boot, k)."""
-    rng = np.random.default_rng([int(seed), 0xB007])
+    rng = seeds.generator(int(seed), seeds.BOOTSTRAP)
     cycles = cycle_ids(data)
     theta0 = np.array(list(fit.params.values()))
     out = np.empty((n_boot, len(theta0)))

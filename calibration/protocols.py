@@ -14,6 +14,7 @@ import json
 import numpy as np
 
 from aimc.calibration.traces import TraceSet, from_arrays
+from aimc.common import seeds
 from aimc.devices import ConductanceArray, DeviceConfig, load_device
 
 
@@ -101,7 +102,7 @@ def measure_random(
     down pulse (independent per element and read). Other keywords go to `measure`."""
     if not 0.0 <= p_up <= 1.0:
         raise ValueError(f"p_up must be in [0, 1], got {p_up}")
-    rng = np.random.default_rng([int(seed), 0x5EC])
+    rng = seeds.generator(int(seed), seeds.PROTOCOL)
     pol = np.where(rng.random((n_reads, n_devices)) < p_up, 1, -1).astype(np.int8)
     pol[0] = 0
     return measure(device, pol, n_devices, read_noise, seed, **kw)

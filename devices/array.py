@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from aimc.common import seeds
 from aimc.devices.array_update import (
     COUNTER,
     PULSES,
@@ -51,13 +52,13 @@ class ConductanceArray:
         self.device = device
         self.shape = (int(out_size), int(in_size))
         self.seed = int(seed) & 0x7FFFFFFFFFFFFFFF
-        setup = np.random.default_rng([self.seed, 0xD7D])
+        setup = seeds.generator(self.seed, seeds.ARRAY_SETUP)
         self.params: ElementParams = device.draw(self.shape, setup)
         self.w = np.zeros(self.shape, np.float32)
         np.clip(self.w, self.params.ep[..., W_MIN], self.params.ep[..., W_MAX], out=self.w, casting="unsafe")
         self.reference = np.zeros(self.shape, np.float32)
         self._counts = np.zeros(2, np.int64)  # COUNTER, PULSES (devices.array_update), advanced in place
-        self.read_stream = Stream((self.seed << 12) ^ 0xEAD)  # reads and read noise
+        self.read_stream = Stream(seeds.stream_seed(self.seed, seeds.ARRAY_READS))  # reads and read noise
         self.effects: ElementEffects | None = (
             device.draw_effects(self.shape, setup) if isinstance(device, DeviceEffects) else None
         )
@@ -209,12 +210,12 @@ class ConductanceArray:
         w = self._target
         if drift is not None and drift.enabled:
             if self.drift is None:
-                self.drift = start_drift(drift, w, np.random.default_rng([self.seed, seed, 0xD71F7]))
-            drift_weights(drift, self.drift, w, delta_t, np.random.default_rng([self.seed, seed, self.next_counter()]))
+                self.drift = start_drift(drift, w, seeds.generator(self.seed, seed, seeds.DRIFT_START))
+            drift_weights(drift, self.drift, w, delta_t, seeds.generator(self.seed, seed, self.next_counter()))
             np.clip(w, lo, hi, out=w)
         n = delta_t / step_s
         if fx is not None and fx.diffusion_rate is not None and n > 0:
-            key = self.seed if seed == 0 else int(np.random.default_rng([self.seed, seed]).integers(2**62))
+            key = self.seed if seed == 0 else int(seeds.generator(self.seed, seed).integers(2**62))
             redraw_kernel(
                 w,
                 w,
@@ -247,7 +248,7 @@ class ConductanceArray:
         mask = np.zeros(self.shape, np.uint8)
         mask[:, slice(None) if columns is None else np.atleast_1d(columns)] = 1
         if prob < 1.0:
-            draw = np.random.default_rng([self.seed, self.next_counter(), RESET]).uniform(size=self.shape)
+            draw = seeds.generator(self.seed, self.next_counter(), RESET).uniform(size=self.shape)
             mask &= (draw < prob).astype(np.uint8)
         self.reset_elements(mask)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from aimc.common import seeds
 from aimc.devices.array import ConductanceArray
 from aimc.devices.device_base import kernel_params
 from aimc.devices.drift import DriftParameter
@@ -35,8 +36,9 @@ class OneSidedArray:
         self.device = cell
         self.shape = (int(out_size), int(in_size))
         self.seed = int(seed) & 0x3FFFFFFFFFFFFFFF
-        self.minus = ConductanceArray(*self.shape, cell.device, seed=2 * self.seed)
-        self.plus = ConductanceArray(*self.shape, cell.device, seed=2 * self.seed + 1)
+        minus_seed, plus_seed = seeds.one_sided_seeds(self.seed)
+        self.minus = ConductanceArray(*self.shape, cell.device, seed=minus_seed)
+        self.plus = ConductanceArray(*self.shape, cell.device, seed=plus_seed)
         if cell.copy_inverted:  # G+ mirrors its own draw (aihwkit's copyInvertDeviceParameter)
             ep = self.plus.params.ep.copy()
             ep[..., DW_UP], ep[..., DW_DOWN] = self.plus.params.ep[..., DW_DOWN], self.plus.params.ep[..., DW_UP]
@@ -45,7 +47,7 @@ class OneSidedArray:
             self.plus.w[...] = np.clip(self.plus.w, ep[..., W_MIN], ep[..., W_MAX])
         self.w = np.zeros(self.shape, np.float32)
         self.reference = np.zeros(self.shape, np.float32)
-        self.read_stream = Stream((self.seed << 12) ^ 0x5F1)  # refresh reads
+        self.read_stream = Stream(seeds.stream_seed(self.seed, seeds.REFRESH_READS))
         self.counter = self.cycles = self.refreshes = self.resets = self.reads = 0
         self._reduce()
 

@@ -16,6 +16,7 @@ from functools import cache
 
 import numpy as np
 
+from aimc.common import seeds
 from aimc.devices.array import ConductanceArray
 from aimc.devices.column_read import ReadStream, one_hot_settings
 from aimc.devices.drift import DriftParameter
@@ -41,7 +42,7 @@ def one_hot_inputs(n: int) -> np.ndarray:
 class AnalogTile:
     """`len(gains)` arrays of shape (out, in) with the same device; the forward weight is sum_n gains[n] W_n.
 
-    Array n draws its device parameters and pulses from seed * 1009 + n. Reads use a cached forward
+    Array n draws its device parameters and pulses from seeds.array_seed(seed, n). Reads use a cached forward
     weight: every method that changes an array (`update`, `pulse`, `zero_shift`, `set_weight`,
     `set_stack`, `load_state_dict`) refreshes it; code that writes `arrays[n].w` directly calls
     `invalidate()`.
@@ -68,20 +69,20 @@ class AnalogTile:
         self.forward_cfg = forward or PeripheryConfig()
         self.backward_cfg = backward or PeripheryConfig()
         self.update_cfg = update or UpdateConfig()
-        self.stream = ReadStream((self.seed << 12) ^ 0x71E)  # read noise of the tile's periphery, its reads
+        self.stream = ReadStream(seeds.stream_seed(self.seed, seeds.TILE_READS))  # read noise, reads
         self.out_scale = 1.0  # digital scale of forward outputs: the drift compensation (devices.drift_compensation)
 
     # -- the stack --------------------------------------------------------------------------------------
     def set_stack(self, gains: Sequence[float]) -> None:
         """Make the stack len(gains) arrays with these forward gains. Arrays that exist keep their state;
-        array n created here is fresh (weights at 0 clipped to its bounds), seeded seed * 1009 + n."""
+        array n created here is fresh (weights at 0 clipped to its bounds), seeded seeds.array_seed(seed, n)."""
         gains = [float(g) for g in gains]
         if len(gains) < 1:
             raise ValueError("a tile needs at least one array")
         arrays = self.arrays[: len(gains)]
         make = OneSidedArray if isinstance(self.device, OneSided) else ConductanceArray
         for n in range(len(arrays), len(gains)):
-            arrays.append(make(self.out_size, self.in_size, self.device, seed=self.seed * 1009 + n))
+            arrays.append(make(self.out_size, self.in_size, self.device, seed=seeds.array_seed(self.seed, n)))
         self.arrays = arrays
         self.gains = np.asarray(gains, dtype=np.float32)
         self.invalidate(layout=True)
@@ -268,7 +269,7 @@ class AnalogTile:
         return getattr(self.arrays[index], "effects", None) is not None
 
     def array_seed(self, index: int) -> int:
-        """The seed of array `index` (seed * 1009 + index, masked), for draws an algorithm keys to the array."""
+        """The seed of array `index` (aimc.common.seeds.array_seed, masked), for draws an algorithm keys to it."""
         return self.arrays[index].seed
 
     def reset_columns(self, index: int, cols: np.ndarray) -> None:

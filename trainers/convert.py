@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from torch import nn
 
+from aimc.common import seeds
 from aimc.trainers.config import TileConfig
 from aimc.trainers.conv_layers import AnalogConv1d, AnalogConv2d
 from aimc.trainers.layers import AnalogLayer, AnalogLinear
@@ -101,7 +102,7 @@ def convert(
             targets.append((name, m, k))
             k += 1
     for name, m, idx in targets:
-        new = ANALOG[_kind(m)].from_digital(m, tile_cfg, seed=int(seed) * 1000 + idx)
+        new = ANALOG[_kind(m)].from_digital(m, tile_cfg, seed=seeds.layer_seed(seed, idx))
         new.convert_seed = int(seed)
         new.train(m.training)
         _set_module(model, name, new)

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from aimc.common import seeds
 from aimc.devices import AnalogTile
 from aimc.trainers.config import TileConfig
 from aimc.trainers.state import state_to_numpy, state_to_torch
@@ -119,7 +120,7 @@ class AnalogLayer(nn.Module):
                     forward=cfg.forward,
                     backward=cfg.backward,
                     update=cfg.update,
-                    seed=self.seed * 1000 + k,
+                    seed=seeds.tile_seed(self.seed, k),
                 )
                 self.blocks.append(TileBlock(tile, r0, r1, c0, c1))
                 k += 1
@@ -345,12 +346,13 @@ class AnalogLayer(nn.Module):
 
     def _seed_mismatch(self, saved: int) -> str:
         """The message for a checkpoint of another seed, in the seeds the user gave (convert's `seed`,
-        from which layer k's tile seeds derive as seed * 1000 + k, or the layer's own `seed`)."""
+        from which layer k's tile seeds derive as seeds.layer_seed(seed, k), or the layer's own `seed`)."""
         why = "the per-element device parameters drawn from it would differ"
         if self.convert_seed is not None:
+            stride = seeds.LAYER_STRIDE
             return (
-                f"{self.label()}: the checkpoint was converted with seed={saved // 1000}, this model with "
-                f"seed={self.convert_seed}; {why}: convert with seed={saved // 1000} to load it"
+                f"{self.label()}: the checkpoint was converted with seed={saved // stride}, this model with "
+                f"seed={self.convert_seed}; {why}: convert with seed={saved // stride} to load it"
             )
         return (
             f"{self.label()}: the checkpoint's layer has seed={saved}, this layer seed={self.seed}; {why}: "

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
+from aimc.common import seeds
 from aimc.config import ExperimentConfig
 from aimc.datasets import Dataset, load_dataset
 from aimc.devices import check_kernel_threads, set_kernel_threads
@@ -39,7 +40,7 @@ class TrainingDiverged(RuntimeError):
 
 def epoch_order(seed: int, epoch: int, n: int) -> torch.Tensor:
     """The sample order of an epoch: a permutation drawn from (seed, epoch) alone."""
-    return torch.from_numpy(np.random.default_rng([seed, epoch]).permutation(n))
+    return torch.from_numpy(seeds.generator(seed, epoch).permutation(n))
 
 
 def _rng_state() -> dict:

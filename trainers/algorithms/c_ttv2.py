@@ -30,6 +30,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
+from aimc.common import seeds
 from aimc.trainers.algorithms.base import AlgorithmConfig, AnalogOptimizer
 from aimc.trainers.algorithms.chopped_kernel import ChopperState, TransferRule, auto_scale_estimates, chopped_transfer
 from aimc.trainers.algorithms.latency import LatencyModel
@@ -294,7 +295,7 @@ class CTTv2(AnalogOptimizer):
         n = reads * int(rule.chop_random) + (wraps * t.out_size if rule.out_chop_prob > 0 else 0)
         if not n:  # regular switches draw nothing: no generator to seed
             return np.zeros(0)
-        return np.random.default_rng([t.seed & 0x7FFFFFFF, 0xC40B, self.steps]).random(n)
+        return seeds.generator(t.seed & 0x7FFFFFFF, seeds.CHOPPERS, self.steps).random(n)
 
     # -- the transfer of one column -----------------------------------------------------------------------
     def lr_scale(self, st: dict, block: TileBlock) -> float:

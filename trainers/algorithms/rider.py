@@ -30,11 +30,10 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
+from aimc.common import seeds
 from aimc.trainers.algorithms.transfer import TransferConfig, TransferOptimizer
 from aimc.trainers.algorithms.transfer_parts import ReadSum, ReferenceTracking, ThresholdBuffer
 from aimc.trainers.algorithms.zero_shift import ZERO_SHIFT_MODE, ZeroShiftMode
-
-CHOPPER_DRAWS = 0xE41D  # stream key of E-RIDER's random chopper switches
 
 
 class RiderConfig(TransferConfig):
@@ -111,7 +110,7 @@ class ERider(TransferOptimizer):
         p = self.cfg.chop_prob
         tiles = [(b, st) for layer, sts in zip(self.layers, self.tile_state) for b, st in zip(layer.blocks, sts)]
         if self.cfg.chop_random:
-            flips = np.random.default_rng([CHOPPER_DRAWS, self.layers[0].seed, self.steps]).random(len(tiles)) < p
+            flips = seeds.generator(seeds.E_RIDER_CHOPPER, self.layers[0].seed, self.steps).random(len(tiles)) < p
         else:
             flips = np.full(len(tiles), self.steps % max(math.ceil(1.0 / p), 2) == 0)
         for (b, st), flip in zip(tiles, flips):

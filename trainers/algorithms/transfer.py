@@ -23,14 +23,13 @@ import time
 import numpy as np
 from pydantic import Field
 
+from aimc.common import seeds
 from aimc.devices import UpdateConfig
 from aimc.trainers.algorithms.base import AlgorithmConfig, AnalogOptimizer
 from aimc.trainers.algorithms.latency import LatencyModel
 from aimc.trainers.algorithms.transfer_parts import ReadEMA, ReadSum, ReferenceTracking, ThresholdBuffer
 from aimc.trainers.algorithms.zero_shift import report, zero_shift
 from aimc.trainers.layers import TileBlock
-
-RESET_DRAWS = 0x5E7  # stream key of the reset draws of with_reset_prob
 
 WITH_RESET_PROB = (
     "probability per read column that the transfer's columns of the fast array are reset (aihwkit "
@@ -190,7 +189,7 @@ class TransferOptimizer(AnalogOptimizer):
             return
         k = int(st.get("reset_draws", 0))
         st["reset_draws"] = k + 1
-        u = np.random.default_rng([block.tile.array_seed(src), k, RESET_DRAWS]).uniform(size=len(cols))
+        u = seeds.generator(block.tile.array_seed(src), k, seeds.RESET_DRAWS).uniform(size=len(cols))
         if (u < p).any():
             block.tile.reset_columns(src, cols)
             self.counts["resets"] = self.counts.get("resets", 0) + len(cols)

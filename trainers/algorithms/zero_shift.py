@@ -19,6 +19,7 @@ from typing import Literal
 
 import numpy as np
 
+from aimc.common import seeds
 from aimc.devices import AnalogTile
 
 LOG = logging.getLogger("aimc.trainers")
@@ -38,7 +39,7 @@ def zero_shift(tile: AnalogTile, index: int, mode: str, count: int | None) -> in
         return tile.zero_shift(index, count)
     lo, hi = tile.bounds(index)
     n = int(count) if count is not None else int(np.ceil((hi - lo) / tile.granularity(index)))
-    rng = np.random.default_rng([tile.seed & 0x7FFFFFFF, 0x25F, index])
+    rng = seeds.generator(tile.seed & 0x7FFFFFFF, seeds.ZERO_SHIFT, index)
     fired = 0
     for _ in range(n):
         fired += tile.pulse(rng.integers(0, 2, (tile.out_size, tile.in_size), dtype=np.int64) * 2 - 1, index)
