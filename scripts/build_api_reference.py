@@ -4,7 +4,7 @@
     python scripts/build_api_reference.py [OUT]     # default build/api; open OUT/index.html
 
 A module that fails to import, or a docstring pdoc cannot render, stops the build with an error (pdoc's
-warnings are errors here); tests/test_app_porting.py builds it into a temporary folder.
+warnings are errors here); tests/app/test_porting.py builds it into a temporary folder.
 """
 
 from __future__ import annotations

@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
+from aihwkit_helpers import PYTHON
 from conftest import NO_SPREAD
 
 from aimc.devices import ConductanceArray, UpdateConfig, parse_device
-
-PYTHON = Path(os.path.expanduser(os.environ.get("AIMC_AIHWKIT_PYTHON", "~/aihwkit-venv/bin/python")))
 
 SCRIPT = r"""
 import json, sys

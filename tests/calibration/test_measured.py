@@ -8,7 +8,7 @@ import pytest
 
 from aimc.calibration import fit, read_csv
 
-DATA = Path(__file__).parent / "data" / "crosssim_ramps.csv"
+DATA = Path(__file__).parents[1] / "data" / "crosssim_ramps.csv"
 KINDS = ["PiecewiseStep", "LinearStep", "tabulated"]
 
 

@@ -5,7 +5,7 @@ the intervals of POPULATIONS populations (one population's 6 to 8 intervals all 
 the time even when each holds it with probability 0.95, so a single population cannot test the 90%).
 
 aihwkit runs in a subprocess of its own interpreter (`AIMC_AIHWKIT_PYTHON`, default ~/aihwkit-venv/bin/python,
-as in tests/test_devices_aihwkit.py); the tests skip without it. One pulse per update: bit length 1, update
+as in tests/devices/test_aihwkit.py); the tests skip without it. One pulse per update: bit length 1, update
 management off and a learning rate large enough that both pulse probabilities are 1, so every update of a
 (16 x 1) tile with x = 1, d = -+1 fires exactly one up (down) pulse into each element.
 """
@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
+from aihwkit_helpers import PYTHON
 
 from aimc.calibration import cycle_polarity, fit, from_arrays
 from aimc.calibration.families import expstep_canonical
 from aimc.devices import ExpStep
 
-PYTHON = Path(os.path.expanduser(os.environ.get("AIMC_AIHWKIT_PYTHON", "~/aihwkit-venv/bin/python")))
 needs_aihwkit = pytest.mark.skipif(not PYTHON.exists(), reason=f"no aihwkit interpreter at {PYTHON}")
 
 SCRIPT = r"""

@@ -152,7 +152,7 @@ def test_comparison_reports_every_trainer(tmp_path):
 def test_cli_train_smoke(tmp_path, monkeypatch, capsys):
     from pathlib import Path
 
-    tiny = Path(__file__).resolve().parents[1] / "examples" / "configs" / "tiny.toml"
+    tiny = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.toml"
     monkeypatch.chdir(tmp_path)
     assert main(["train", str(tiny), "--quiet", "--set", "epochs=1"]) == 0
     out = capsys.readouterr().out

@@ -1,24 +1,22 @@
 """Drift of an idle array (devices.drift), idle time (ConductanceArray.idle) and the global drift
 compensation (devices.drift_compensation), against closed forms of the equations; aihwkit 1.1.0's own
-`drift_weights` where a venv with it exists (AIMC_AIHWKIT_PYTHON, as tests/test_devices_aihwkit.py)."""
+`drift_weights` where a venv with it exists (AIMC_AIHWKIT_PYTHON, as tests/devices/test_aihwkit.py)."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
+from aihwkit_helpers import PYTHON
 from conftest import NO_SPREAD
 
 from aimc.devices import AnalogTile, ConductanceArray, PeripheryConfig, parse_device
 from aimc.devices.drift import DriftParameter
 from aimc.devices.drift_compensation import compensate, probe_readout
 
-PYTHON = Path(os.path.expanduser(os.environ.get("AIMC_AIHWKIT_PYTHON", "~/aihwkit-venv/bin/python")))
 W0 = 0.5
 
 

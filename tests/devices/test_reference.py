@@ -6,12 +6,12 @@ their equations, then aihwkit itself where a venv with it exists (`AIMC_AIHWKIT_
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from aihwkit_helpers import PYTHON
 from conftest import NO_SPREAD, TRACE_SIGNS, one_element_traces
 from scipy.optimize import brentq
 
@@ -176,8 +176,7 @@ def test_reram_array_presets_draw_sign_consistent_bounds():
 
 # -- aihwkit 1.1.0 itself ---------------------------------------------------------------------------------
 
-PYTHON = Path(os.path.expanduser(os.environ.get("AIMC_AIHWKIT_PYTHON", "~/aihwkit-venv/bin/python")))
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "aihwkit" / "device_update_aihwkit.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "aihwkit" / "device_update_aihwkit.py"
 needs_aihwkit = pytest.mark.skipif(not PYTHON.exists(), reason=f"no aihwkit interpreter at {PYTHON}")
 
 TRACES = {

@@ -1,6 +1,6 @@
 """The one-sided unit cell (devices.one_sided): routing of pulses, set_weights, the refresh criterion and
 rewrite, the refresh schedule, checkpoint/resume, training with the PCM preset, and aihwkit 1.1.0 itself
-where a venv with it exists (its OneSidedUnitCell run in a subprocess, as tests/test_devices_aihwkit.py).
+where a venv with it exists (its OneSidedUnitCell run in a subprocess, as tests/devices/test_aihwkit.py).
 
 Dyadic steps (dw_min = 1/16) keep every weight exact in float32, so the closed forms hold to the bit.
 """
@@ -14,9 +14,9 @@ import subprocess
 import numpy as np
 import pytest
 import torch
+from aihwkit_helpers import PYTHON
 from conftest import NO_SPREAD
 from state_helpers import same_state
-from test_devices_aihwkit import PYTHON
 from torch import nn
 
 from aimc import trainers as T

@@ -22,7 +22,7 @@ from aimc.sweeps.runner import SweepRunner, run_sweep
 from aimc.sweeps.summary import summarize
 from aimc.sweeps.sweep_file import load_sweep, parse_sweep
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "examples/sweeps/small.toml"
 BASE = {
     "name": "tiny",

@@ -13,20 +13,19 @@ within their sampling error.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from aihwkit_helpers import PYTHON
 from torch import nn
 
 from aimc import trainers as T
 from aimc.devices import ConstantStep, PeripheryConfig, UpdateConfig
 
-PYTHON = Path(os.path.expanduser(os.environ.get("AIMC_AIHWKIT_PYTHON", "~/aihwkit-venv/bin/python")))
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "aihwkit" / "transfer_sequence_aihwkit.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "aihwkit" / "transfer_sequence_aihwkit.py"
 pytestmark = pytest.mark.skipif(not PYTHON.exists(), reason=f"no aihwkit interpreter at {PYTHON}")
 
 DW = 2.0**-9

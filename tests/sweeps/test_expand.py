@@ -11,7 +11,7 @@ from aimc.common.errors import ConfigError
 from aimc.config import validate_config
 from aimc.sweeps.sweep_file import load_sweep, parse_sweep
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BASE = {
     "trainer": {"algorithm": "analog_sgd", "lr": 0.05},
     "model": {"name": "fcn", "hidden": [8]},

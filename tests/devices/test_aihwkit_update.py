@@ -9,18 +9,17 @@ on benchmarks/aihwkit/device_update_aihwkit.py.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from aihwkit_helpers import PYTHON
 from conftest import NO_SPREAD, TRACE_SIGNS, one_element_traces
 
 from aimc.devices import PRESETS, ConductanceArray, parse_device, soft_bounds_pmax
 
-PYTHON = Path(os.path.expanduser(os.environ.get("AIMC_AIHWKIT_PYTHON", "~/aihwkit-venv/bin/python")))
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "aihwkit" / "device_update_aihwkit.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "aihwkit" / "device_update_aihwkit.py"
 
 pytestmark = pytest.mark.skipif(not PYTHON.exists(), reason=f"no aihwkit interpreter at {PYTHON}")
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from aimc.common import seeds
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ("aimc", "devices", "trainers", "calibration")
 
 

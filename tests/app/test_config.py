@@ -9,7 +9,7 @@ from aimc.common.errors import ConfigError
 from aimc.config import ExperimentConfig, apply_overrides, config_schema, default_job, load_config, validate_config
 from aimc.toml_writer import to_toml
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "configs"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "configs"
 
 
 def _error(data: dict) -> str:

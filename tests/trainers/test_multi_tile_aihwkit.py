@@ -10,17 +10,16 @@ would be about 4x larger), and grows with the number of tiles in both.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
+from aihwkit_helpers import PYTHON
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples"))
 from r3_least_squares import aihwkit_errors, tracking_error  # noqa: E402
 
-PYTHON = Path(os.path.expanduser(os.environ.get("AIMC_AIHWKIT_PYTHON", "~/aihwkit-venv/bin/python")))
 pytestmark = pytest.mark.skipif(not PYTHON.exists(), reason=f"no aihwkit interpreter at {PYTHON}")
 
 TILES = (2, 3, 4)
