@@ -49,7 +49,7 @@ from aimc.devices import (  # noqa: E402
 )
 from aimc.devices.array import ConductanceArray  # noqa: E402
 from aimc.devices.device_base import ElementParams  # noqa: E402
-from aimc.devices.families import FAMILY_MODULES  # noqa: E402
+from aimc.devices.families import FAMILY_MODULES, paper  # noqa: E402
 from aimc.devices.families.constant import ConstantStep, Ideal  # noqa: E402
 from aimc.devices.families.exp_step import ExpStep  # noqa: E402
 from aimc.devices.families.exponential import Exponential  # noqa: E402
@@ -90,6 +90,7 @@ CACHED_MODULES = (
     pulsed_set,
     array_update,
     column_read,
+    paper,
     *FAMILY_MODULES,
 )
 """Every module with cached Numba kernels (and kernel_bundles, the kernels' argument types): a change to any of

@@ -26,25 +26,24 @@ from aimc.devices.families.soft_bounds_reference import SoftBoundsReference
 from aimc.devices.families.table import PiecewiseStep, Tabulated
 from aimc.devices.one_sided import OneSided
 
-DeviceConfig = Annotated[
-    Union[
-        Ideal,
-        Linear,
-        Power,
-        Exponential,
-        ConstantStep,
-        LinearStep,
-        SoftBounds,
-        ExpStep,
-        PowStep,
-        PiecewiseStep,
-        SoftBoundsReference,
-        PowStepReference,
-        Tabulated,
-        OneSided,
-    ],
-    Field(discriminator="kind"),
-]
+DEVICE_CLASSES = (
+    Ideal,
+    Linear,
+    Power,
+    Exponential,
+    ConstantStep,
+    LinearStep,
+    SoftBounds,
+    ExpStep,
+    PowStep,
+    PiecewiseStep,
+    SoftBoundsReference,
+    PowStepReference,
+    Tabulated,
+    OneSided,
+)
+"""Every device config class, one per `kind`."""
+DeviceConfig = Annotated[Union[DEVICE_CLASSES], Field(discriminator="kind")]
 DEVICE_KINDS = (
     "ideal",
     "linear",
@@ -64,25 +63,7 @@ DEVICE_KINDS = (
 DEVICE_TAGS = (*DEVICE_KINDS, "OneSided")
 """Every `kind` of the device union, left out of error paths (`tile.device.tau`, not `tile.device.power.tau`)."""
 _ADAPTER = TypeAdapter(DeviceConfig)
-_FAMILIES = {
-    cls.model_fields["kind"].default: cls
-    for cls in (
-        Ideal,
-        Linear,
-        Power,
-        Exponential,
-        ConstantStep,
-        LinearStep,
-        SoftBounds,
-        ExpStep,
-        PowStep,
-        PiecewiseStep,
-        SoftBoundsReference,
-        PowStepReference,
-        Tabulated,
-        OneSided,
-    )
-}
+_FAMILIES = {cls.model_fields["kind"].default: cls for cls in DEVICE_CLASSES}
 
 
 def parse_device(data: dict, where: str = "device") -> DeviceConfig:

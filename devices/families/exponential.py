@@ -13,9 +13,9 @@ import numpy as np
 from numba import njit, uint64
 from pydantic import Field
 
-from aimc.devices.device_base import EXP_R1, GAMMA_DOWN, GAMMA_UP, U_DW_UP, U_GAMMA_UP, U_W_MAX, U_W_MIN, W_MAX, W_MIN
+from aimc.devices.device_base import EXP_R1, GAMMA_DOWN, GAMMA_UP, U_DW_UP, U_GAMMA_UP, U_W_MAX, U_W_MIN
 from aimc.devices.families.fitting import Family
-from aimc.devices.families.paper import UpDownGamma, gamma_families
+from aimc.devices.families.paper import UpDownGamma, add_distance_terms, gamma_families, scaled_distance
 
 CODE = EXP_R1
 
@@ -102,17 +102,10 @@ def step_derivative(up, w, er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_d
     """(s, ds/dw) of the nominal element er (shape (1, 6)) at w, in float64, adding ds/dp into row i of g
     (p: the 6 element columns, then consts from offset c0, tab_up from t_up, tab_dn from t_dn); 0 at or
     beyond the bound."""
-    k = 0 if up else 1
-    dw = er[0, k]
-    span = er[0, W_MAX] - er[0, W_MIN]
-    if span <= 0.0:
-        return 0.0, 0.0
-    sg = 1.0 - 2.0 * k
-    dist = sg * (er[0, W_MAX + k] - w)
+    k, dw, span, sg, dist, v = scaled_distance(up, w, er, consts)
     if dist <= 0.0:
         return 0.0, 0.0
     gam = er[0, GAMMA_UP + k]
-    v = dist * consts[0] / span
     if gam < 1e-9:  # the linear limit
         s, dv = dw * v, dw
         g[i, k] += v
@@ -130,11 +123,7 @@ def step_derivative(up, w, er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_d
             g[i, c0 + 1 + k] -= s / denom
         else:
             g[i, GAMMA_UP + k] -= s * np.exp(gam) / denom
-    g[i, c0] += dv * dist / span
-    g[i, W_MAX + k] += dv * consts[0] / span * sg
-    g[i, W_MAX] -= dv * v / span
-    g[i, W_MIN] += dv * v / span
-    return s, -dv * consts[0] / span * sg
+    return s, add_distance_terms(g, i, c0, k, sg, dist, span, v, dv, consts)
 
 
 def fit_families(n_nodes: int, dw0: float) -> list[Family]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+from numba import njit
 from pydantic import Field, model_serializer, model_validator
 
 from aimc.devices.device_base import DW_DOWN, DW_UP, GAMMA_DOWN, GAMMA_UP, W_MAX, W_MIN, DeviceBase
@@ -156,3 +157,30 @@ def gamma_families(kind: str, cls: type) -> list[Family]:
         {**spread, "gamma_down_dtod": (by_field("gamma_down"), "rel")},
     )
     return [shared, up_down]
+
+
+@njit(cache=True, inline="always")
+def scaled_distance(up, w, er, consts):
+    """Where a derivative of a bounded step starts, for the nominal element er (shape (1, 6)) at w: (k, dw,
+    span, sg, dist, v) with k = 0 up / 1 down, dw the element's step, span = b_max - b_min, sg = +1 up / -1
+    down, dist the distance to the bound the pulse moves toward, v = dist * consts[0] / span (the scaled
+    distance of R1's families). dist is 0 where the span is empty; dist <= 0 means a zero step."""
+    k = 0 if up else 1
+    dw = er[0, k]
+    span = er[0, W_MAX] - er[0, W_MIN]
+    sg = 1.0 - 2.0 * k
+    if span <= 0.0:
+        return k, dw, span, sg, 0.0, 0.0
+    dist = sg * (er[0, W_MAX + k] - w)
+    return k, dw, span, sg, dist, dist * consts[0] / span
+
+
+@njit(cache=True, inline="always")
+def add_distance_terms(g, i, c0, k, sg, dist, span, v, dv, consts):
+    """The chain rule through v = dist * consts[0] / span for a step s(v) with ds/dv = dv: adds ds/dp into row
+    i of g for p = consts[0] (at c0), the bound moved toward and both bounds; returns ds/dw."""
+    g[i, c0] += dv * dist / span
+    g[i, W_MAX + k] += dv * consts[0] / span * sg
+    g[i, W_MAX] -= dv * v / span
+    g[i, W_MIN] += dv * v / span
+    return -dv * consts[0] / span * sg

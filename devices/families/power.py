@@ -27,7 +27,7 @@ from aimc.devices.device_base import (
     W_MIN,
 )
 from aimc.devices.families.fitting import Family, MeasuredRange, by_field, span
-from aimc.devices.families.paper import UpDownGamma, gamma_families
+from aimc.devices.families.paper import UpDownGamma, add_distance_terms, gamma_families, scaled_distance
 from aimc.devices.families.pulsed import AIHW_FIXED, AIHW_SPREAD, PulsedDevice, aihw_box, aihw_start
 from aimc.devices.families.reference import Reference
 
@@ -186,27 +186,16 @@ def step_derivative(up, w, er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_d
     """(s, ds/dw) of the nominal element er (shape (1, 6)) at w, in float64, adding ds/dp into row i of g
     (p: the 6 element columns, then consts from offset c0, tab_up from t_up, tab_dn from t_dn); 0 at or
     beyond the bound."""
-    k = 0 if up else 1
-    dw = er[0, k]
-    span = er[0, W_MAX] - er[0, W_MIN]
-    if span <= 0.0:
-        return 0.0, 0.0
-    sg = 1.0 - 2.0 * k
-    dist = sg * (er[0, W_MAX + k] - w)
+    k, dw, span, sg, dist, v = scaled_distance(up, w, er, consts)
     if dist <= 0.0:
         return 0.0, 0.0
     gam = er[0, GAMMA_UP + k]
-    v = dist * consts[0] / span
     pv = v**gam
     s = dw * pv
     dv = gam * s / v  # dw gam v^(gam - 1), v > 0 here
     g[i, k] += pv
     g[i, GAMMA_UP + k] += s * np.log(v)
-    g[i, c0] += dv * dist / span
-    g[i, W_MAX + k] += dv * consts[0] / span * sg
-    g[i, W_MAX] -= dv * v / span
-    g[i, W_MIN] += dv * v / span
-    return s, -dv * consts[0] / span * sg
+    return s, add_distance_terms(g, i, c0, k, sg, dist, span, v, dv, consts)
 
 
 def _wide_start(d: MeasuredRange) -> list[float]:

@@ -27,6 +27,7 @@ from aimc.devices.device_base import (
     W_MIN,
 )
 from aimc.devices.families.fitting import Family
+from aimc.devices.families.paper import scaled_distance
 from aimc.devices.families.pulsed import PulsedDevice
 from aimc.devices.families.reference import Reference
 
@@ -103,13 +104,7 @@ def step_derivative(up, w, er, consts, grid, tab_up, tab_dn, g, i, c0, t_up, t_d
     """(s, ds/dw) of the nominal element er (shape (1, 6)) at w, in float64, adding ds/dp into row i of g
     (p: the 6 element columns, then consts from offset c0, tab_up from t_up, tab_dn from t_dn); 0 at or
     beyond the bound."""
-    k = 0 if up else 1
-    dw = er[0, k]
-    span = er[0, W_MAX] - er[0, W_MIN]
-    if span <= 0.0:
-        return 0.0, 0.0
-    sg = 1.0 - 2.0 * k
-    dist = sg * (er[0, W_MAX + k] - w)
+    k, dw, _, sg, dist, _ = scaled_distance(up, w, er, consts)
     if dist <= 0.0:
         return 0.0, 0.0
     gam = er[0, GAMMA_UP + k]

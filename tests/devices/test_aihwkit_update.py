@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from aihwkit_helpers import PYTHON
+from aihwkit_helpers import INERT, PYTHON
 from conftest import NO_SPREAD, TRACE_SIGNS, one_element_traces
 
 from aimc.devices import PRESETS, ConductanceArray, parse_device, soft_bounds_pmax
@@ -183,24 +183,6 @@ AIHWKIT_PRESETS = {
     "aihwkit_idealized": "IdealizedPresetDevice",
     "aihwkit_gokmen_vlasov": "GokmenVlasovPresetDevice",
 }
-# aihwkit fields the presets above leave at values without effect (not modelled as fields here)
-INERT = dict(
-    construction_seed=0,
-    perfect_bias=False,
-    count_pulses=False,
-    dw_min_dtod_log_normal=False,
-    dw_min_std_add=0.0,
-    dw_min_std_slope=0.0,
-    allow_increasing=False,
-    reverse_up=False,
-    reverse_down=False,
-    reverse_offset=0.01,
-    slope_up_dtod=0.0,
-    slope_down_dtod=0.0,
-    reference_mean=0.0,
-    reference_std=0.0,
-    subtract_symmetry_point=False,
-)
 
 
 def test_presets_carry_every_field_of_aihwkit_s_preset_classes():

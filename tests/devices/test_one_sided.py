@@ -14,7 +14,7 @@ import subprocess
 import numpy as np
 import pytest
 import torch
-from aihwkit_helpers import PYTHON
+from aihwkit_helpers import INERT, PYTHON
 from conftest import NO_SPREAD
 from state_helpers import same_state
 from torch import nn
@@ -372,7 +372,6 @@ print(json.dumps(dict(device=dev, n_devices=len(cell.unit_cell_devices), refresh
 def test_pcm_preset_has_the_fields_of_aihwkit_s_pcm_unit_cell():
     """Every field of aihwkit's PCMPresetUnitCell and its PCMPresetDevice has our value, except fields
     without effect there (INERT)."""
-    from test_devices_aihwkit_update import INERT
 
     out = subprocess.run([str(PYTHON), "-c", FIELDS], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
