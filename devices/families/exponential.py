@@ -13,9 +13,9 @@ import numpy as np
 from numba import njit, uint64
 from pydantic import Field
 
-from aimc.devices.device_base import EXP_R1, GAMMA_DOWN, GAMMA_UP, U_DW_UP, U_GAMMA_UP, U_W_MAX, U_W_MIN
+from aimc.devices.device_base import EXP_R1, GAMMA_DOWN, GAMMA_UP, U_GAMMA_UP
 from aimc.devices.families.fitting import Family
-from aimc.devices.families.paper import UpDownGamma, add_distance_terms, gamma_families, scaled_distance
+from aimc.devices.families.paper import UpDownGamma, add_distance_terms, gamma_families, scaled_distance, step_distance
 
 CODE = EXP_R1
 
@@ -78,14 +78,10 @@ def step(up, k, w, er, j, consts, grid, tab_up, tab_dn, F):
     offsets and w in the float type F). The exponentials in float64 whatever F (float() keeps a float32 float32
     in Numba); the denominator is consts[1 + k] where all elements share g (`Exponential._consts_of`), NaN where
     they do not."""
-    one = F(1.0)
     zero = F(0.0)
-    dw = F(er[j, U_DW_UP + k])
-    span = F(er[j, U_W_MAX]) - F(er[j, U_W_MIN])
+    dw, span, dist = step_distance(k, w, er, j, F)
     if span <= zero:
         return zero
-    sg = one - F(2.0) * F(k)
-    dist = max(sg * (F(er[j, U_W_MAX + k]) - w), zero)
     g = F(er[j, U_GAMMA_UP + k])
     v = dist * F(consts[0]) / span  # in units of span / consts[0]
     if g < F(1e-9):

@@ -15,7 +15,18 @@ import numpy as np
 from numba import njit
 from pydantic import Field, model_serializer, model_validator
 
-from aimc.devices.device_base import DW_DOWN, DW_UP, GAMMA_DOWN, GAMMA_UP, W_MAX, W_MIN, DeviceBase
+from aimc.devices.device_base import (
+    DW_DOWN,
+    DW_UP,
+    GAMMA_DOWN,
+    GAMMA_UP,
+    U_DW_UP,
+    U_W_MAX,
+    U_W_MIN,
+    W_MAX,
+    W_MIN,
+    DeviceBase,
+)
 from aimc.devices.families.fitting import Family, MeasuredRange, by_field, span
 
 
@@ -157,6 +168,18 @@ def gamma_families(kind: str, cls: type) -> list[Family]:
         {**spread, "gamma_down_dtod": (by_field("gamma_down"), "rel")},
     )
     return [shared, up_down]
+
+
+@njit(cache=True, inline="always")
+def step_distance(k, w, er, j, F):
+    """What the mean step of a bounded family starts from, in the float type F, for element j of the row er at
+    w (k, j unsigned offsets, as `response_step.element_step` gives them): (dw, span, dist) with dw the
+    element's step of direction k, span = b_max - b_min (the step is 0 where span <= 0) and dist >= 0 the
+    distance to the bound of direction k (0 up: W_MAX, 1 down: W_MIN)."""
+    dw = F(er[j, U_DW_UP + k])
+    span = F(er[j, U_W_MAX]) - F(er[j, U_W_MIN])
+    sg = F(1.0) - F(2.0) * F(k)
+    return dw, span, max(sg * (F(er[j, U_W_MAX + k]) - w), F(0.0))
 
 
 @njit(cache=True, inline="always")

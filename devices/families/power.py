@@ -19,15 +19,12 @@ from aimc.devices.device_base import (
     GAMMA_DOWN,
     GAMMA_UP,
     POWER,
-    U_DW_UP,
     U_GAMMA_UP,
-    U_W_MAX,
-    U_W_MIN,
     W_MAX,
     W_MIN,
 )
 from aimc.devices.families.fitting import Family, MeasuredRange, by_field, span
-from aimc.devices.families.paper import UpDownGamma, add_distance_terms, gamma_families, scaled_distance
+from aimc.devices.families.paper import UpDownGamma, add_distance_terms, gamma_families, scaled_distance, step_distance
 from aimc.devices.families.pulsed import AIHW_FIXED, AIHW_SPREAD, PulsedDevice, aihw_box, aihw_start
 from aimc.devices.families.reference import Reference
 
@@ -164,12 +161,9 @@ def step(up, k, w, er, j, consts, grid, tab_up, tab_dn, F):
     `response_step.element_step`, which gives k and j as unsigned offsets and w in the float type F)."""
     one = F(1.0)
     zero = F(0.0)
-    dw = F(er[j, U_DW_UP + k])
-    span = F(er[j, U_W_MAX]) - F(er[j, U_W_MIN])
+    dw, span, dist = step_distance(k, w, er, j, F)
     if span <= zero:
         return zero
-    sg = one - F(2.0) * F(k)
-    dist = max(sg * (F(er[j, U_W_MAX + k]) - w), zero)
     g = F(er[j, U_GAMMA_UP + k])
     v = dist * F(consts[0]) / span  # in units of span / consts[0]
     if g == one:

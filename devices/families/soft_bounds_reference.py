@@ -19,15 +19,12 @@ from aimc.devices.device_base import (
     GAMMA_DOWN,
     GAMMA_UP,
     SOFT_REF,
-    U_DW_UP,
     U_GAMMA_UP,
-    U_W_MAX,
-    U_W_MIN,
     W_MAX,
     W_MIN,
 )
 from aimc.devices.families.fitting import Family
-from aimc.devices.families.paper import scaled_distance
+from aimc.devices.families.paper import scaled_distance, step_distance
 from aimc.devices.families.pulsed import PulsedDevice
 from aimc.devices.families.reference import Reference
 
@@ -87,14 +84,10 @@ def step(up, k, w, er, j, consts, grid, tab_up, tab_dn, F):
     """Mean step magnitude dw dist g of element j of the row er, dist the distance (>= 0) to the shifted bound
     of direction k (0 up: W_MAX, 1 down: W_MIN), g = 1 / |bound| of that direction; 0 where b_max <= b_min (as
     `response_step.element_step`, which gives k and j as unsigned offsets and w in the float type F)."""
-    one = F(1.0)
     zero = F(0.0)
-    dw = F(er[j, U_DW_UP + k])
-    span = F(er[j, U_W_MAX]) - F(er[j, U_W_MIN])
+    dw, span, dist = step_distance(k, w, er, j, F)
     if span <= zero:
         return zero
-    sg = one - F(2.0) * F(k)
-    dist = max(sg * (F(er[j, U_W_MAX + k]) - w), zero)
     g = F(er[j, U_GAMMA_UP + k])
     return dw * dist * g
 
