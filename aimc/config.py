@@ -15,83 +15,28 @@ import math
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from aimc.common.errors import ConfigError
 from aimc.common.validation import STRICT, format_validation_error
+from aimc.data_config import DataConfig
 from aimc.devices import DEVICE_TAGS, load_device
 from aimc.devices.drift import DriftParameter
+from aimc.model_config import (  # noqa: F401 (the model sections are public names of aimc.config too)
+    MODEL_NAMES,
+    CifarResNetConfig,
+    FCNConfig,
+    ImportedModelConfig,
+    LeNet5Config,
+    MobileNetV2Config,
+    ModelConfig,
+    R1CNNConfig,
+    ResNetConfig,
+    VGG8Config,
+)
 from aimc.trainers import ALGORITHMS, AnalogSGDConfig, TileConfig, TrainerConfig
-
-Activation = Literal["sigmoid", "relu", "tanh"]
-
-
-class FCNConfig(BaseModel):
-    """Fully connected network on the flattened image (R1's FCN: 784-256-128-10, sigmoid)."""
-
-    model_config = STRICT
-    name: Literal["fcn"] = "fcn"
-    hidden: tuple[Annotated[int, Field(ge=1, strict=True)], ...] = Field(
-        (256, 128), strict=False, description="hidden layer widths (a TOML list)"
-    )
-    activation: Activation = Field("sigmoid", description="activation after every hidden layer")
-
-
-class LeNet5Config(BaseModel):
-    """LeNet-5: two 5x5 convolutions (6, 16 channels) with 2x2 max pooling, then 120-84-classes."""
-
-    model_config = STRICT
-    name: Literal["lenet5"] = "lenet5"
-    activation: Activation = Field("tanh", description="activation after every hidden layer")
-
-
-class R1CNNConfig(BaseModel):
-    """R1's CNN (arXiv:2502.06309, its MNIST CNN script): two 5x5 convolutions (16, 32 channels, no padding) with
-    2x2 max pooling, then 512-128-classes."""
-
-    model_config = STRICT
-    name: Literal["r1_cnn"] = "r1_cnn"
-    activation: Activation = Field("tanh", description="activation after every hidden layer")
-
-
-class ResNetConfig(BaseModel):
-    """A small ResNet: a 3x3 stem and three stages of basic blocks (width, 2 width, 4 width channels)."""
-
-    model_config = STRICT
-    name: Literal["resnet"] = "resnet"
-    width: int = Field(16, ge=1, description="channels of the first stage")
-    blocks: int = Field(1, ge=1, description="basic blocks per stage")
-    activation: Activation = Field("relu", description="activation inside the blocks")
-
-
-ModelConfig = Annotated[Union[FCNConfig, LeNet5Config, R1CNNConfig, ResNetConfig], Field(discriminator="name")]
-MODEL_NAMES = ("fcn", "lenet5", "r1_cnn", "resnet")
-
-
-class DataConfig(BaseModel):
-    """The data set: 28x28 grayscale images with 10 classes, pixel values scaled to [0, 1]."""
-
-    model_config = STRICT
-    name: Literal["mnist_small", "mnist", "fashion_mnist"] = Field(
-        "mnist_small",
-        description="mnist_small: the MNIST subset shipped with the package; mnist, "
-        "fashion_mnist: the IDX files in `path` (or torchvision's copy)",
-    )
-    path: str | None = Field(
-        None,
-        description="directory with the 4 IDX files (gzip or not); none: "
-        "torchvision's data set under ~/.cache/aimc (if installed)",
-    )
-    n_train: int | None = Field(None, ge=1, description="use the first n_train training images (none: all)")
-    n_test: int | None = Field(None, ge=1, description="use the first n_test test images (none: all)")
-
-    @model_validator(mode="after")
-    def _path_only_for_files(self) -> DataConfig:
-        if self.name == "mnist_small" and self.path is not None:
-            raise ValueError("data.path: mnist_small is shipped with the package and takes no path")
-        return self
 
 
 class CheckpointConfig(BaseModel):
@@ -250,6 +195,10 @@ class ExperimentConfig(BaseModel):
 # Fields added after runs existed, left out of the canonical JSON while unset: the runs made before them keep
 # their hash (a sweep folder does not rerun them).
 _ADDED_LATER = ("lr_decay",)
+_ADDED_LATER_IN = {
+    "data": ("source", "options", "augment", "crop_padding", "normalize"),
+    "model": ("pretrained", "analog_layers", "analog_types"),
+}
 
 
 def canonical_json(cfg: BaseModel) -> str:
@@ -258,9 +207,21 @@ def canonical_json(cfg: BaseModel) -> str:
     for key in _ADDED_LATER:
         if data.get(key, 0) is None:
             del data[key]
+    for section, keys in _ADDED_LATER_IN.items():
+        fields = type(getattr(cfg, section)).model_fields
+        for key in keys:
+            if key in data[section] and data[section][key] == _default(fields[key]):
+                del data[section][key]
+    data["data"].pop("workers", None)  # who draws the batches changes no result
     data.pop("log", None)  # where metrics are logged changes no result
     data.pop("retention", None)  # evaluated after training
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def _default(field: Any) -> Any:
+    """A pydantic field's default in JSON form."""
+    value = field.get_default(call_default_factory=True)
+    return list(value) if isinstance(value, tuple) else value
 
 
 # -- validation with dotted-path errors ------------------------------------------------------------------

@@ -1,7 +1,9 @@
-"""Data sets: an IDX reader with validation, the MNIST subset shipped with the package, torchvision fallback.
+"""Data sets in memory (`Dataset`), and the MNIST family: an IDX reader with validation, the MNIST subset shipped
+with the package, torchvision fallback.
 
-Every loader returns a `Dataset` of uint8 images (N, 28, 28) and int64 labels (N,) in 0..9; `tensors()`
-gives float32 images scaled to [0, 1] with a channel axis, (N, 1, 28, 28).
+The MNIST loaders return uint8 images (N, 28, 28) and int64 labels (N,) in 0..9; `tensors()` gives float32
+images scaled to [0, 1] with a channel axis, (N, 1, 28, 28). Other sources (aimc.data_sources) give
+(N, channels, height, width).
 """
 
 from __future__ import annotations
@@ -27,19 +29,30 @@ class DataError(ValueError):
 
 @dataclass(frozen=True)
 class Dataset:
-    """Train and test splits: images uint8 (N, 28, 28), labels int64 (N,)."""
+    """Train and test splits: images (N, height, width) for one channel or (N, channels, height, width), uint8
+    (scaled to [0, 1] by `tensors`) or float32 (used as they are); labels int64 (N,) in 0..n_classes - 1."""
 
     name: str
     x_train: np.ndarray
     y_train: np.ndarray
     x_test: np.ndarray
     y_test: np.ndarray
+    n_classes: int = 10
+
+    @property
+    def image_shape(self) -> tuple[int, int, int]:
+        """(channels, height, width) of one image."""
+        shape = self.x_train.shape[1:]
+        return (1, *shape) if len(shape) == 2 else tuple(shape)
 
     def tensors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(x_train, y_train, x_test, y_test) as torch tensors, images float32 in [0, 1], (N, 1, 28, 28)."""
+        """(x_train, y_train, x_test, y_test) as torch tensors, images float32 (N, channels, height, width),
+        uint8 pixels scaled to [0, 1]."""
 
         def img(x):
-            return torch.from_numpy(x.astype(np.float32) / 255.0).unsqueeze(1)
+            x = x.astype(np.float32) / 255.0 if x.dtype == np.uint8 else x.astype(np.float32, copy=False)
+            t = torch.from_numpy(x)
+            return t.unsqueeze(1) if t.ndim == 3 else t
 
         return (img(self.x_train), torch.from_numpy(self.y_train), img(self.x_test), torch.from_numpy(self.y_test))
 
@@ -49,7 +62,12 @@ class Dataset:
             if n is not None and n > have:
                 raise DataError(f"data.{field} = {n}, but {self.name} has only {have} samples in that split")
         return Dataset(
-            self.name, self.x_train[:n_train], self.y_train[:n_train], self.x_test[:n_test], self.y_test[:n_test]
+            self.name,
+            self.x_train[:n_train],
+            self.y_train[:n_train],
+            self.x_test[:n_test],
+            self.y_test[:n_test],
+            self.n_classes,
         )
 
 

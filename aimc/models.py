@@ -1,13 +1,32 @@
-"""The networks of the experiments, as plain torch modules (`trainers.convert` makes them analog).
+"""The networks of the experiments, as plain torch modules (`trainers.convert` makes them analog): the MNIST
+networks here, the larger ones in aimc.model_zoo, the user's own through an import path.
 
-Inputs are images (batch, 1, 28, 28) in [0, 1]; outputs are logits (batch, 10).
+Inputs are images (batch, channels, height, width), (batch, 1, 28, 28) for MNIST; outputs are logits
+(batch, classes).
 """
 
 from __future__ import annotations
 
+import math
+
 from torch import nn
 
-from aimc.config import FCNConfig, LeNet5Config, ModelConfig, R1CNNConfig, ResNetConfig
+from aimc.common.errors import ConfigError
+from aimc.common.imports import load_callable
+from aimc.model_config import (
+    CifarResNetConfig,
+    FCNConfig,
+    ImportedModelConfig,
+    LeNet5Config,
+    MobileNetV2Config,
+    ModelConfig,
+    R1CNNConfig,
+    ResNetConfig,
+    VGG8Config,
+)
+from aimc.model_zoo import CifarResNet, MobileNetV2, vgg8
+
+MNIST_SHAPE = (1, 28, 28)
 
 _ACT = {"sigmoid": nn.Sigmoid, "relu": nn.ReLU, "tanh": nn.Tanh}
 
@@ -23,18 +42,20 @@ def fcn(cfg: FCNConfig, n_in: int = 784, n_out: int = 10) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-def lenet5(cfg: LeNet5Config, n_out: int = 10) -> nn.Sequential:
-    """LeNet-5 for 28x28 inputs: conv 5x5 (6, padding 2), pool, conv 5x5 (16), pool, 400-120-84-n_out."""
+def lenet5(cfg: LeNet5Config, n_out: int = 10, in_shape: tuple[int, int, int] = MNIST_SHAPE) -> nn.Sequential:
+    """LeNet-5: conv 5x5 (6, padding 2), pool, conv 5x5 (16), pool, then 120-84-n_out (400 features for
+    28x28 inputs)."""
     act = _ACT[cfg.activation]
+    c, h, w = in_shape
     return nn.Sequential(
-        nn.Conv2d(1, 6, 5, padding=2),
+        nn.Conv2d(c, 6, 5, padding=2),
         act(),
         nn.MaxPool2d(2),
         nn.Conv2d(6, 16, 5),
         act(),
         nn.MaxPool2d(2),
         nn.Flatten(),
-        nn.Linear(16 * 5 * 5, 120),
+        nn.Linear(16 * ((h // 2 - 4) // 2) * ((w // 2 - 4) // 2), 120),
         act(),
         nn.Linear(120, 84),
         act(),
@@ -42,12 +63,13 @@ def lenet5(cfg: LeNet5Config, n_out: int = 10) -> nn.Sequential:
     )
 
 
-def r1_cnn(cfg: R1CNNConfig, n_out: int = 10) -> nn.Sequential:
-    """R1's CNN for 28x28 inputs: conv 5x5 (16), pool, conv 5x5 (32), pool, activation, 512-128-n_out
-    (arXiv:2502.06309; 80016 weights in four layers)."""
+def r1_cnn(cfg: R1CNNConfig, n_out: int = 10, in_shape: tuple[int, int, int] = MNIST_SHAPE) -> nn.Sequential:
+    """R1's CNN: conv 5x5 (16), pool, conv 5x5 (32), pool, activation, then 128-n_out (512 features and
+    80016 weights in four layers for 28x28 inputs; arXiv:2502.06309)."""
     act = _ACT[cfg.activation]
+    c, h, w = in_shape
     return nn.Sequential(
-        nn.Conv2d(1, 16, 5),
+        nn.Conv2d(c, 16, 5),
         act(),
         nn.MaxPool2d(2),
         nn.Conv2d(16, 32, 5),
@@ -55,7 +77,7 @@ def r1_cnn(cfg: R1CNNConfig, n_out: int = 10) -> nn.Sequential:
         nn.MaxPool2d(2),
         act(),
         nn.Flatten(),
-        nn.Linear(32 * 4 * 4, 128),
+        nn.Linear(32 * (((h - 4) // 2 - 4) // 2) * (((w - 4) // 2 - 4) // 2), 128),
         act(),
         nn.Linear(128, n_out),
     )
@@ -84,12 +106,12 @@ class BasicBlock(nn.Module):
         return self.act(self.body(x) + self.shortcut(x))
 
 
-def resnet(cfg: ResNetConfig, n_out: int = 10) -> nn.Sequential:
+def resnet(cfg: ResNetConfig, n_out: int = 10, in_channels: int = 1) -> nn.Sequential:
     """A small ResNet: 3x3 stem (width), stages of `blocks` basic blocks at width, 2 width, 4 width
     (28 -> 14 -> 7 pixels), global average pooling, a Linear to the logits."""
     act = _ACT[cfg.activation]
     w = cfg.width
-    layers: list[nn.Module] = [nn.Conv2d(1, w, 3, 1, 1, bias=False), nn.BatchNorm2d(w), act()]
+    layers: list[nn.Module] = [nn.Conv2d(in_channels, w, 3, 1, 1, bias=False), nn.BatchNorm2d(w), act()]
     c = w
     for stage, width in enumerate((w, 2 * w, 4 * w)):
         for b in range(cfg.blocks):
@@ -99,12 +121,35 @@ def resnet(cfg: ResNetConfig, n_out: int = 10) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-def build_model(cfg: ModelConfig, n_classes: int = 10) -> nn.Module:
-    """The torch model of a model config (weights from torch's default init and global seed)."""
+def build_model(cfg: ModelConfig, n_classes: int = 10, in_shape: tuple[int, int, int] = MNIST_SHAPE) -> nn.Module:
+    """The torch model of a model config for images of `in_shape` (channels, height, width) and `n_classes`
+    classes (weights from torch's default init and global seed)."""
     if isinstance(cfg, FCNConfig):
-        return fcn(cfg, 28 * 28, n_classes)
+        return fcn(cfg, math.prod(in_shape), n_classes)
     if isinstance(cfg, LeNet5Config):
-        return lenet5(cfg, n_classes)
+        return lenet5(cfg, n_classes, in_shape)
     if isinstance(cfg, R1CNNConfig):
-        return r1_cnn(cfg, n_classes)
-    return resnet(cfg, n_classes)
+        return r1_cnn(cfg, n_classes, in_shape)
+    if isinstance(cfg, ResNetConfig):
+        return resnet(cfg, n_classes, in_shape[0])
+    if isinstance(cfg, CifarResNetConfig):
+        return CifarResNet(cfg.name, n_classes, in_shape[0], cfg.width)
+    if isinstance(cfg, VGG8Config):
+        return vgg8(n_classes, in_shape, cfg.width)
+    if isinstance(cfg, MobileNetV2Config):
+        return MobileNetV2(n_classes, in_shape[0])
+    return imported_model(cfg, n_classes, in_shape)
+
+
+def imported_model(cfg: ImportedModelConfig, n_classes: int, in_shape: tuple[int, int, int]) -> nn.Module:
+    """The user's model: `cfg.source`(num_classes=n_classes, in_shape=in_shape, **cfg.options)."""
+    build = load_callable(cfg.source, "model.source")
+    try:
+        model = build(num_classes=n_classes, in_shape=tuple(in_shape), **cfg.options)
+    except TypeError as err:
+        raise ConfigError(
+            f"model.source: {cfg.source}(num_classes=..., in_shape=..., **model.options) failed: {err}"
+        ) from None
+    if not isinstance(model, nn.Module):
+        raise ConfigError(f"model.source: {cfg.source} returned {type(model).__name__}, not a torch.nn.Module")
+    return model

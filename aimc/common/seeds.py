@@ -29,6 +29,7 @@ CHOPPERS = 0xC40B  # c-TTv2 / AGAD's chopper switches
 E_RIDER_CHOPPER = 0xE41D  # E-RIDER's chopper sign per tile
 BOOTSTRAP = 0xB007  # calibration's bootstrap resamples
 PROTOCOL = 0x5EC  # calibration's simulated measurement protocols
+AUGMENT = 0xA06  # a training batch's random crops and flips
 
 LAYER_STRIDE = 1000  # layer k of a converted model: seed * 1000 + k; tile k of a layer: its seed * 1000 + k
 ARRAY_STRIDE = 1009  # array n of a tile: seed * 1009 + n

@@ -4,6 +4,8 @@ evaluate models here."""
 
 from __future__ import annotations
 
+import fnmatch
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -11,17 +13,75 @@ import torch.nn.functional as F
 from torch import nn
 
 from aimc import trainers
+from aimc.common.errors import ConfigError
 from aimc.config import ExperimentConfig
-from aimc.models import build_model
+from aimc.model_config import NetworkConfig
+from aimc.models import MNIST_SHAPE, build_model
+
+ANALOG_TYPES = {"linear": nn.Linear, "conv1d": nn.Conv1d, "conv2d": nn.Conv2d}
+"""The layer types of `model.analog_types`."""
 
 
-def build(cfg: ExperimentConfig) -> tuple[nn.Module, Any]:
-    """The model (analog unless the trainer is digital SGD) and its optimizer, initialised from cfg.seed."""
+def build(
+    cfg: ExperimentConfig, in_shape: tuple[int, int, int] = MNIST_SHAPE, n_classes: int = 10
+) -> tuple[nn.Module, Any]:
+    """The model for images of `in_shape` (channels, height, width) and `n_classes` classes, initialised from
+    cfg.seed or loaded from `model.pretrained`, its `analog_layer_names` on tiles unless the trainer is digital
+    SGD; and its optimizer."""
     torch.manual_seed(cfg.seed)
-    model = build_model(cfg.model)
+    model = build_model(cfg.model, n_classes, in_shape)
+    if cfg.model.pretrained is not None:
+        load_pretrained(model, cfg.model.pretrained)
     if cfg.trainer.algorithm != "sgd":
-        model = trainers.convert(model, cfg.tile, seed=cfg.seed)
+        model = trainers.convert(model, cfg.tile, layers=analog_layer_names(model, cfg.model), seed=cfg.seed)
     return model, trainers.build_optimizer(model, cfg.trainer)
+
+
+def analog_layer_names(model: nn.Module, cfg: NetworkConfig) -> list[str] | None:
+    """The qualified names of the Linear / Conv1d / Conv2d layers that match one of `cfg.analog_layers`' glob
+    patterns and one of `cfg.analog_types`, in module order; None (every layer) when neither is given."""
+    if cfg.analog_layers is None and cfg.analog_types is None:
+        return None
+    types = tuple(ANALOG_TYPES[t] for t in (cfg.analog_types or ANALOG_TYPES))
+    patterns = cfg.analog_layers or ["*"]
+    candidates = [(n, m) for n, m in model.named_modules() if isinstance(m, tuple(ANALOG_TYPES.values()))]
+    names = [n for n, m in candidates if isinstance(m, types) and any(fnmatch.fnmatchcase(n, p) for p in patterns)]
+    if not names:
+        raise ConfigError(
+            f"model.analog_layers {patterns} with analog_types {cfg.analog_types or list(ANALOG_TYPES)}: no layer "
+            f"matches; the layers are {[n for n, _ in candidates]}"
+        )
+    return names
+
+
+def load_pretrained(model: nn.Module, path: str) -> None:
+    """Load the state dict in the file `path` (torch.save of `model.state_dict()`, or an aimc checkpoint whose
+    `model` entry is one) into `model`; a `ConfigError` names the missing and unexpected keys and the shape
+    mismatches."""
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise ConfigError(f"model.pretrained: {str(file)!r} does not exist")
+    try:
+        state = torch.load(file, map_location="cpu", weights_only=True)
+    except Exception as err:
+        raise ConfigError(f"model.pretrained: {str(file)!r} is not a torch state-dict file ({err})") from None
+    if isinstance(state, dict) and isinstance(state.get("model"), dict):
+        state = state["model"]
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise ConfigError(f"model.pretrained: {str(file)!r} holds no state dict (names -> tensors)")
+    own = model.state_dict()
+    missing = sorted(set(own) - set(state))
+    unexpected = sorted(set(state) - set(own))
+    shapes = [
+        f"{k} {tuple(state[k].shape)} (model {tuple(v.shape)})"
+        for k, v in own.items()
+        if k in state and state[k].shape != v.shape
+    ]
+    if missing or unexpected or shapes:
+        parts = [f"missing keys {missing}" * bool(missing), f"unexpected keys {unexpected}" * bool(unexpected)]
+        parts.append(f"shapes differ: {', '.join(shapes)}" * bool(shapes))
+        raise ConfigError(f"model.pretrained: {str(file)!r} does not fit the model: {'; '.join(p for p in parts if p)}")
+    model.load_state_dict(state)
 
 
 def analog_tiles(model: nn.Module) -> list:

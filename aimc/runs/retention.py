@@ -28,9 +28,10 @@ from aimc.common.errors import ConfigError
 from aimc.common.figures import PALETTE, figure_style, pyplot, save_figure
 from aimc.common.files import atomic_write_text
 from aimc.config import ExperimentConfig, parse_time, validate_config
-from aimc.datasets import load_dataset
+from aimc.data_sources import load_data
 from aimc.devices.drift import DriftParameter
 from aimc.devices.drift_compensation import compensate, probe_readout
+from aimc.runs.batches import InputPipeline
 from aimc.runs.network import analog_tiles, build, evaluate
 from aimc.runs.run_folder import RunFolder
 
@@ -63,10 +64,10 @@ def _accuracies(
     seed: int,
 ) -> tuple[float, float, float]:
     """(accuracy, compensated accuracy, mean compensation scale) of the trained model idle for `seconds`."""
-    model, _ = build(cfg)
+    x, y, n_classes = data
+    model, _ = build(cfg, tuple(x.shape[1:]), n_classes)
     model.load_state_dict(state["model"])
     tiles = analog_tiles(model)
-    x, y = data
     if not tiles:
         acc = evaluate(model, x, y, cfg.eval_batch_size)[1]
         return acc, acc, 1.0
@@ -98,9 +99,9 @@ def retention(
         raise ConfigError("--times: give at least one time")
     if not step_s > 0 or not math.isfinite(step_s):
         raise ConfigError(f"--step-time: expected a positive number of seconds (got {step_s})")
-    d = cfg.data
-    ds = load_dataset(d.name, d.path, d.n_train, d.n_test)
-    x_test, y_test = ds.tensors()[2:]
+    ds = load_data(cfg.data)
+    x_train, _, x_test, y_test = ds.tensors()
+    x_test = InputPipeline.of(cfg.data, x_train).normalized(x_test)
     torch.set_num_threads(cfg.threads)
     rows, digital = [], set()
     for label, sub in cfg.runs():
@@ -112,7 +113,7 @@ def retention(
         if sub.trainer.algorithm == "sgd":
             digital.add(label)
         for name, t in [("0", 0.0), *seconds]:
-            acc, comp, scale = _accuracies(sub, state, (x_test, y_test), t, drift, step_s, seed)
+            acc, comp, scale = _accuracies(sub, state, (x_test, y_test, ds.n_classes), t, drift, step_s, seed)
             rows.append(dict(zip(COLUMNS, (label, name, t, acc, comp, scale))))
             if progress:
                 progress(f"{label} t={name}: accuracy {100 * acc:.2f}%, compensated {100 * comp:.2f}%")

@@ -24,8 +24,10 @@ from tqdm import tqdm
 
 from aimc.common import seeds
 from aimc.config import ExperimentConfig
-from aimc.datasets import Dataset, load_dataset
+from aimc.data_sources import load_data as load_data_section
+from aimc.datasets import Dataset
 from aimc.devices import check_kernel_threads, set_kernel_threads
+from aimc.runs.batches import EpochBatches, InputPipeline, epoch_batches
 from aimc.runs.curves import describe, write_curves
 from aimc.runs.folder_lock import folder_lock
 from aimc.runs.interrupts import caused_by_interrupt, steps_interruptible
@@ -113,8 +115,7 @@ def train_run(
 
 def load_data(cfg: ExperimentConfig) -> Dataset:
     """The data set of `cfg.data`."""
-    d = cfg.data
-    return load_dataset(d.name, d.path, d.n_train, d.n_test)
+    return load_data_section(cfg.data)
 
 
 def _train(
@@ -125,7 +126,9 @@ def _train(
     torch.set_num_threads(cfg.threads)
     set_kernel_threads(cfg.threads)
     x_train, y_train, x_test, y_test = data.tensors()
-    model, opt = build(cfg)
+    pipeline = InputPipeline.of(cfg.data, x_train)
+    x_test = pipeline.normalized(x_test)
+    model, opt = build(cfg, data.image_shape, data.n_classes)
     tiles = analog_tiles(model)
     label = f"{cfg.name}/{cfg.trainer.algorithm}"
     log = MetricLog(cfg, run.root)  # flushed after every record, closed when the run ends
@@ -180,20 +183,21 @@ def _train(
                 group["lr"] = cfg.lr_decay.rate(cfg.trainer.lr, epoch)
         model.train()
         order = epoch_order(cfg.seed, epoch, n)
+        batches = EpochBatches(x_train, y_train, order, cfg.batch_size, pipeline, cfg.seed, epoch)
         total = 0.0
         bar = tqdm(
-            range(steps),
+            enumerate(epoch_batches(batches, cfg.data.workers)),
+            total=steps,
             desc=f"{label} epoch {epoch}/{cfg.epochs}",
             leave=False,
             file=sys.stderr,
             disable=not (progress and sys.stderr.isatty()),
             mininterval=0.5,
         )
-        for step in bar:
+        for step, (xb, yb) in bar:
             between_steps()
-            idx = order[step * cfg.batch_size : (step + 1) * cfg.batch_size]
             opt.zero_grad()
-            loss = F.cross_entropy(model(x_train[idx]), y_train[idx])
+            loss = F.cross_entropy(model(xb), yb)
             value = loss.item()
             if not math.isfinite(value) or value > cfg.max_loss:
                 _diverged(
@@ -206,7 +210,7 @@ def _train(
                 )
             loss.backward()
             opt.step()
-            total += value * len(idx)
+            total += value * len(yb)
             if step % 50 == 0:
                 bar.set_postfix(loss=f"{value:.3f}")
         bar.close()
