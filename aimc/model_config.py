@@ -12,8 +12,6 @@ from aimc.common.validation import STRICT
 IMPORT_PATH = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
 """A "package.module:function" import path."""
 Activation = Literal["sigmoid", "relu", "tanh"]
-
-
 AnalogType = Literal["linear", "conv1d", "conv2d"]
 
 

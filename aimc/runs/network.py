@@ -67,20 +67,25 @@ def load_pretrained(model: nn.Module, path: str) -> None:
         raise ConfigError(f"model.pretrained: {str(file)!r} is not a torch state-dict file ({err})") from None
     if isinstance(state, dict) and isinstance(state.get("model"), dict):
         state = state["model"]
-    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+    if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
         raise ConfigError(f"model.pretrained: {str(file)!r} holds no state dict (names -> tensors)")
     own = model.state_dict()
     missing = sorted(set(own) - set(state))
     unexpected = sorted(set(state) - set(own))
     shapes = [
-        f"{k} {tuple(state[k].shape)} (model {tuple(v.shape)})"
+        f"{k} {tuple(getattr(state[k], 'shape', ()))} (model {tuple(v.shape)})"
         for k, v in own.items()
-        if k in state and state[k].shape != v.shape
+        if k in state and getattr(state[k], "shape", None) != v.shape
     ]
-    if missing or unexpected or shapes:
-        parts = [f"missing keys {missing}" * bool(missing), f"unexpected keys {unexpected}" * bool(unexpected)]
-        parts.append(f"shapes differ: {', '.join(shapes)}" * bool(shapes))
-        raise ConfigError(f"model.pretrained: {str(file)!r} does not fit the model: {'; '.join(p for p in parts if p)}")
+    problems = []
+    if missing:
+        problems.append(f"missing keys {missing}")
+    if unexpected:
+        problems.append(f"unexpected keys {unexpected}")
+    if shapes:
+        problems.append(f"shapes differ: {', '.join(shapes)}")
+    if problems:
+        raise ConfigError(f"model.pretrained: {str(file)!r} does not fit the model: {'; '.join(problems)}")
     model.load_state_dict(state)
 
 
