@@ -16,6 +16,7 @@ from aimc.models import build_model
 from aimc.runs.experiment import run_experiment
 from aimc.runs.run_folder import RunFolder
 from aimc.runs.training import train_run
+from aimc.toml_writer import to_toml
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "configs"
 
@@ -32,8 +33,10 @@ def _without_time(records):
 
 
 def _resumes_bit_exactly(cfg, tmp_path, monkeypatch) -> RunFolder:
-    """Train `cfg` whole, and cut by a Ctrl-C after epoch 2's steps then resumed: the same checkpoint."""
-    train_run(cfg, tmp_path / "whole")
+    """Train `cfg` whole with `aimc train`, and by `train_run` cut by a Ctrl-C after epoch 2's steps then
+    resumed: the same checkpoint."""
+    (tmp_path / "cfg.toml").write_text(to_toml(cfg.model_dump(mode="json")))
+    assert main(["train", str(tmp_path / "cfg.toml"), "--quiet", "--out", str(tmp_path / "whole")]) == 0
     evaluate, calls = aimc.runs.training.evaluate, []
 
     def interrupted(*args):
