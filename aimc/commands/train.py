@@ -28,6 +28,7 @@ def _parse_set(items: list[str]) -> dict:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from aimc.config import apply_overrides, config_schema, default_job, read_toml, validate_config
+    from aimc.runs.run_folder import read_json
 
     if args.schema:
         print(json.dumps(config_schema(), indent=2))
@@ -39,7 +40,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         out = Path(args.resume)
         if not (out / "config.json").is_file():
             raise ConfigError(f"--resume {str(out)!r}: not a run folder (no config.json)")
-        cfg = validate_config(json.loads((out / "config.json").read_text()), where=str(out / "config.json"))
+        cfg = validate_config(read_json(out / "config.json"), where=str(out / "config.json"))
     else:
         if args.config:
             data = read_toml(args.config)

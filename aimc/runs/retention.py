@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from aimc.datasets import load_dataset
 from aimc.devices.drift import DriftParameter
 from aimc.devices.drift_compensation import compensate, probe_readout
 from aimc.runs.network import analog_tiles, build, evaluate
-from aimc.runs.run_folder import RunFolder
+from aimc.runs.run_folder import RunFolder, read_json
 
 COLUMNS = ("algorithm", "time", "time_s", "test_accuracy", "test_accuracy_compensated", "compensation_scale")
 """retention.csv's columns: compensation_scale is the mean of the tiles' output scales (1: no drift)."""
@@ -50,7 +49,7 @@ def finished_config(root: Path) -> ExperimentConfig:
             f"{str(root)!r}: the run is {manifest.get('status')!r}, not finished; finish it with "
             f"`aimc train --resume {root}`"
         )
-    return validate_config(json.loads((root / "config.json").read_text()), where=str(root / "config.json"))
+    return validate_config(read_json(root / "config.json"), where=str(root / "config.json"))
 
 
 def _accuracies(
@@ -106,9 +105,14 @@ def retention(
     for label, sub in cfg.runs():
         run = RunFolder(root / label if cfg.compare else root)
         status = (run.read_manifest() or {}).get("status")
-        state = run.load_checkpoint() if status == "finished" else None
-        if state is None:
+        if status != "finished":
             continue  # a diverged run of a comparison has no trained model to keep
+        state = run.load_checkpoint()
+        if state is None:
+            raise ConfigError(
+                f"{str(run.root)!r}: the run finished, but {run.checkpoint_dir} holds no checkpoint (removed?); "
+                "retention needs the trained model: train the run again into another folder"
+            )
         if sub.trainer.algorithm == "sgd":
             digital.add(label)
         for name, t in [("0", 0.0), *seconds]:
@@ -116,6 +120,8 @@ def retention(
             rows.append(dict(zip(COLUMNS, (label, name, t, acc, comp, scale))))
             if progress:
                 progress(f"{label} t={name}: accuracy {100 * acc:.2f}%, compensated {100 * comp:.2f}%")
+    if not rows:
+        raise ConfigError(f"{str(root)!r}: no run of the comparison finished (each diverged): no trained model to keep")
     write_table(rows, root / "retention.csv")
     fields = drift.model_dump(exclude_defaults=True) if drift is not None else None
     how = (

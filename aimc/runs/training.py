@@ -160,7 +160,7 @@ def _train(
         }
         return run.save_checkpoint(epoch, state, cfg.checkpoint.keep)
 
-    state = run.load_checkpoint()
+    state = run.load_checkpoint(say=lambda line: print(f"warning: {line}", file=sys.stderr))
     if state is None:
         history = [record(0, None, 0.0)]
         checkpoint(0, history)
