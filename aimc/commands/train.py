@@ -70,11 +70,17 @@ def _cmd_train(args: argparse.Namespace) -> int:
     except TrainingDiverged as err:
         print(f"aimc train: {err}", file=sys.stderr)
         return 1
-    run_retention(cfg, out, progress=not args.quiet)
+    diverged = [label for label, res in results.items() if res.get("status") != "finished"]
+    retained = cfg.retention is not None and len(diverged) < len(results)  # a trained model to keep
+    if retained:
+        run_retention(cfg, out, progress=not args.quiet)
     print(comparison_table(results))
-    if cfg.retention is not None:
+    if retained:
         print(f"\nretention: {out / 'retention.csv'}")
     print(f"\nrun folder: {out}")
+    if diverged:
+        print(f"aimc train: diverged: {', '.join(diverged)} (the table gives the last good epoch)", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -208,3 +208,15 @@ def test_an_empty_config_file_says_it_runs_the_defaults(tmp_path, capsys, monkey
     monkeypatch.setattr(aimc.runs.training, "train_run", lambda cfg, out, progress: {"test_accuracy": 0.5})
     assert main(["train", str(empty), "--out", str(tmp_path / "run"), "--quiet"]) == 0
     assert f"config file {str(empty)!r} is empty: every field takes its default" in capsys.readouterr().err
+
+
+def test_a_comparison_with_a_diverged_trainer_exits_1_after_its_table(tmp_path, capsys):
+    path = tmp_path / "c.toml"
+    path.write_text(
+        'name = "d"\nepochs = 1\nbatch_size = 10\n[model]\nhidden = [8]\n[data]\nn_train = 20\nn_test = 20\n'
+        '[[compare]]\nalgorithm = "sgd"\nlr = 0.5\n[[compare]]\nalgorithm = "sgd"\nlr = 1e4\n'
+    )
+    assert main(["train", str(path), "--out", str(tmp_path / "run"), "--quiet"]) == 1  # docs/usage.md: status 1
+    out, err = capsys.readouterr()
+    assert "| sgd-2 " in out and "diverged" in out
+    assert err.strip().splitlines()[-1] == "aimc train: diverged: sgd-2 (the table gives the last good epoch)"
