@@ -10,6 +10,7 @@ import sys
 
 import aimc
 from aimc.commands import fit, report, retention, sweep, train
+from aimc.runs.interrupts import stop_signals_interrupt
 
 
 def _fmt(v: float) -> str:
@@ -80,10 +81,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
-    except KeyboardInterrupt:
+        with stop_signals_interrupt():  # SIGTERM and SIGHUP stop a command as Ctrl-C does
+            return args.func(args)
+    except KeyboardInterrupt as err:
         hint = getattr(args, "resume_hint", None)
-        print(f"aimc {args.command}: interrupted" + (f"; resume with: {hint}" if hint else ""), file=sys.stderr)
+        by = f" by {err.args[0]}" if err.args and err.args[0] in ("SIGTERM", "SIGHUP") else ""
+        print(f"aimc {args.command}: interrupted{by}" + (f"; resume with: {hint}" if hint else ""), file=sys.stderr)
         return EXIT_INTERRUPTED
     except ValueError as err:
         print(f"aimc {args.command}: error: {err}", file=sys.stderr)
