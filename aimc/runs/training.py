@@ -29,6 +29,7 @@ from aimc.devices import check_kernel_threads, set_kernel_threads
 from aimc.runs.curves import describe, write_curves
 from aimc.runs.folder_lock import folder_lock
 from aimc.runs.interrupts import caused_by_interrupt, steps_interruptible
+from aimc.runs.memory import check_memory
 from aimc.runs.metric_log import MetricLog, wanted
 from aimc.runs.network import analog_tiles, build, costs_of, evaluate, saturated_fraction
 from aimc.runs.run_folder import RunFolder
@@ -93,6 +94,7 @@ def train_run(
         raise ValueError("train_run takes a single-trainer config; use run_experiment for `compare`")
     check_kernel_threads(cfg.threads)  # before anything is written
     wanted(cfg)  # TensorBoard asked for without its package: refused before anything is written
+    check_memory(cfg)  # a model too large for this machine: refused before anything is written
     run = RunFolder(out_dir)
     if (done := run.finished(cfg)) is not None:
         return done
