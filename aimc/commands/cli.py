@@ -51,7 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aimc", description=__doc__)
     parser.add_argument("--version", action="version", version=f"aimc {aimc.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("devices", help="list the device presets with their key figures")
+    p = sub.add_parser(
+        "devices",
+        help="list the device presets with their key figures",
+        description="List the device presets (tile.device = NAME) with their family, number of states, step "
+        "dw_min, bounds and symmetric point (docs/devices.md).",
+    )
     p.add_argument("--sources", action="store_true", help="also print where each preset's numbers come from")
     p.set_defaults(func=_cmd_devices)
     train.register(sub)

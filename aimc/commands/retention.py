@@ -66,6 +66,9 @@ def register(sub) -> None:
     p = sub.add_parser(
         "retention",
         help="test accuracy of a finished run after idle times (drift, decay), with and without drift compensation",
+        description="Load the trained model of a finished run (each run of a comparison), leave its analog tiles "
+        "idle for each time (drift, diffusion, decay; docs/devices.md) and read the test set as the tiles are and "
+        "with global drift compensation. Writes RUN_FOLDER/retention.csv and retention.png/.pdf.",
     )
     p.add_argument("run", metavar="RUN_FOLDER", help="folder of a finished `aimc train` run or comparison")
     p.add_argument(
