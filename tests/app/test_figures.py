@@ -4,6 +4,7 @@ the sweep's HTML page (checked in headless Chromium where installed) and TensorB
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import shutil
@@ -156,6 +157,10 @@ def test_sweep_page_is_self_contained_and_sorts(tmp_path):
     assert page.count("data:image/png;base64,") == len(list((tmp_path / "figures").glob("*.png"))) == 3
     rows = _page_rows(page)
     assert len(rows) == len(sweep.points)
+    assert "<th>test_accuracy mean (%)</th>" in page  # in %, as the figures show it
+    with open(tmp_path / "summary.csv", newline="") as fh:
+        csv_means = [r["test_accuracy_mean"] for r in csv.DictReader(fh)]
+    assert [r[4] for r in rows] == [f"{100 * float(v):.4g}" for v in csv_means]  # csv: fractions
     chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if chromium is None:
         pytest.skip("no headless Chromium (apt-get install chromium) to render the page")
