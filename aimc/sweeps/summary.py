@@ -198,7 +198,8 @@ def write_figures(sweep: Sweep, rows: list[dict[str, Any]], metrics: list[str], 
                     ax.set_xticks(xs, [f"{v:g}" for v in xs])
                     ax.minorticks_off()
                 ax.set(xlabel=axis_words(dim), ylabel=label(m))
-                ax.set_title(f"{sweep.config.name}: {label(m)} against {axis_words(dim)}\n{title}", fontsize=9)
+                bars = f"error bars: \u00b1 1 sample std over the {len(sweep.config.seeds)} seeds of a point"
+                ax.set_title(f"{sweep.config.name}: {label(m)} against {axis_words(dim)}\n{title}\n{bars}", fontsize=9)
                 if others and len(groups) <= 10:
                     ax.legend(fontsize=7)
                 fig.tight_layout()
