@@ -49,6 +49,7 @@ def _run(args: argparse.Namespace) -> int:
         drift=drift or base.drift,
         step_s=base.step_time_s if args.step_time is None else args.step_time,
         progress=say,
+        repeats=args.repeats,
     )
     width = max(len(r["algorithm"]) for r in rows) if rows else 9
     print(f"{'algorithm':<{width}}  {'time':>6}  {'acc %':>6}  {'comp. %':>7}")
@@ -100,6 +101,13 @@ def register(sub) -> None:
         type=int,
         default=None,
         help="seed of the idle draws (drift exponents, noise; default: the run config's, else 0)",
+    )
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        metavar="N",
+        help="repeat the idle draws with N seeds (seed, seed + 1, ...); the figure shows their mean and std",
     )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=_run)
