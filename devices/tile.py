@@ -81,6 +81,7 @@ class AnalogTile:
             f"AnalogTile({self.out_size} x {self.in_size}, device {self.device.kind}, arrays {len(self.arrays)}, "
             f"gains [{gains}], seed {self.seed})"
         )
+
     def set_stack(self, gains: Sequence[float]) -> None:
         """Make the stack len(gains) arrays with these forward gains. Arrays that exist keep their state;
         array n created here is fresh (weights at 0 clipped to its bounds), seeded seeds.array_seed(seed, n)."""

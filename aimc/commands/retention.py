@@ -11,7 +11,7 @@ from pathlib import Path
 from aimc.common.errors import ConfigError
 
 
-def _drift(items: list[str]):
+def drift_option(items: list[str]):
     """The DriftParameter of `--drift key=value` pairs (None without any): every tile drifts by it."""
     from pydantic import ValidationError
 
@@ -39,7 +39,7 @@ def _run(args: argparse.Namespace) -> int:
     from aimc.config import RetentionConfig
     from aimc.runs.retention import finished_config, retention
 
-    drift = _drift(args.drift)
+    drift = drift_option(args.drift)
     base = finished_config(Path(args.run)).retention or RetentionConfig()  # the run's own table: the defaults
     say = None if args.quiet else (lambda line: print(line, file=sys.stderr))
     rows = retention(

@@ -175,8 +175,15 @@ def write_figure(rows: list[dict], path: Path, title: str, digital: set[str]) ->
             ax.axhline(start, color=color, ls=":", lw=0.8, label=f"{label} right after training")
             for key, style, name in (("test_accuracy", "o-", label), ("test_accuracy_compensated", "s--", None)):
                 mean, std = zip(*(stats(key, t) for t in ts))
-                ax.errorbar(ts, mean, yerr=std if n_seeds > 1 else None, fmt=style, color=color, capsize=3,
-                            label=name or f"{label}, drift compensated")
+                ax.errorbar(
+                    ts,
+                    mean,
+                    yerr=std if n_seeds > 1 else None,
+                    fmt=style,
+                    color=color,
+                    capsize=3,
+                    label=name or f"{label}, drift compensated",
+                )
         ax.set_xscale("log")
         shown = {r["time_s"]: r["time"] for r in rows if r["time_s"] > 0}
         ax.set_xticks(list(shown), [name if name[-1].isalpha() else f"{name} s" for name in shown.values()])

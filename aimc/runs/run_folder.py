@@ -50,8 +50,7 @@ def read_json(path: str | Path) -> Any:
         json_error = isinstance(err, json.JSONDecodeError)
         where = f" at line {err.lineno}, column {err.colno} ({err.msg})" if json_error else f" ({err.reason})"
         raise ConfigError(
-            f"{path}: not valid JSON{where}: the file is corrupt; restore it or "
-            "train the run again into another folder"
+            f"{path}: not valid JSON{where}: the file is corrupt; restore it or train the run again into another folder"
         ) from None
 
 

@@ -44,4 +44,3 @@ def test_the_estimate_against_the_address_space_limit(monkeypatch):
     monkeypatch.setattr(resource, "getrlimit", lambda what: (10**9 + int(need) - 1, resource.RLIM_INFINITY))
     with pytest.raises(ConfigError, match=r"more than the address-space limit \(RLIMIT_AS, ulimit -v\)"):
         memory.check_memory(cfg)
-

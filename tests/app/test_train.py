@@ -237,7 +237,10 @@ def test_no_progress_bar_escape_codes_in_a_redirected_log(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     run = subprocess.run(
         [sys.executable, "-m", "aimc", "train", str(path), "--out", str(tmp_path / "run")],
-        capture_output=True, text=True, env=env, check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
     )
     assert "\r" not in run.stderr and "\x1b" not in run.stderr
     assert "p/sgd epoch 1: train loss " in run.stderr  # plain lines instead
