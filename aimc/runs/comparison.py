@@ -90,7 +90,8 @@ def _cell(key: str, res: dict) -> str:
 
 
 def comparison_table(results: dict[str, dict]) -> str:
-    """A Markdown table: one row per run with accuracy, losses, pulses per weight, saturation, latency."""
+    """A Markdown table: one row per run with accuracy, losses, pulses per weight, saturation, latency.
+    Plain text joined in code: Markdown needs no escaping, and a template would add a file for one table."""
     rows = [[h for h, _ in _COLUMNS]]
     for label, res in results.items():
         rows.append([label] + [_cell(k, res) for _, k in _COLUMNS[1:]])
