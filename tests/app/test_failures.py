@@ -95,6 +95,7 @@ def _stop_mid_training(config: Path, out: Path, sig: int, epochs_done: int, seed
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal, whatever runs pytest
     )
     deadline = time.monotonic() + 300
     while len(RunFolder(out).read_metrics()) < 1 + epochs_done and proc.poll() is None:
