@@ -64,8 +64,9 @@ def _address_space() -> int:
 def analog_bytes_per_weight(cfg: ExperimentConfig) -> float:
     """Bytes per weight of an analog layer of `cfg`'s tile config and algorithm, measured on an 8 x 8 layer:
     its tiles' arrays and their state, and the optimizer's state, plus torch's parameter and gradient."""
-    model = trainers.convert(nn.Sequential(nn.Linear(8, 8, bias=False)), cfg.tile, seed=cfg.seed)
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):  # a zero shift's cost
+    quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())  # a zero shift's cost
+    with torch.random.fork_rng(devices=[]), quiet[0], quiet[1]:  # torch's global generator left as it was
+        model = trainers.convert(nn.Sequential(nn.Linear(8, 8, bias=False)), cfg.tile, seed=cfg.seed)
         opt = trainers.build_optimizer(model, cfg.trainer)
     state = [model.state_dict(), opt.state_dict()]
     return _nbytes(state) / 64 + 8

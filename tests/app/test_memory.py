@@ -44,3 +44,11 @@ def test_the_estimate_against_the_address_space_limit(monkeypatch):
     monkeypatch.setattr(resource, "getrlimit", lambda what: (10**9 + int(need) - 1, resource.RLIM_INFINITY))
     with pytest.raises(ConfigError, match=r"more than the address-space limit \(RLIMIT_AS, ulimit -v\)"):
         memory.check_memory(cfg)
+
+
+def test_the_measurement_leaves_torchs_generator_alone():
+    import torch
+
+    state = torch.get_rng_state()
+    memory.analog_bytes_per_weight(validate_config(HUGE))
+    assert torch.equal(torch.get_rng_state(), state)
