@@ -73,6 +73,15 @@ class AnalogTile:
         self.out_scale = 1.0  # digital scale of forward outputs: the drift compensation (devices.drift_compensation)
 
     # -- the stack --------------------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        """`AnalogTile(out x in, device <kind>, arrays n, gains [...], seed s)`."""
+        gains = ", ".join(f"{g:g}" for g in self.gains)
+        return (
+            f"AnalogTile({self.out_size} x {self.in_size}, device {self.device.kind}, arrays {len(self.arrays)}, "
+            f"gains [{gains}], seed {self.seed})"
+        )
+
     def set_stack(self, gains: Sequence[float]) -> None:
         """Make the stack len(gains) arrays with these forward gains. Arrays that exist keep their state;
         array n created here is fresh (weights at 0 clipped to its bounds), seeded seeds.array_seed(seed, n)."""

@@ -75,7 +75,9 @@ def test_wheel_holds_one_import_package(tmp_path):
     assert {n.split("/")[0] for n in names} == {"aimc", wheel.name.split("-py3")[0] + ".dist-info"}
     for package in _source_packages():  # a sub-package left out of [tool.setuptools] packages is missing
         assert f"{package.replace('.', '/')}/__init__.py" in names, package
-    for data in ("aimc/py.typed", "aimc/data/mnist_small.npz", "aimc/devices/response.py"):
+    shipped = ["aimc/py.typed", "aimc/data/mnist_small.npz", "aimc/devices/response.py"]
+    shipped.append("aimc/sweeps/templates/summary.html")
+    for data in shipped:
         assert data in names
 
 

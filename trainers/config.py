@@ -44,6 +44,13 @@ class TileConfig(Float32Config):
         except ValidationError as err:
             raise ConfigError(format_validation_error(err, "tile", hidden=DEVICE_TAGS)) from None
 
+    def __repr__(self) -> str:
+        """The fields that differ from their defaults, as they would be given: `TileConfig(device='ecram')`."""
+        changed = self.model_dump(exclude_defaults=True)
+        return f"TileConfig({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
+
+    __str__ = __repr__
+
     @field_validator("device", mode="before")
     @classmethod
     def _from_preset(cls, device: object) -> object:

@@ -35,7 +35,7 @@ from torch import nn
 from aimc.common import seeds
 from aimc.devices import AnalogTile
 from aimc.trainers.config import TileConfig
-from aimc.trainers.state import state_to_numpy, state_to_torch
+from aimc.trainers.state import check_device, device_identity, state_to_numpy, state_to_torch
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,6 +328,7 @@ class AnalogLayer(nn.Module):
             "version": 1,
             "seed": self.seed,
             "algorithm": self.algorithm,
+            "device": device_identity(self.tile_config),
             "tiles": [state_to_torch(b.tile.state_dict()) for b in self.blocks],
         }
 
@@ -337,6 +338,7 @@ class AnalogLayer(nn.Module):
             raise ValueError(f"checkpoint has {len(tiles)} tiles, layer has {len(self.blocks)}")
         if int(state["seed"]) != self.seed:
             raise ValueError(self._seed_mismatch(int(state["seed"])))
+        check_device(state.get("device"), device_identity(self.tile_config), self.label())
         for b, s in zip(self.blocks, tiles):
             s = state_to_numpy(s)
             b.tile.set_stack([float(g) for g in np.asarray(s["gains"]).ravel()])

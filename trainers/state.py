@@ -5,6 +5,8 @@ A checkpoint of tensors and plain Python values loads with `torch.load(weights_o
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import torch
 
@@ -33,3 +35,29 @@ def state_to_numpy(v):
     if isinstance(v, list):
         return [state_to_numpy(x) for x in v]
     return v
+
+
+def device_identity(cfg) -> dict[str, str]:
+    """What identifies the devices of a layer's tiles (`cfg`: its TileConfig), kept in its checkpoint: the
+    device as the config names it (preset or file name, else its family), its family (`kind`) and a digest
+    of every resolved device parameter (the per-element parameters are drawn from these)."""
+    device = cfg.resolved_device()
+    name = cfg.device if isinstance(cfg.device, str) else device.kind
+    digest = hashlib.sha256(device.model_dump_json().encode()).hexdigest()[:12]
+    return {"name": name, "kind": device.kind, "digest": digest}
+
+
+def check_device(saved: dict | None, mine: dict[str, str], where: str) -> None:
+    """Refuse (ValueError naming both devices) a checkpoint of a layer whose tiles have other devices than
+    this layer's; a checkpoint without a device identity (`saved` None) is taken as it is."""
+    if saved is None or saved.get("digest") == mine["digest"]:
+        return
+
+    def said(d: dict) -> str:
+        kind = "" if d["name"] == d["kind"] else f" ({d['kind']})"
+        return f"{d['name']!r}{kind}, parameters {d['digest']}"
+
+    raise ValueError(
+        f"{where}: the checkpoint's tiles have device {said(saved)}, this layer's device {said(mine)}; "
+        "load it into a model built with the checkpoint's tile config"
+    )

@@ -10,6 +10,7 @@ import sys
 
 import aimc
 from aimc.commands import fit, report, retention, sweep, train
+from aimc.runs.interrupts import stop_signals_interrupt
 
 
 def _fmt(v: float) -> str:
@@ -50,7 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aimc", description=__doc__)
     parser.add_argument("--version", action="version", version=f"aimc {aimc.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("devices", help="list the device presets with their key figures")
+    p = sub.add_parser(
+        "devices",
+        help="list the device presets with their key figures",
+        description="List the device presets (tile.device = NAME) with their family, number of states, step "
+        "dw_min, bounds and symmetric point (docs/devices.md).",
+    )
     p.add_argument("--sources", action="store_true", help="also print where each preset's numbers come from")
     p.set_defaults(func=_cmd_devices)
     train.register(sub)
@@ -80,10 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
-    except KeyboardInterrupt:
+        with stop_signals_interrupt():  # SIGTERM and SIGHUP stop a command as Ctrl-C does
+            return args.func(args)
+    except KeyboardInterrupt as err:
         hint = getattr(args, "resume_hint", None)
-        print(f"aimc {args.command}: interrupted" + (f"; resume with: {hint}" if hint else ""), file=sys.stderr)
+        by = f" by {err.args[0]}" if err.args and err.args[0] in ("SIGTERM", "SIGHUP") else ""
+        print(f"aimc {args.command}: interrupted{by}" + (f"; resume with: {hint}" if hint else ""), file=sys.stderr)
         return EXIT_INTERRUPTED
     except ValueError as err:
         print(f"aimc {args.command}: error: {err}", file=sys.stderr)

@@ -11,7 +11,7 @@ from pathlib import Path
 from aimc.common.errors import ConfigError
 
 
-def _drift(items: list[str]):
+def drift_option(items: list[str]):
     """The DriftParameter of `--drift key=value` pairs (None without any): every tile drifts by it."""
     from pydantic import ValidationError
 
@@ -39,7 +39,7 @@ def _run(args: argparse.Namespace) -> int:
     from aimc.config import RetentionConfig
     from aimc.runs.retention import finished_config, retention
 
-    drift = _drift(args.drift)
+    drift = drift_option(args.drift)
     base = finished_config(Path(args.run)).retention or RetentionConfig()  # the run's own table: the defaults
     say = None if args.quiet else (lambda line: print(line, file=sys.stderr))
     rows = retention(
@@ -49,6 +49,7 @@ def _run(args: argparse.Namespace) -> int:
         drift=drift or base.drift,
         step_s=base.step_time_s if args.step_time is None else args.step_time,
         progress=say,
+        repeats=args.repeats,
     )
     width = max(len(r["algorithm"]) for r in rows) if rows else 9
     print(f"{'algorithm':<{width}}  {'time':>6}  {'acc %':>6}  {'comp. %':>7}")
@@ -66,6 +67,9 @@ def register(sub) -> None:
     p = sub.add_parser(
         "retention",
         help="test accuracy of a finished run after idle times (drift, decay), with and without drift compensation",
+        description="Load the trained model of a finished run (each run of a comparison), leave its analog tiles "
+        "idle for each time (drift, diffusion, decay; docs/devices.md) and read the test set as the tiles are and "
+        "with global drift compensation. Writes RUN_FOLDER/retention.csv and retention.png/.pdf.",
     )
     p.add_argument("run", metavar="RUN_FOLDER", help="folder of a finished `aimc train` run or comparison")
     p.add_argument(
@@ -97,6 +101,13 @@ def register(sub) -> None:
         type=int,
         default=None,
         help="seed of the idle draws (drift exponents, noise; default: the run config's, else 0)",
+    )
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        metavar="N",
+        help="repeat the idle draws with N seeds (seed, seed + 1, ...); the figure shows their mean and std",
     )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=_run)

@@ -28,6 +28,7 @@ def _parse_set(items: list[str]) -> dict:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from aimc.config import apply_overrides, config_schema, default_job, read_toml, validate_config
+    from aimc.runs.run_folder import read_json
 
     if args.schema:
         print(json.dumps(config_schema(), indent=2))
@@ -39,7 +40,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         out = Path(args.resume)
         if not (out / "config.json").is_file():
             raise ConfigError(f"--resume {str(out)!r}: not a run folder (no config.json)")
-        cfg = validate_config(json.loads((out / "config.json").read_text()), where=str(out / "config.json"))
+        cfg = validate_config(read_json(out / "config.json"), where=str(out / "config.json"))
     else:
         if args.config:
             data = read_toml(args.config)
@@ -69,11 +70,17 @@ def _cmd_train(args: argparse.Namespace) -> int:
     except TrainingDiverged as err:
         print(f"aimc train: {err}", file=sys.stderr)
         return 1
-    run_retention(cfg, out, progress=not args.quiet)
+    diverged = [label for label, res in results.items() if res.get("status") != "finished"]
+    retained = cfg.retention is not None and len(diverged) < len(results)  # a trained model to keep
+    if retained:
+        run_retention(cfg, out, progress=not args.quiet)
     print(comparison_table(results))
-    if cfg.retention is not None:
+    if retained:
         print(f"\nretention: {out / 'retention.csv'}")
     print(f"\nrun folder: {out}")
+    if diverged:
+        print(f"aimc train: diverged: {', '.join(diverged)} (the table gives the last good epoch)", file=sys.stderr)
+        return 1
     return 0
 
 

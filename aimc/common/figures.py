@@ -32,6 +32,9 @@ STYLE = {
 }
 """rcParams of every figure: editable text in the PDF (TrueType fonts), a light grid."""
 
+COLUMN_WIDTH = 3.5
+"""Inches: the width of one column of a two-column paper (IEEE, APS: 3.4 to 3.5 in), figures that fit it."""
+
 VECTOR_FORMAT = "pdf"
 """The vector copy written beside every PNG."""
 

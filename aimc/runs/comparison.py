@@ -17,6 +17,7 @@ from aimc.datasets import Dataset
 from aimc.devices import check_kernel_threads
 from aimc.runs.curves import describe, write_curves
 from aimc.runs.folder_lock import folder_lock
+from aimc.runs.memory import check_memory
 from aimc.runs.metric_log import wanted
 from aimc.runs.run_folder import RunFolder, write_json
 from aimc.runs.training import TrainingDiverged, end_recorded, load_data, train_run
@@ -30,6 +31,7 @@ def run_comparison(cfg: ExperimentConfig, out_dir: str | Path, progress: bool = 
     A diverged run is reported with its status and error; it does not stop the others."""
     check_kernel_threads(cfg.threads)  # before anything is written
     wanted(cfg)
+    check_memory(cfg)
     run = RunFolder(out_dir)
     if (done := run.finished(cfg)) is not None:
         return done
@@ -88,7 +90,8 @@ def _cell(key: str, res: dict) -> str:
 
 
 def comparison_table(results: dict[str, dict]) -> str:
-    """A Markdown table: one row per run with accuracy, losses, pulses per weight, saturation, latency."""
+    """A Markdown table: one row per run with accuracy, losses, pulses per weight, saturation, latency.
+    Plain text joined in code: Markdown needs no escaping, and a template would add a file for one table."""
     rows = [[h for h, _ in _COLUMNS]]
     for label, res in results.items():
         rows.append([label] + [_cell(k, res) for _, k in _COLUMNS[1:]])

@@ -7,7 +7,7 @@ import csv
 import io
 from pathlib import Path
 
-from aimc.common.figures import PALETTE, figure_style, integer_ticks, loss_axis, pyplot, save_figure
+from aimc.common.figures import COLUMN_WIDTH, PALETTE, figure_style, integer_ticks, loss_axis, pyplot, save_figure
 from aimc.common.files import atomic_write_text
 from aimc.config import ExperimentConfig
 
@@ -43,7 +43,7 @@ def write_curves(histories: dict[str, list[dict]], stem: Path, title: str = "") 
     both panels) and stem.csv."""
     plt = pyplot()
     with figure_style():
-        fig, (ax_acc, ax_loss) = plt.subplots(1, 2, figsize=(10, 4))
+        fig, (ax_acc, ax_loss) = plt.subplots(2, 1, figsize=(COLUMN_WIDTH, 5.5), sharex=True)  # one column
         losses = []
         for i, (label, hist) in enumerate(histories.items()):
             color = PALETTE[i % len(PALETTE)]
@@ -54,14 +54,14 @@ def write_curves(histories: dict[str, list[dict]], stem: Path, title: str = "") 
             if tr:
                 ax_loss.plot(*zip(*tr), "--", color=color, label=f"{label} train")
             losses += [r["test_loss"] for r in hist] + [v for _, v in tr]
-        ax_acc.set(xlabel="epoch", ylabel="test accuracy (%)", title="test accuracy")
-        ax_loss.set(xlabel="epoch", ylabel="cross-entropy loss (nats)", title="loss")
+        ax_acc.set(ylabel="test accuracy (%)")
+        ax_loss.set(xlabel="epoch", ylabel="cross-entropy loss (nats)")
         loss_axis(ax_loss, losses)
         for ax in (ax_acc, ax_loss):
             integer_ticks(ax.xaxis)
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=6)
         if title:
-            fig.suptitle(title)
+            fig.suptitle(title, fontsize=8)
         fig.tight_layout()
         save_figure(fig, stem.with_suffix(".png"))
         plt.close(fig)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ import numpy as np
 import torch
 
 from aimc.common.errors import ConfigError
-from aimc.common.figures import PALETTE, figure_style, pyplot, save_figure
+from aimc.common.figures import COLUMN_WIDTH, PALETTE, figure_style, pyplot, save_figure
 from aimc.common.files import atomic_write_text
 from aimc.config import ExperimentConfig, parse_time, validate_config
 from aimc.data_sources import load_data
@@ -33,10 +32,11 @@ from aimc.devices.drift import DriftParameter
 from aimc.devices.drift_compensation import compensate, probe_readout
 from aimc.runs.batches import InputPipeline
 from aimc.runs.network import analog_tiles, build, evaluate
-from aimc.runs.run_folder import RunFolder
+from aimc.runs.run_folder import RunFolder, read_json
 
-COLUMNS = ("algorithm", "time", "time_s", "test_accuracy", "test_accuracy_compensated", "compensation_scale")
-"""retention.csv's columns: compensation_scale is the mean of the tiles' output scales (1: no drift)."""
+COLUMNS = ("algorithm", "time", "time_s", "test_accuracy", "test_accuracy_compensated", "compensation_scale", "seed")
+"""retention.csv's columns: compensation_scale is the mean of the tiles' output scales (1: no drift); seed: the
+seed of the idle draws (one per repeat)."""
 
 
 def finished_config(root: Path) -> ExperimentConfig:
@@ -51,7 +51,7 @@ def finished_config(root: Path) -> ExperimentConfig:
             f"{str(root)!r}: the run is {manifest.get('status')!r}, not finished; finish it with "
             f"`aimc train --resume {root}`"
         )
-    return validate_config(json.loads((root / "config.json").read_text()), where=str(root / "config.json"))
+    return validate_config(read_json(root / "config.json"), where=str(root / "config.json"))
 
 
 def _accuracies(
@@ -87,11 +87,15 @@ def retention(
     drift: DriftParameter | None = None,
     step_s: float = 1.0,
     progress: Any = None,
+    repeats: int = 1,
 ) -> list[dict]:
     """Rows of COLUMNS for every finished run in the run folder `root` and every time in `times` (texts for
     `parse_time`), plus time 0 (right after training). `drift`: the drift of every tile instead of its
     device's own; `step_s`: seconds per decay/diffusion step while idle; `seed`: the idle draws. Writes
-    retention.csv and retention.png/.pdf into `root`. `progress`: a callable given one line per row."""
+    retention.csv and retention.png/.pdf into `root`. `progress`: a callable given one line per row. `repeats`:
+    the idle draws repeated with seeds seed, seed + 1, ... (the figure shows their mean and std)."""
+    if not (isinstance(repeats, int) and repeats >= 1):
+        raise ConfigError(f"--repeats: expected an integer >= 1 (got {repeats!r})")
     root = Path(root)
     cfg = finished_config(root)
     seconds = [(str(t).strip(), parse_time(t)) for t in times]
@@ -107,16 +111,24 @@ def retention(
     for label, sub in cfg.runs():
         run = RunFolder(root / label if cfg.compare else root)
         status = (run.read_manifest() or {}).get("status")
-        state = run.load_checkpoint() if status == "finished" else None
-        if state is None:
+        if status != "finished":
             continue  # a diverged run of a comparison has no trained model to keep
+        state = run.load_checkpoint()
+        if state is None:
+            raise ConfigError(
+                f"{str(run.root)!r}: the run finished, but {run.checkpoint_dir} holds no checkpoint (removed?); "
+                "retention needs the trained model: train the run again into another folder"
+            )
         if sub.trainer.algorithm == "sgd":
             digital.add(label)
-        for name, t in [("0", 0.0), *seconds]:
-            acc, comp, scale = _accuracies(sub, state, (x_test, y_test, ds.n_classes), t, drift, step_s, seed)
-            rows.append(dict(zip(COLUMNS, (label, name, t, acc, comp, scale))))
-            if progress:
-                progress(f"{label} t={name}: accuracy {100 * acc:.2f}%, compensated {100 * comp:.2f}%")
+        for s in range(seed, seed + repeats):
+            for name, t in [("0", 0.0), *seconds]:
+                acc, comp, scale = _accuracies(sub, state, (x_test, y_test, ds.n_classes), t, drift, step_s, s)
+                rows.append(dict(zip(COLUMNS, (label, name, t, acc, comp, scale, s))))
+                if progress:
+                    progress(f"{label} t={name} seed {s}: accuracy {100 * acc:.2f}%, compensated {100 * comp:.2f}%")
+    if not rows:
+        raise ConfigError(f"{str(root)!r}: no run of the comparison finished (each diverged): no trained model to keep")
     write_table(rows, root / "retention.csv")
     fields = drift.model_dump(exclude_defaults=True) if drift is not None else None
     how = (
@@ -140,32 +152,47 @@ def write_table(rows: list[dict], path: Path) -> None:
 
 def write_figure(rows: list[dict], path: Path, title: str, digital: set[str]) -> None:
     """Test accuracy against idle time (log axis, t > 0): solid as read, dashed compensated, one colour per
-    algorithm; the runs labelled in `digital` (no tiles) are flat dotted lines."""
+    algorithm, the mean over the seeds of the idle draws with error bars of their sample std (several seeds);
+    a thin dotted line at each algorithm's accuracy right after training (t = 0) is its reference; the runs
+    labelled in `digital` (no tiles) are flat dotted lines."""
     plt = pyplot()
+    n_seeds = len({r["seed"] for r in rows})
     with figure_style():
-        fig, ax = plt.subplots(figsize=(6.5, 4))
+        fig, ax = plt.subplots(figsize=(2 * COLUMN_WIDTH, 4))
         labels = list(dict.fromkeys(r["algorithm"] for r in rows))
         for i, label in enumerate(labels):
-            mine = [r for r in rows if r["algorithm"] == label and r["time_s"] > 0]
-            ts = [r["time_s"] for r in mine]
+            mine = [r for r in rows if r["algorithm"] == label]
+            ts = sorted({r["time_s"] for r in mine if r["time_s"] > 0})
             color = PALETTE[i % len(PALETTE)]
+
+            def stats(key: str, t: float) -> tuple[float, float]:
+                v = [100 * r[key] for r in mine if r["time_s"] == t]
+                return float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
+
+            start = stats("test_accuracy", 0.0)[0]
             if label in digital:
-                ax.axhline(100 * mine[0]["test_accuracy"], color=color, ls=":", label=f"{label} (digital)")
+                ax.axhline(start, color=color, ls=":", label=f"{label} (digital)")
                 continue
-            ax.plot(ts, [100 * r["test_accuracy"] for r in mine], "o-", color=color, label=label)
-            ax.plot(
-                ts,
-                [100 * r["test_accuracy_compensated"] for r in mine],
-                "s--",
-                color=color,
-                label=f"{label}, drift compensated",
-            )
+            ax.axhline(start, color=color, ls=":", lw=0.8, label=f"{label} right after training")
+            for key, style, name in (("test_accuracy", "o-", label), ("test_accuracy_compensated", "s--", None)):
+                mean, std = zip(*(stats(key, t) for t in ts))
+                ax.errorbar(
+                    ts,
+                    mean,
+                    yerr=std if n_seeds > 1 else None,
+                    fmt=style,
+                    color=color,
+                    capsize=3,
+                    label=name or f"{label}, drift compensated",
+                )
         ax.set_xscale("log")
         shown = {r["time_s"]: r["time"] for r in rows if r["time_s"] > 0}
         ax.set_xticks(list(shown), [name if name[-1].isalpha() else f"{name} s" for name in shown.values()])
         ax.minorticks_off()
-        ax.set(xlabel="idle time after training", ylabel="test accuracy (%)", title=title)
-        ax.legend(fontsize=8)
+        bars = f"\nmean \u00b1 1 sample std over {n_seeds} seeds of the idle draws" if n_seeds > 1 else ""
+        ax.set(xlabel="idle time after training", ylabel="test accuracy (%)")
+        ax.set_title(title + bars, fontsize=9)
+        ax.legend(fontsize=7)
         fig.tight_layout()
         save_figure(fig, path)
         plt.close(fig)

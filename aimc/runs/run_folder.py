@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import platform
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,18 @@ def write_json(path: str | Path, data: Any) -> None:
 def write_jsonl(path: str | Path, records: list[dict]) -> None:
     """Write JSON lines, one record per line, atomically."""
     atomic_write_text(path, "".join(json.dumps(json_safe(r)) + "\n" for r in records))
+
+
+def read_json(path: str | Path) -> Any:
+    """The JSON in `path`; ConfigError naming the file and the place where it is not JSON (a corrupt file)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        json_error = isinstance(err, json.JSONDecodeError)
+        where = f" at line {err.lineno}, column {err.colno} ({err.msg})" if json_error else f" ({err.reason})"
+        raise ConfigError(
+            f"{path}: not valid JSON{where}: the file is corrupt; restore it or train the run again into another folder"
+        ) from None
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
@@ -78,7 +91,7 @@ class RunFolder:
         """The manifest on disk, or None for a folder without one."""
         if not self.manifest_path.is_file():
             return None
-        return json.loads(self.manifest_path.read_text())
+        return read_json(self.manifest_path)
 
     def finished(self, cfg: ExperimentConfig) -> dict[str, Any] | None:
         """The final metrics of a finished run of `cfg` in this folder, or None."""
@@ -158,11 +171,40 @@ class RunFolder:
             old.unlink()
         return path
 
-    def load_checkpoint(self, path: Path | None = None) -> dict | None:
-        """The newest checkpoint (or `path`), or None where there is none."""
-        if path is None:
-            found = self.checkpoints()
-            if not found:
-                return None
-            path = found[-1]
+    def load_checkpoint(self, path: Path | None = None, say: Callable[[str], None] | None = None) -> dict | None:
+        """The newest checkpoint (or `path`), or None where there is none. A checkpoint that cannot be read
+        (truncated or emptied by a copy or a failing disk; the writes here are atomic) is a ConfigError naming
+        it, unless `say` is given: then the newest intact one before it is taken and `say` told which (a run
+        resumes from there)."""
+        if path is not None:
+            return read_checkpoint(path)
+        found = self.checkpoints()
+        again = "train the run again into another folder"
+        unreadable: list[str] = []
+        for path in reversed(found):
+            try:
+                state = read_checkpoint(path)
+            except ConfigError as err:
+                if say is None:
+                    raise ConfigError(f"{err}: the model it holds is lost; {again}") from None
+                unreadable.append(str(err))
+                continue
+            for line in unreadable:
+                say(f"{line}; resuming from {path}")
+            return state
+        if unreadable:
+            raise ConfigError(f"{unreadable[0]}, and no earlier checkpoint is intact: {again}")
+        return None
+
+
+def read_checkpoint(path: Path) -> dict:
+    """The state in the checkpoint file `path`; ConfigError naming it where it cannot be read."""
+    if not path.is_file():
+        raise ConfigError(f"checkpoint {path}: no such file")
+    try:
         return torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as err:  # torch reports a cut or empty file as EOFError, RuntimeError or OSError
+        what = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ConfigError(
+            f"checkpoint {path} cannot be read ({what}; {path.stat().st_size} bytes): it is truncated or corrupt"
+        ) from None

@@ -31,6 +31,7 @@ from aimc.runs.batches import EpochBatches, InputPipeline, epoch_batches
 from aimc.runs.curves import describe, write_curves
 from aimc.runs.folder_lock import folder_lock
 from aimc.runs.interrupts import caused_by_interrupt, steps_interruptible
+from aimc.runs.memory import check_memory
 from aimc.runs.metric_log import MetricLog, wanted
 from aimc.runs.network import analog_tiles, build, costs_of, evaluate, saturated_fraction
 from aimc.runs.run_folder import RunFolder
@@ -95,6 +96,7 @@ def train_run(
         raise ValueError("train_run takes a single-trainer config; use run_experiment for `compare`")
     check_kernel_threads(cfg.threads)  # before anything is written
     wanted(cfg)  # TensorBoard asked for without its package: refused before anything is written
+    check_memory(cfg)  # a model too large for this machine: refused before anything is written
     run = RunFolder(out_dir)
     if (done := run.finished(cfg)) is not None:
         return done
@@ -163,7 +165,7 @@ def _train(
         }
         return run.save_checkpoint(epoch, state, cfg.checkpoint.keep)
 
-    state = run.load_checkpoint()
+    state = run.load_checkpoint(say=lambda line: print(f"warning: {line}", file=sys.stderr))
     if state is None:
         history = [record(0, None, 0.0)]
         checkpoint(0, history)

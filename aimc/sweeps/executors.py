@@ -15,12 +15,14 @@ import json
 import logging
 import multiprocessing
 import os
+import signal
 import socket
 import threading
 import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from aimc.runs.timestamps import timestamp
@@ -229,6 +231,21 @@ class LocalExecutor(Executor):
             self._pool = None
 
 
+@contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored in the body (on the main thread; elsewhere nothing changes). A process started in it
+    keeps ignoring it: a Ctrl-C at the terminal, sent to every process of the group, reaches the driver
+    alone, not the worker processes, whose KeyboardInterrupt tracebacks would bury the driver's message."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class DaskExecutor(Executor):
     """Dask distributed: a LocalCluster of `workers` single-threaded processes on 127.0.0.1, or the
     existing cluster at `scheduler` (its workers need the package and the sweep folder's filesystem)."""
@@ -248,9 +265,10 @@ class DaskExecutor(Executor):
             n = workers or os.cpu_count() or 1
             if n < 1:
                 raise ValueError(f"workers = {workers}: need at least 1")
-            self.cluster = LocalCluster(
-                n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
-            )
+            with _sigint_ignored():  # inherited by the worker processes: Ctrl-C stops the driver, which stops them
+                self.cluster = LocalCluster(
+                    n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+                )
             self.client = Client(self.cluster, timeout=timeout_s)
         self.address = self.client.scheduler.address
 

@@ -1,45 +1,37 @@
 """A sweep's summary as one self-contained HTML page (summary.html): the summary table, sortable by any
-column with a click on its header, and every figure inline (PNG as base64), no file or network needed."""
+column with a click on its header, and every figure inline (PNG as base64), no file or network needed.
+The page is the jinja2 template templates/summary.html (autoescaped), shipped with the package."""
 
 from __future__ import annotations
 
 import base64
-import html
 import math
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jinja2
+
 from aimc.common.files import atomic_write_text
 
-_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
-table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #bbb;padding:.3em .6em;text-align:right}
-th{background:#eef;cursor:pointer;user-select:none}th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
-td:first-child,th:first-child{text-align:left}figure{display:inline-block;margin:.5em}img{max-width:560px}
-.note{color:#555}"""
 
-_SORT = """document.querySelectorAll("table.sortable th").forEach((th, col) => th.addEventListener("click", () => {
-  const table = th.closest("table"), body = table.tBodies[0], asc = !th.classList.contains("asc");
-  table.querySelectorAll("th").forEach(h => h.classList.remove("asc", "desc"));
-  th.classList.add(asc ? "asc" : "desc");
-  const key = td => td.dataset.sort === undefined ? td.textContent : td.dataset.sort;
-  const rows = Array.from(body.rows).sort((a, b) => {
-    const x = key(a.cells[col]), y = key(b.cells[col]), nx = parseFloat(x), ny = parseFloat(y);
-    const c = (isNaN(nx) || isNaN(ny)) ? x.localeCompare(y) : nx - ny;
-    return asc ? c : -c;
-  });
-  rows.forEach(r => body.appendChild(r));
-}));"""
+@cache
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True, keep_trailing_newline=True
+    )
+    return env.get_template("summary.html")
 
 
-def _cell(v: Any) -> str:
-    """A table cell; numbers carry their exact value in data-sort, NaN sorts last."""
+def _cell(v: Any) -> dict[str, str | None]:
+    """A table cell: its text, and for a number its exact value to sort by (NaN sorts last)."""
     if isinstance(v, float):
         if math.isnan(v):
-            return '<td data-sort="Infinity">-</td>'
-        return f'<td data-sort="{v!r}">{v:.4g}</td>'
+            return {"text": "-", "sort": "Infinity"}
+        return {"text": f"{v:.4g}", "sort": repr(v)}
     if isinstance(v, int) and not isinstance(v, bool):
-        return f'<td data-sort="{v}">{v}</td>'
-    return f"<td>{html.escape(str(v))}</td>"
+        return {"text": str(v), "sort": str(v)}
+    return {"text": str(v), "sort": None}
 
 
 def write_page(
@@ -53,22 +45,17 @@ def write_page(
 ) -> Path:
     """Write the page to `path`: `title`, `subtitle`, a sortable table (`columns`, `rows` of values), the
     PNG `figures` inline with their file names as captions, and `note` below the table."""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in rows)
-    figs = []
-    for fig in figures:
-        data = base64.b64encode(Path(fig).read_bytes()).decode()
-        figs.append(
-            f'<figure><img alt="{html.escape(fig.stem)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{html.escape(fig.name)} (PDF beside it)</figcaption></figure>"
-        )
-    page = (
-        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1><p>{html.escape(subtitle)}</p>"
-        f'<table class="sortable" id="summary"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-        f'<p class="note">{html.escape(note)}</p>'
-        f"<h2>Figures</h2>{''.join(figs) or '<p>none (no numeric metric finished yet)</p>'}"
-        f"<script>{_SORT}</script></body></html>\n"
+    figs = [
+        {"stem": Path(f).stem, "name": Path(f).name, "data": base64.b64encode(Path(f).read_bytes()).decode()}
+        for f in figures
+    ]
+    page = _template().render(
+        title=title,
+        subtitle=subtitle,
+        columns=columns,
+        rows=[[_cell(v) for v in row] for row in rows],
+        figures=figs,
+        note=note,
     )
     atomic_write_text(path, page)
     return Path(path)

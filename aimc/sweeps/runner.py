@@ -8,7 +8,6 @@ expansion are in `aimc.sweeps.sweep_file`, the summary and figures in `aimc.swee
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +18,7 @@ from tqdm import tqdm
 import aimc
 from aimc.common.files import atomic_write_text
 from aimc.runs.folder_lock import folder_lock
-from aimc.runs.run_folder import RunFolder, write_config, write_json
+from aimc.runs.run_folder import RunFolder, read_json, write_config, write_json
 from aimc.runs.timestamps import timestamp
 from aimc.sweeps.executors import DEFAULT_RUNNER, Executor, LocalExecutor, make_task
 from aimc.sweeps.summary import RESULT_FILE, read_result, write_summary
@@ -110,7 +109,7 @@ class SweepRunner:
     def _run(self, executor: Executor) -> dict[str, int]:
         where = executor.describe()
         old_path = self.out / "manifest.json"
-        old = json.loads(old_path.read_text()) if old_path.is_file() else {}
+        old = read_json(old_path) if old_path.is_file() else {}
         self.created = old.get("created", self.created)
         previous = {e["config_hash"]: e for e in old.get("runs", [])}
         self.entries = {r.config_hash: self._entry(r, previous.get(r.config_hash)) for r in self.sweep.runs}

@@ -107,20 +107,25 @@ def write_summary(sweep: Sweep, out: str | Path) -> None:
             *(row[f] for f in fields),
             row["done"],
             row["runs"],
-            *(row.get(f"{m}_{s}", math.nan) for m in shown for s in ("mean", "std")),
+            *(scale(m) * row.get(f"{m}_{s}", math.nan) for m in shown for s in ("mean", "std")),
         ]
         for row in rows
-    ]
+    ]  # accuracies in %, as in the figures
     write_page(
         out / "summary.html",
         f"Sweep {sweep.config.name}",
         subtitle(sweep),
-        [*fields, "done", "runs", *(f"{m} {s}" for m in shown for s in ("mean", "std"))],
+        [*fields, "done", "runs", *(f"{m} {s}{_unit(m)}" for m in shown for s in ("mean", "std"))],
         table,
         figures,
         f"Mean and sample standard deviation over the seeds {sweep.config.seeds} of each point (finished runs "
         "only); click a column header to sort. All metrics: summary.csv.",
     )
+
+
+def _unit(metric: str) -> str:
+    """The unit a metric is shown in on the page, as in the figures: " (%)" for accuracies, else none."""
+    return " (%)" if scale(metric) == 100 else ""
 
 
 # -- figures ---------------------------------------------------------------------------------------------
@@ -193,7 +198,8 @@ def write_figures(sweep: Sweep, rows: list[dict[str, Any]], metrics: list[str], 
                     ax.set_xticks(xs, [f"{v:g}" for v in xs])
                     ax.minorticks_off()
                 ax.set(xlabel=axis_words(dim), ylabel=label(m))
-                ax.set_title(f"{sweep.config.name}: {label(m)} against {axis_words(dim)}\n{title}", fontsize=9)
+                bars = f"error bars: \u00b1 1 sample std over the {len(sweep.config.seeds)} seeds of a point"
+                ax.set_title(f"{sweep.config.name}: {label(m)} against {axis_words(dim)}\n{title}\n{bars}", fontsize=9)
                 if others and len(groups) <= 10:
                     ax.legend(fontsize=7)
                 fig.tight_layout()

@@ -1,6 +1,7 @@
 """ExperimentConfig: validation errors name the dotted field, TOML loading, overrides, schema, the default job."""
 
 import math
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -142,8 +143,6 @@ def test_schema_and_hash():
 
 
 def test_resolved_config_round_trips_through_toml():
-    import tomllib
-
     cfg = default_job()
     again = validate_config(tomllib.loads(to_toml(cfg.model_dump(mode="json"))))
     assert again == cfg and again.hash() == cfg.hash()
@@ -172,3 +171,9 @@ def test_a_device_table_can_start_from_a_preset():
     ]:
         with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
             validate_config({"tile": {"device": device}})
+
+
+def test_the_toml_writer_leaves_out_none_and_names_it():
+    text = to_toml({"a": 1, "b": None, "t": {"c": None, "d": [1.5, float("inf")]}, "l": [{"e": None, "f": "x"}]})
+    assert text.splitlines()[0] == "# none (TOML has no null; see config.json): b, l.0.e, t.c"
+    assert tomllib.loads(text) == {"a": 1, "t": {"d": [1.5, float("inf")]}, "l": [{"f": "x"}]}

@@ -86,19 +86,23 @@ def test_one_process_per_run_folder_and_a_dead_holders_lock_is_taken_over(tmp_pa
     assert main(["train", "--out", str(out), *TINY]) == 0  # the killed holder's lock is free
 
 
-def _stop_at_random_point(config: Path, out: Path, sig: int, seed: int) -> tuple[int, str]:
-    """Start `aimc train` in a process, send it `sig` at a seeded random time once it trains; its exit
-    status and standard error."""
+def _stop_mid_training(config: Path, out: Path, sig: int, epochs_done: int, seed: int) -> tuple[int, str]:
+    """Start `aimc train` in a process and send it `sig` once `epochs_done` epochs are recorded (metrics.jsonl
+    holds epoch 0 and one line per epoch), after a seeded delay of up to half that epoch's time: inside the next
+    epoch, whatever the machine's speed. Its exit status and standard error."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "aimc", "train", str(config), "--out", str(out), "--quiet"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal, whatever runs pytest
     )
     deadline = time.monotonic() + 300
-    while not (out / "manifest.json").is_file() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(random.Random(seed).uniform(0.0, 3.0))
+    while len(RunFolder(out).read_metrics()) < 1 + epochs_done and proc.poll() is None:
+        assert time.monotonic() < deadline, "the run recorded no progress in 300 s"
+        time.sleep(0.01)
+    last = RunFolder(out).read_metrics()[-1]["time_s"]  # seconds of the epoch just recorded
+    time.sleep(random.Random(seed).uniform(0.0, 0.5) * last)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
     return proc.returncode, err
@@ -113,24 +117,32 @@ def uninterrupted(tmp_path_factory):
 
 
 @pytest.mark.parametrize(
-    "sig,seed",
+    "sig,epochs_done,seed",
     [
-        (signal.SIGINT, 0),
-        (signal.SIGKILL, 1),
-        pytest.param(signal.SIGKILL, 2, marks=pytest.mark.slow),
-        pytest.param(signal.SIGKILL, 3, marks=pytest.mark.slow),
-        pytest.param(signal.SIGINT, 4, marks=pytest.mark.slow),
+        (signal.SIGINT, 1, 0),
+        (signal.SIGKILL, 2, 1),
+        (signal.SIGTERM, 3, 5),
+        pytest.param(signal.SIGKILL, 1, 2, marks=pytest.mark.slow),
+        pytest.param(signal.SIGKILL, 3, 3, marks=pytest.mark.slow),
+        pytest.param(signal.SIGINT, 2, 4, marks=pytest.mark.slow),
+        pytest.param(signal.SIGHUP, 1, 6, marks=pytest.mark.slow),
     ],
 )
-def test_a_run_stopped_at_a_random_point_resumes_to_the_uninterrupted_result(uninterrupted, tmp_path, sig, seed):
+def test_a_run_stopped_mid_training_resumes_to_the_uninterrupted_result(
+    uninterrupted, tmp_path, sig, epochs_done, seed
+):
+    """SIGTERM and SIGHUP are taken as Ctrl-C is (recorded, the message, the process ended by SIGINT)."""
     out = tmp_path / "cut"
-    code, err = _stop_at_random_point(uninterrupted / "k.toml", out, sig, seed)
-    status = RunFolder(out).read_manifest()["status"]
-    if status != "finished":  # else the signal came too late; Ctrl-C too ends the process by its signal
-        assert code == -sig and status == ("interrupted" if sig == signal.SIGINT else "running"), err
-        if sig == signal.SIGINT:  # taken between two steps: the message and no traceback
-            assert err.strip().splitlines()[-1] == f"aimc train: interrupted; resume with: aimc train --resume {out}"
-            assert "Traceback" not in err and "Error" not in err, err
+    code, err = _stop_mid_training(uninterrupted / "k.toml", out, sig, epochs_done, seed)
+    manifest, recorded = RunFolder(out).read_manifest(), len(RunFolder(out).read_metrics()) - 1
+    assert epochs_done <= recorded < 4, f"the signal landed after epoch {recorded} of 4, not inside epoch 2 to 4"
+    if sig == signal.SIGKILL:
+        assert code == -signal.SIGKILL and manifest["status"] == "running", err
+    else:  # taken between two steps: recorded, the message and no traceback; the process ends by SIGINT
+        assert code == -signal.SIGINT and manifest["status"] == "interrupted", err
+        by = "" if sig == signal.SIGINT else f" by {signal.Signals(sig).name}"
+        assert err.strip().splitlines()[-1] == f"aimc train: interrupted{by}; resume with: aimc train --resume {out}"
+        assert "Traceback" not in err and "Error" not in err, err
     assert main(["train", "--resume", str(out), "--quiet"]) == 0
     cut, whole = RunFolder(out), RunFolder(uninterrupted / "run")
     assert cut.read_manifest()["status"] == "finished"

@@ -4,6 +4,7 @@ the sweep's HTML page (checked in headless Chromium where installed) and TensorB
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import shutil
@@ -46,6 +47,10 @@ def captured(monkeypatch):
     monkeypatch.setattr(curves, "save_figure", capture)
     monkeypatch.setattr(sweep_summary, "save_figure", capture)
     return found
+
+
+def test_pdf_text_is_truetype():
+    assert figures.STYLE["pdf.fonttype"] == 42  # Type 42 (TrueType), editable; matplotlib's default is Type 3
 
 
 def test_save_figure_writes_a_png_and_a_reproducible_pdf(tmp_path):
@@ -91,6 +96,7 @@ def test_learning_curves(tmp_path, captured):
     assert (tmp_path / "curves.pdf").read_bytes()[:5] == b"%PDF-"
     ((_, fig),) = captured
     acc, loss = fig.axes
+    assert fig.get_size_inches()[0] == figures.COLUMN_WIDTH == 3.5  # one column of a two-column paper
     assert fig._suptitle.get_text() == "tiny: device r1_exp_2, sgd vs residual"
     for ax in (acc, loss):
         ticks = [t for t in ax.get_xticks() if 0 <= t <= 3]
@@ -135,7 +141,10 @@ def test_sweep_figures(tmp_path, captured):
     ax = figs["test_accuracy_vs_trainer.lr.png"].axes[0]
     assert ax.get_xscale() == "log" and ax.get_xlabel() == "learning rate (gradient step)"
     assert ax.get_ylabel() == "test accuracy (%)"
-    assert ax.get_title().splitlines()[1] == "devices: see the axes, analog_sgd"
+    assert ax.get_title().splitlines()[1:] == [
+        "devices: see the axes, analog_sgd",
+        "error bars: \u00b1 1 sample std over the 2 seeds of a point",
+    ]
     assert [to_hex(c.lines[0].get_color()).upper() for c in ax.containers] == OKABE_ITO[:2]  # one per device
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0.01", "0.1", "1"]
     assert figs["test_accuracy_vs_tile.device.png"].axes[0].get_xlabel() == "device"
@@ -156,6 +165,10 @@ def test_sweep_page_is_self_contained_and_sorts(tmp_path):
     assert page.count("data:image/png;base64,") == len(list((tmp_path / "figures").glob("*.png"))) == 3
     rows = _page_rows(page)
     assert len(rows) == len(sweep.points)
+    assert "<th>test_accuracy mean (%)</th>" in page  # in %, as the figures show it
+    with open(tmp_path / "summary.csv", newline="") as fh:
+        csv_means = [r["test_accuracy_mean"] for r in csv.DictReader(fh)]
+    assert [r[4] for r in rows] == [f"{100 * float(v):.4g}" for v in csv_means]  # csv: fractions
     chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if chromium is None:
         pytest.skip("no headless Chromium (apt-get install chromium) to render the page")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 
 import pytest
 
@@ -90,3 +91,18 @@ def test_errors_caused_by_an_interrupt():
         assert caused_by_interrupt(err)
     assert not caused_by_interrupt(ValueError("bad"))
     assert caused_by_interrupt(KeyboardInterrupt())
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_are_taken_as_ctrl_c(sig):
+    from aimc.runs.interrupts import stop_signals_interrupt
+
+    with stop_signals_interrupt():
+        with pytest.raises(KeyboardInterrupt, match=signal.Signals(sig).name), steps_interruptible() as held:
+            os.kill(os.getpid(), sig)
+            assert held.pending == signal.Signals(sig).name  # held, not raised, until the check
+            held.check()
+        with pytest.raises(KeyboardInterrupt, match=signal.Signals(sig).name):
+            os.kill(os.getpid(), sig)  # outside the steps: raised at once
+            time.sleep(1)
+    assert signal.getsignal(sig) is signal.SIG_DFL

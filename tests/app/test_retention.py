@@ -6,6 +6,7 @@ import csv
 import errno
 import json
 
+import numpy as np
 import pytest
 
 from aimc.commands.cli import main
@@ -130,3 +131,25 @@ def test_retention_table_runs_after_training_and_leaves_the_hash(tmp_path, capsy
     assert [r["time"] for r in _rows(root)] == ["0", "1h", "0", "1h"]
     with pytest.raises(ConfigError, match=r"retention\.times.*'2 weeks'"):
         validate_config({**TINY, "retention": {"times": ["2 weeks"]}})
+
+
+def test_repeats_over_idle_draws_and_the_reference_lines(run_dir, monkeypatch):
+    import aimc.runs.retention as R
+
+    figs = []
+    monkeypatch.setattr(R, "save_figure", lambda fig, path: figs.append(fig))
+    drift = DriftParameter(nu=0.05, nu_dtod=0.5)  # element-to-element exponents: each seed draws its own
+    rows = retention(run_dir, ["1d"], seed=3, drift=drift, repeats=3)
+    analog = [r for r in rows if r["algorithm"] == "analog_sgd"]
+    assert [(r["seed"], r["time"]) for r in analog] == [(s, t) for s in (3, 4, 5) for t in ("0", "1d")]
+    ax = figs[0].axes[0]
+    start = 100 * analog[0]["test_accuracy"]
+    refs = {line.get_label(): line.get_ydata()[0] for line in ax.get_lines() if line.get_linestyle() == ":"}
+    assert refs["analog_sgd right after training"] == pytest.approx(start)
+    assert "sgd (digital)" in refs
+    day = [100 * r["test_accuracy"] for r in analog if r["time"] == "1d"]
+    bars = ax.containers[0]  # analog_sgd as read: mean and sample std over the 3 seeds
+    assert bars.lines[0].get_ydata()[0] == pytest.approx(np.mean(day))
+    assert "mean \u00b1 1 sample std over 3 seeds" in ax.get_title()
+    with pytest.raises(ConfigError, match="--repeats"):
+        retention(run_dir, ["1d"], repeats=0)

@@ -208,3 +208,39 @@ def test_an_empty_config_file_says_it_runs_the_defaults(tmp_path, capsys, monkey
     monkeypatch.setattr(aimc.runs.training, "train_run", lambda cfg, out, progress: {"test_accuracy": 0.5})
     assert main(["train", str(empty), "--out", str(tmp_path / "run"), "--quiet"]) == 0
     assert f"config file {str(empty)!r} is empty: every field takes its default" in capsys.readouterr().err
+
+
+def test_a_comparison_with_a_diverged_trainer_exits_1_after_its_table(tmp_path, capsys):
+    path = tmp_path / "c.toml"
+    path.write_text(
+        'name = "d"\nepochs = 1\nbatch_size = 10\n[model]\nhidden = [8]\n[data]\nn_train = 20\nn_test = 20\n'
+        '[[compare]]\nalgorithm = "sgd"\nlr = 0.5\n[[compare]]\nalgorithm = "sgd"\nlr = 1e4\n'
+    )
+    assert main(["train", str(path), "--out", str(tmp_path / "run"), "--quiet"]) == 1  # docs/usage.md: status 1
+    out, err = capsys.readouterr()
+    assert "| sgd-2 " in out and "diverged" in out
+    assert err.strip().splitlines()[-1] == "aimc train: diverged: sgd-2 (the table gives the last good epoch)"
+
+
+@pytest.mark.parametrize("command", ["train", "sweep", "retention", "devices"])
+def test_every_command_has_a_description_in_its_help(command, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    paragraph = out.split("\n\n")[1]  # after the usage: the description, not the list of arguments
+    assert not paragraph.startswith(("options", "positional")) and len(paragraph.split()) >= 8, out
+
+
+def test_no_progress_bar_escape_codes_in_a_redirected_log(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('name = "p"\nepochs = 1\n[data]\nn_train = 20\nn_test = 20\n[trainer]\nalgorithm = "sgd"\n')
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    run = subprocess.run(
+        [sys.executable, "-m", "aimc", "train", str(path), "--out", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert "\r" not in run.stderr and "\x1b" not in run.stderr
+    assert "p/sgd epoch 1: train loss " in run.stderr  # plain lines instead

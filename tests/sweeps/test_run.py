@@ -7,6 +7,7 @@ import csv
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -21,6 +22,7 @@ from aimc.sweeps.executors import InlineExecutor, LocalExecutor, execute_run, ma
 from aimc.sweeps.runner import SweepRunner, run_sweep
 from aimc.sweeps.summary import summarize
 from aimc.sweeps.sweep_file import load_sweep, parse_sweep
+from aimc.toml_writer import to_toml
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "examples/sweeps/small.toml"
@@ -285,13 +287,37 @@ def test_cli_argument_errors(capsys):
 
 
 def test_one_driver_per_sweep_folder(tmp_path):
-    import fcntl
+    from filelock import FileLock
 
-    tmp_path.mkdir(exist_ok=True)
-    with open(tmp_path / ".lock", "w") as held:
-        held.write("sweep driver, pid 4242 on elsewhere, since 2026-12-04T00:00:00+0000\n")
-        held.flush()
-        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    (tmp_path / ".lock.holder").write_text("sweep driver, pid 4242 on elsewhere, since 2026-12-04T00:00:00+0000\n")
+    with FileLock(tmp_path / ".lock"):
         with pytest.raises(ValueError, match="in use by another process .sweep driver, pid 4242 on elsewhere"):
             run_sweep(tiny(), tmp_path, InlineExecutor(), log=None)
     assert not (tmp_path / "manifest.json").exists()
+
+
+@pytest.mark.slow  # starts a Dask LocalCluster
+def test_ctrl_c_at_the_terminal_stops_a_dask_sweep_with_the_drivers_line_alone(tmp_path):
+    """Ctrl-C reaches every process of the terminal's group: the workers ignore it, the driver stops them."""
+    pytest.importorskip("distributed")
+    base = {**BASE, "epochs": 50, "data": {**BASE["data"], "n_train": 1000}}
+    path = tmp_path / "long.toml"
+    path.write_text(to_toml({"name": "long", "base": base, "axes": [{"field": "trainer.lr", "values": [0.1]}]}))
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aimc", "sweep", str(path), "--out", str(out), "--executor", "dask", "--workers", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # a process group of its own, as a terminal's job
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal, whatever runs pytest
+    )
+    deadline = time.monotonic() + 240
+    while not any(len(p.read_text().splitlines()) >= 2 for p in out.glob("runs/*/metrics.jsonl")):
+        assert proc.poll() is None and time.monotonic() < deadline, "the sweep's run recorded no epoch"
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGINT)
+    err, _ = proc.communicate(timeout=120)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    after = err[err.index("aimc sweep: interrupted; resume with: the same command") :]
+    assert len(after.splitlines()) <= 3, err  # at most the interpreter's warning of a leaked semaphore

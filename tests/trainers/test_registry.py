@@ -8,8 +8,10 @@ from typing import Literal, get_args
 import numpy as np
 import pytest
 from pydantic import TypeAdapter
+from torch import nn
 
 from aimc import trainers
+from aimc.common.errors import ConfigError
 from aimc.devices import AnalogTile, Linear
 from aimc.trainers.algorithms import OPTIMIZER_CLASSES, AlgorithmConfig, AnalogOptimizer
 from aimc.trainers.algorithms.transfer_parts import ReadEMA, ReadSum, ReferenceTracking, ThresholdBuffer
@@ -78,3 +80,39 @@ def test_reference_tracking_follows_and_switches_through_the_tile():
     assert ref.switch(tile, st, gamma=0.5) == 6
     assert st["c"] == -1.0 and list(tile.gains) == [1.0, -0.5]
     np.testing.assert_array_equal(tile.reference(1), st["Q"])
+
+
+def test_build_optimizer_takes_a_name_and_says_what_is_wrong_in_one_line_per_field():
+    model = _net()
+    assert type(trainers.build_optimizer(model, "analog_sgd")).__name__ == "AnalogSGD"
+    with pytest.raises(ConfigError) as err:
+        trainers.build_optimizer(model, {"algorithm": "analog_sgd", "lr": "x"})
+    assert str(err.value) == "trainer.lr: Input should be a valid number (got 'x')"
+    with pytest.raises(ConfigError, match=r"^trainer: Input tag 'nope' found using 'algorithm'"):
+        trainers.build_optimizer(model, "nope")
+    with pytest.raises(TypeError, match=r"`trainer_cfg` must be an algorithm's config.*got int"):
+        trainers.build_optimizer(model, 3)
+
+
+@pytest.mark.parametrize(
+    "cfg, line",
+    [
+        ({"algorithm": "rider", "gamma": 1e30}, "trainer.gamma: Input should be less than or equal to 16777216"),
+        ({"algorithm": "residual", "gamma": 2.0**24 * 2}, "trainer.gamma: Input should be less than or equal to"),
+        ({"algorithm": "c_ttv2", "gamma": 1e30, "in_chop_prob": 0}, "trainer.gamma: Input should be less than"),
+        ({"algorithm": "c_ttv2", "transfer_every": 1e30}, "trainer.transfer_every: transfer_every = 1e+30: a period"),
+        ({"algorithm": "agad", "transfer_every": -1e30}, "trainer.transfer_every: transfer_every = -1e+30: a period"),
+    ],
+)
+def test_gains_and_periods_beyond_what_the_model_means_are_refused_by_field(cfg, line):
+    """A gain above 2^24 leaves the main array below float32's resolution of the mixed weight; a period
+    above 2^53 is no integer a float64 holds."""
+    with pytest.raises(ConfigError) as err:
+        trainers.build_optimizer(_net(), cfg)
+    assert str(err.value).startswith(line)
+    ok = {**cfg, **{k: v for k, v in {"gamma": 2.0**24, "transfer_every": 2.0**53}.items() if k in cfg}}
+    TypeAdapter(trainers.TrainerConfig).validate_python(ok)  # the bounds themselves are taken
+
+
+def _net():
+    return trainers.convert(nn.Sequential(nn.Linear(4, 3)), trainers.TileConfig(device="reram_sb"))

@@ -32,6 +32,13 @@ from aimc.trainers.algorithms.latency import LatencyModel
 from aimc.trainers.layers import AnalogLayer, TileBlock, analog_layers
 from aimc.trainers.state import state_to_numpy, state_to_torch
 
+GAIN_MAX = 2.0**24
+"""The largest gain of a second array in a mixed weight W + gamma P: beyond 2^24 (float32's 24-bit
+significand) W, on the scale of P, is below the resolution of the mixed weight and stops mattering."""
+
+PERIOD_MAX = 2.0**53
+"""The largest count of updates a float field gives (a period): the integers a float64 holds exactly."""
+
 
 class AlgorithmConfig(Float32Config):
     """What the config of every training algorithm has; each adds `algorithm: Literal[name]`, its tag."""

@@ -31,7 +31,7 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from aimc.common import seeds
-from aimc.trainers.algorithms.base import AlgorithmConfig, AnalogOptimizer
+from aimc.trainers.algorithms.base import GAIN_MAX, PERIOD_MAX, AlgorithmConfig, AnalogOptimizer
 from aimc.trainers.algorithms.chopped_kernel import ChopperState, TransferRule, auto_scale_estimates, chopped_transfer
 from aimc.trainers.algorithms.latency import LatencyModel
 from aimc.trainers.layers import TileBlock
@@ -122,6 +122,7 @@ class CTTv2Config(AlgorithmConfig):
     gamma: float = Field(
         0.0,
         ge=0,
+        le=GAIN_MAX,
         description="gain of the de-chopped A in the forward weight C + gamma A (later "
         "aihwkit versions; needs in_chop_prob = out_chop_prob = 0); the transfer rate is "
         "multiplied by gamma where gamma > 0",
@@ -142,6 +143,8 @@ class CTTv2Config(AlgorithmConfig):
                 "transfer_every = 0: give the rank-1 updates between two reads (> 0), or a multiple of "
                 "the fast device's number of states per sweep (< 0)"
             )
+        if abs(te) > PERIOD_MAX:
+            raise ValueError(f"transfer_every = {te:g}: a period of at most 2^53 = {PERIOD_MAX:.4g} in magnitude")
         return te
 
     @field_validator("with_reset_prob")
@@ -206,8 +209,15 @@ class CTTv2(AnalogOptimizer):
         te = self.cfg.transfer_every
         if te < 0:
             n_states, _ = self.fast_states(block)
-            return max(1, math.floor(n_states / block.tile.in_size * -te + 0.5))
-        return max(1, math.ceil(te * n) if self.cfg.units_in_mbatch else math.floor(te + 0.5))
+            period = max(1, math.floor(n_states / block.tile.in_size * -te + 0.5))
+        else:
+            period = max(1, math.ceil(te * n) if self.cfg.units_in_mbatch else math.floor(te + 0.5))
+        if period > 2**62:
+            raise ValueError(
+                f"transfer_every = {te:g} gives a period of {period:.3g} rank-1 updates, beyond the 64-bit update "
+                "count (2^62)"
+            )
+        return period
 
     def fast_states(self, block: TileBlock) -> tuple[float, float]:
         """(n_states, dw_A) of the fast array's device: n_states = (w_max - w_min) / dw_A (aihwkit's

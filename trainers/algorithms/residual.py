@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from aimc.trainers.algorithms.base import GAIN_MAX
 from aimc.trainers.algorithms.latency import LatencyModel
 from aimc.trainers.algorithms.transfer import TransferConfig, TransferOptimizer
 from aimc.trainers.algorithms.transfer_parts import ReadEMA, ThresholdBuffer
@@ -20,7 +21,9 @@ class ResidualConfig(TransferConfig):
     """Residual learning (R1 Sec. 4): mixed weight W + gamma P, gradient at the mixed weight, zero-shifted P."""
 
     algorithm: Literal["residual"] = "residual"
-    gamma: float = Field(0.5, gt=0, description="gain of the residual array P in the mixed weight")
+    gamma: float = Field(
+        0.5, gt=0, le=GAIN_MAX, description="gain of the residual array P in the mixed weight (at most 2^24)"
+    )
     zero_shift: bool = Field(True, description="zero-shift P to its symmetric point before training")
     zero_shift_cycles: int | None = Field(
         None,

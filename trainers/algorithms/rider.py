@@ -31,6 +31,7 @@ import numpy as np
 from pydantic import Field
 
 from aimc.common import seeds
+from aimc.trainers.algorithms.base import GAIN_MAX
 from aimc.trainers.algorithms.transfer import TransferConfig, TransferOptimizer
 from aimc.trainers.algorithms.transfer_parts import ReadSum, ReferenceTracking, ThresholdBuffer
 from aimc.trainers.algorithms.zero_shift import ZERO_SHIFT_MODE, ZeroShiftMode
@@ -42,7 +43,7 @@ class RiderConfig(TransferConfig):
     W <- W + transfer_lr (P - Q); no zero shift needed."""
 
     algorithm: Literal["rider"] = "rider"
-    gamma: float = Field(0.1, gt=0, description="gain of P - Q in the mixed weight")
+    gamma: float = Field(0.1, gt=0, le=GAIN_MAX, description="gain of P - Q in the mixed weight (at most 2^24)")
     tracking_rate: float = Field(
         0.1,
         gt=0,
