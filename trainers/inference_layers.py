@@ -1,0 +1,207 @@
+"""Linear and Conv2d layers on inference tiles: digital target weights, trained by any torch optimizer, read
+through the periphery; `program` / `drift` (trainers/inference_program.py) replace them by the programmed
+and drifted weights of the tile's noise model for evaluation.
+
+Forward read (training and evaluation): y = s * alpha * read(W_t, x) + b, where W_t is the tile's weights
+(in training the modified targets, after programming the drifted ones), read the forward periphery
+(`devices.periphery.analog_mvm`: DAC, output noise, ADC, noise and bound management), s the digital output
+scale of the mapping, alpha the drift compensation (1 before programming) and b the digital bias. Backward:
+grad_x = read_backward(W_t^T, d), grad_W = d^T x (digital, the optimizer's update).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from aimc.common import seeds
+from aimc.devices.periphery import PeripheryConfig, analog_mvm
+from aimc.devices.rng import Stream
+from aimc.trainers.inference_config import InferenceTileConfig
+from aimc.trainers.inference_modifiers import clip_, modify
+from aimc.trainers.inference_noise import build_compensation, build_noise_model
+
+
+def _read(w: torch.Tensor, x: torch.Tensor, cfg: PeripheryConfig, stream: Stream) -> torch.Tensor:
+    """x @ w.T through the periphery cfg (exact in torch when cfg.ideal); w (out, in), x (batch, in)."""
+    if cfg.ideal:
+        return x @ w.T
+    return torch.from_numpy(analog_mvm(w.detach().numpy(), x.detach().numpy(), cfg, stream))
+
+
+class _PeripheryMatmul(torch.autograd.Function):
+    """y = read_forward(W, x); grad_x = read_backward(W^T, d), grad_W = d^T x."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, w: torch.Tensor, layer: InferenceLayer) -> torch.Tensor:
+        ctx.save_for_backward(x, w)
+        ctx.layer = layer
+        return _read(w, x, layer.tile_config.forward, layer.stream)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        x, w = ctx.saved_tensors
+        layer = ctx.layer
+        gx = gw = None
+        if ctx.needs_input_grad[0]:
+            gx = _read(w.T.contiguous(), grad.contiguous(), layer.tile_config.backward, layer.stream)
+        if ctx.needs_input_grad[1]:
+            gw = grad.T @ x
+        return gx, gw, None
+
+
+class InferenceLayer(nn.Module):
+    """What the inference Linear and Conv2d share: the tile weights (out_features, in_features) as a
+    trained parameter, digital bias and output scales, the noise model and the programmed state."""
+
+    def _init_tile(self, weight: torch.Tensor, bias: torch.Tensor | None, cfg: InferenceTileConfig, seed: int):
+        self.tile_config = cfg
+        self.out_features, self.in_features = weight.shape
+        m = cfg.mapping
+        rows = m.weight_scaling_columnwise or (m.learn_out_scaling and m.out_scaling_columnwise)
+        w = weight.detach().to(torch.float32).clone()
+        scale = torch.ones(self.out_features if rows else 1)
+        if m.weight_scaling_omega > 0:
+            amax = w.abs().amax(dim=1) if m.weight_scaling_columnwise else w.abs().max().reshape(1)
+            scale = (amax / m.weight_scaling_omega).clamp_min(1e-12) * torch.ones_like(scale)
+            w = w / scale[:, None] if rows else w / scale
+        self.weight = nn.Parameter(w)
+        self.bias = nn.Parameter(bias.detach().to(torch.float32).clone()) if bias is not None else None
+        if m.learn_out_scaling:
+            self.out_scale = nn.Parameter(scale)
+        else:
+            self.register_buffer("out_scale", scale)
+        self.seed = int(seed)
+        self.stream = Stream(seeds.stream_seed(seed, 1))
+        self.generator = torch.Generator().manual_seed(seeds.stream_seed(seed, 2))
+        self.noise_model = build_noise_model(cfg)
+        self.compensation = build_compensation(cfg)
+        self.programmed_weight: torch.Tensor | None = None
+        self.drift_state: list | None = None
+        self.read_weight: torch.Tensor | None = None
+        self.baseline: torch.Tensor | None = None
+        self.alpha = torch.ones(1)
+
+    @property
+    def programmed(self) -> bool:
+        """Whether `program` has written the tile (its reads in eval mode use the programmed weights)."""
+        return self.read_weight is not None
+
+    def tile_weight(self) -> torch.Tensor:
+        """The weights the next read uses (with the gradient of `weight` where they derive from it)."""
+        cfg = self.tile_config
+        if self.read_weight is not None and not self.training:
+            return self.read_weight
+        if self.training:
+            clip_(self.weight.data, cfg.clip)
+        if self.training or cfg.modifier.enable_during_test:
+            return modify(self.weight, cfg.modifier, self.generator, self.noise_model)
+        return self.weight
+
+    def _matmul(self, x2d: torch.Tensor) -> torch.Tensor:
+        """(batch, in) -> (batch, out): the read, drift compensation, output scale and bias."""
+        y = _PeripheryMatmul.apply(x2d.to(torch.float32).contiguous(), self.tile_weight(), self)
+        if self.read_weight is not None and not self.training:
+            y = y * self.alpha
+        y = y * self.out_scale
+        return y + self.bias if self.bias is not None else y
+
+    def digital_weight(self) -> torch.Tensor:
+        """The layer's weight in the units of its digital counterpart: s * W (no noise)."""
+        s = self.out_scale.detach()
+        return self.weight.detach() * (s[:, None] if s.numel() > 1 else s)
+
+    @torch.no_grad()
+    def readout(self, w: torch.Tensor) -> torch.Tensor:
+        """The compensation's read-out of tile weights w through the forward periphery."""
+        x = self.compensation.get_readout_tensor(self.in_features).to(torch.float32)
+        return _read(w, x, self.tile_config.forward, self.stream)
+
+    def extra_repr(self) -> str:
+        t = self.tile_config
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
+            f"noise_model={t.noise_model}, modifier={t.modifier.type}, programmed={self.programmed}"
+        )
+
+
+class InferenceLinear(InferenceLayer):
+    """nn.Linear on an inference tile."""
+
+    def __init__(self, linear: nn.Linear, cfg: InferenceTileConfig, seed: int = 0):
+        super().__init__()
+        self._init_tile(linear.weight, linear.bias, cfg, seed)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] != self.in_features:
+            raise ValueError(f"InferenceLinear: input has {x.shape[-1]} features, the layer {self.in_features}")
+        lead = x.shape[:-1]
+        y = self._matmul(x.reshape(-1, self.in_features))
+        return y.reshape(*lead, self.out_features)
+
+    def to_digital(self) -> nn.Linear:
+        """The equivalent nn.Linear (s * W, the bias)."""
+        out = nn.Linear(self.in_features, self.out_features, bias=self.bias is not None)
+        with torch.no_grad():
+            out.weight.copy_(self.digital_weight())
+            if self.bias is not None:
+                out.bias.copy_(self.bias)
+        return out
+
+
+class InferenceConv2d(InferenceLayer):
+    """nn.Conv2d on an inference tile: each output pixel is a read of the unfolded (C kh kw) patch."""
+
+    def __init__(self, conv: nn.Conv2d, cfg: InferenceTileConfig, seed: int = 0):
+        super().__init__()
+        if conv.groups != 1 or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
+            raise ValueError("InferenceConv2d: only groups=1, zero padding given as numbers are mapped")
+        self.in_channels, self.out_channels = conv.in_channels, conv.out_channels
+        self.kernel_size, self.stride = tuple(conv.kernel_size), tuple(conv.stride)
+        self.padding, self.dilation = tuple(conv.padding), tuple(conv.dilation)
+        self._init_tile(conv.weight.reshape(conv.out_channels, -1), conv.bias, cfg, seed)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        unbatched = x.dim() == 3
+        x = x.unsqueeze(0) if unbatched else x
+        if x.dim() != 4 or x.shape[1] != self.in_channels:
+            raise ValueError(f"InferenceConv2d: expects (B, {self.in_channels}, H, W) input, got {tuple(x.shape)}")
+        cols = F.unfold(x.to(torch.float32), self.kernel_size, self.dilation, self.padding, self.stride)
+        h, w = (
+            math.floor((size + 2 * p - d * (k - 1) - 1) / s + 1)
+            for size, k, s, p, d in zip(x.shape[2:], self.kernel_size, self.stride, self.padding, self.dilation)
+        )
+        y = self._matmul(cols.transpose(1, 2).reshape(-1, self.in_features))
+        y = y.reshape(len(x), h * w, self.out_features).transpose(1, 2).reshape(len(x), self.out_features, h, w)
+        return y[0] if unbatched else y
+
+    def to_digital(self) -> nn.Conv2d:
+        """The equivalent nn.Conv2d (s * W, the bias)."""
+        out = nn.Conv2d(
+            self.in_channels,
+            self.out_channels,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            bias=self.bias is not None,
+        )
+        with torch.no_grad():
+            out.weight.copy_(self.digital_weight().reshape(out.weight.shape))
+            if self.bias is not None:
+                out.bias.copy_(self.bias)
+        return out
+
+
+INFERENCE = {nn.Linear: InferenceLinear, nn.Conv2d: InferenceConv2d}
+"""The torch layers convert maps onto inference tiles, and their inference counterparts."""
+
+
+def inference_layers(model: nn.Module) -> list[InferenceLayer]:
+    """Every inference layer of the model, in module order."""
+    return [m for m in model.modules() if isinstance(m, InferenceLayer)]
+
+
