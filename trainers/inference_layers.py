@@ -203,5 +203,3 @@ INFERENCE = {nn.Linear: InferenceLinear, nn.Conv2d: InferenceConv2d}
 def inference_layers(model: nn.Module) -> list[InferenceLayer]:
     """Every inference layer of the model, in module order."""
     return [m for m in model.modules() if isinstance(m, InferenceLayer)]
-
-

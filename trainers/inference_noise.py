@@ -22,8 +22,6 @@ class ExactDevices:
         return weights.detach().clone()
 
 
-
-
 def build_noise_model(cfg: InferenceTileConfig) -> Any:
     """The noise model of cfg.noise_model with cfg.noise_model_options as keyword arguments."""
     if cfg.noise_model == "none":

@@ -9,7 +9,7 @@ import signal
 import sys
 
 import aimc
-from aimc.commands import fit, report, retention, sweep, train
+from aimc.commands import fit, inference, report, retention, sweep, train
 
 
 def _fmt(v: float) -> str:
@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.register(sub)
     report.register(sub)
     retention.register(sub)
+    inference.register(sub)
     return parser
 
 

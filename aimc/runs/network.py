@@ -16,10 +16,13 @@ from aimc.models import build_model
 
 
 def build(cfg: ExperimentConfig) -> tuple[nn.Module, Any]:
-    """The model (analog unless the trainer is digital SGD) and its optimizer, initialised from cfg.seed."""
+    """The model (on inference tiles with `inference`, else analog unless the trainer is digital SGD) and its
+    optimizer, initialised from cfg.seed."""
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model)
-    if cfg.trainer.algorithm != "sgd":
+    if cfg.inference is not None:
+        model = trainers.convert(model, cfg.inference, seed=cfg.seed)
+    elif cfg.trainer.algorithm != "sgd":
         model = trainers.convert(model, cfg.tile, seed=cfg.seed)
     return model, trainers.build_optimizer(model, cfg.trainer)
 
