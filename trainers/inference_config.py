@@ -91,13 +91,17 @@ class MappingParameter(Float32Config):
     """How a layer's weights map onto the conductance range: with weight_scaling_omega > 0 the tile holds
     W / s with s = max|W| / omega (per output row when weight_scaling_columnwise), and the output is
     multiplied by the digital scale s (learned when learn_out_scaling; one per output when
-    out_scaling_columnwise, else one per layer)."""
+    out_scaling_columnwise, else one per layer). A layer with more than max_input_size inputs or
+    max_output_size outputs is split into a grid of tiles of even sizes (aihwkit's tile arrays): each tile
+    has its own periphery read, modifier and clip statistics, conductance range, drift compensation."""
 
     digital_bias: bool = Field(True, description="the bias is added digitally (the only mapping offered)")
     weight_scaling_omega: float = Field(0.0, ge=0, description="abs max of the tile weights after scaling (0: none)")
     weight_scaling_columnwise: bool = Field(False, description="one scale per output row instead of per layer")
     learn_out_scaling: bool = Field(False, description="the output scales are trained parameters")
     out_scaling_columnwise: bool = Field(False, description="learned scales: one per output (else one per layer)")
+    max_input_size: int = Field(512, ge=0, description="most inputs of one tile (0: no split)")
+    max_output_size: int = Field(512, ge=0, description="most outputs of one tile (0: no split)")
 
     @model_validator(mode="after")
     def _bias_digital(self) -> MappingParameter:

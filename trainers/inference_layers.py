@@ -32,30 +32,61 @@ def _read(w: torch.Tensor, x: torch.Tensor, cfg: PeripheryConfig, stream: Stream
     return torch.from_numpy(analog_mvm(w.detach().numpy(), x.detach().numpy(), cfg, stream))
 
 
+def split_sizes(size: int, most: int) -> list[int]:
+    """Even parts of `size`, each at most `most` (0: one part), the larger first (aihwkit's tile arrays)."""
+    if most <= 0:
+        return [size]
+    n = (size + most - 1) // most
+    base, extra = divmod(size, n)
+    return [base + (i < extra) for i in range(n)]
+
+
+def _slices(sizes: list[int]) -> list[slice]:
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    return [slice(a, a + n) for a, n in zip(starts, sizes)]
+
+
+class GridTile:
+    """One tile of a layer's grid: its block (rows, cols) of the layer's weights, its output-noise stream and
+    modifier generator, and its programmed state (programmed and read weights, drift state, drift
+    compensation baseline and scale alpha)."""
+
+    def __init__(self, rows: slice, cols: slice, seed: int):
+        self.rows, self.cols, self.seed = rows, cols, int(seed)
+        self.stream = Stream(seeds.stream_seed(seed, 1))
+        self.generator = torch.Generator().manual_seed(seeds.stream_seed(seed, 2))
+        self.program_generator: torch.Generator | None = None
+        self.programmed: torch.Tensor | None = None
+        self.drift_state: list | None = None
+        self.read: torch.Tensor | None = None
+        self.baseline: torch.Tensor | None = None
+        self.alpha = torch.ones(1)
+
+
 class _PeripheryMatmul(torch.autograd.Function):
     """y = read_forward(W, x); grad_x = read_backward(W^T, d), grad_W = d^T x."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, w: torch.Tensor, layer: InferenceLayer) -> torch.Tensor:
+    def forward(ctx, x: torch.Tensor, w: torch.Tensor, cfg: InferenceTileConfig, tile: GridTile) -> torch.Tensor:
         ctx.save_for_backward(x, w)
-        ctx.layer = layer
-        return _read(w, x, layer.tile_config.forward, layer.stream)
+        ctx.cfg, ctx.tile = cfg, tile
+        return _read(w, x, cfg.forward, tile.stream)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         x, w = ctx.saved_tensors
-        layer = ctx.layer
         gx = gw = None
         if ctx.needs_input_grad[0]:
-            gx = _read(w.T.contiguous(), grad.contiguous(), layer.tile_config.backward, layer.stream)
+            gx = _read(w.T.contiguous(), grad.contiguous(), ctx.cfg.backward, ctx.tile.stream)
         if ctx.needs_input_grad[1]:
             gw = grad.T @ x
-        return gx, gw, None
+        return gx, gw, None, None
 
 
 class InferenceLayer(nn.Module):
-    """What the inference Linear and Conv2d share: the tile weights (out_features, in_features) as a
-    trained parameter, digital bias and output scales, the noise model and the programmed state."""
+    """What the inference Linear and Conv2d share: the weights (out_features, in_features) as a trained
+    parameter on a grid of tiles (mapping.max_input_size / max_output_size), digital bias and output scales,
+    the noise model and drift compensation."""
 
     def _init_tile(self, weight: torch.Tensor, bias: torch.Tensor | None, cfg: InferenceTileConfig, seed: int):
         self.tile_config = cfg
@@ -75,37 +106,43 @@ class InferenceLayer(nn.Module):
         else:
             self.register_buffer("out_scale", scale)
         self.seed = int(seed)
-        self.stream = Stream(seeds.stream_seed(seed, 1))
-        self.generator = torch.Generator().manual_seed(seeds.stream_seed(seed, 2))
+        out_parts = _slices(split_sizes(self.out_features, m.max_output_size))
+        in_parts = _slices(split_sizes(self.in_features, m.max_input_size))
+        blocks = [(r, c) for r in out_parts for c in in_parts]
+        self.tiles = [GridTile(r, c, seeds.tile_seed(seed, k)) for k, (r, c) in enumerate(blocks)]
         self.noise_model = build_noise_model(cfg)
         self.compensation = build_compensation(cfg)
-        self.programmed_weight: torch.Tensor | None = None
-        self.drift_state: list | None = None
-        self.read_weight: torch.Tensor | None = None
-        self.baseline: torch.Tensor | None = None
-        self.alpha = torch.ones(1)
 
     @property
     def programmed(self) -> bool:
-        """Whether `program` has written the tile (its reads in eval mode use the programmed weights)."""
-        return self.read_weight is not None
+        """Whether `program` has written the tiles (reads in eval mode then use the programmed weights)."""
+        return all(t.read is not None for t in self.tiles)
 
-    def tile_weight(self) -> torch.Tensor:
-        """The weights the next read uses (with the gradient of `weight` where they derive from it)."""
+    def _tile_read(self, tile: GridTile, x2d: torch.Tensor) -> torch.Tensor:
+        """One tile's share of the output rows tile.rows: its read of its inputs tile.cols (programmed
+        weights times alpha in evaluation after `program`; in training the clipped, modified targets)."""
         cfg = self.tile_config
-        if self.read_weight is not None and not self.training:
-            return self.read_weight
+        x = x2d[:, tile.cols]
+        if tile.read is not None and not self.training:
+            return _PeripheryMatmul.apply(x, tile.read, cfg, tile) * tile.alpha
         if self.training:
-            clip_(self.weight.data, cfg.clip)
+            clip_(self.weight.data[tile.rows, tile.cols], cfg.clip)
+        w = self.weight[tile.rows, tile.cols]
         if self.training or cfg.modifier.enable_during_test:
-            return modify(self.weight, cfg.modifier, self.generator, self.noise_model)
-        return self.weight
+            w = modify(w, cfg.modifier, tile.generator, self.noise_model)
+        return _PeripheryMatmul.apply(x, w, cfg, tile)
 
     def _matmul(self, x2d: torch.Tensor) -> torch.Tensor:
-        """(batch, in) -> (batch, out): the read, drift compensation, output scale and bias."""
-        y = _PeripheryMatmul.apply(x2d.to(torch.float32).contiguous(), self.tile_weight(), self)
-        if self.read_weight is not None and not self.training:
-            y = y * self.alpha
+        """(batch, in) -> (batch, out): the tiles' reads summed over the input blocks, output scale, bias."""
+        x2d = x2d.to(torch.float32).contiguous()
+        if len(self.tiles) == 1:
+            y = self._tile_read(self.tiles[0], x2d)
+        else:
+            parts: dict[int, torch.Tensor] = {}
+            for tile in self.tiles:
+                part = self._tile_read(tile, x2d)
+                parts[tile.rows.start] = parts[tile.rows.start] + part if tile.rows.start in parts else part
+            y = torch.cat([parts[k] for k in sorted(parts)], dim=1)
         y = y * self.out_scale
         return y + self.bias if self.bias is not None else y
 
@@ -115,16 +152,17 @@ class InferenceLayer(nn.Module):
         return self.weight.detach() * (s[:, None] if s.numel() > 1 else s)
 
     @torch.no_grad()
-    def readout(self, w: torch.Tensor) -> torch.Tensor:
-        """The compensation's read-out of tile weights w through the forward periphery."""
-        x = self.compensation.get_readout_tensor(self.in_features).to(torch.float32)
-        return _read(w, x, self.tile_config.forward, self.stream)
+    def readout(self, tile: GridTile, w: torch.Tensor) -> torch.Tensor:
+        """The drift compensation's probe read of a tile holding weights w, through the forward periphery."""
+        x = self.compensation.get_readout_tensor(w.shape[1]).to(torch.float32)
+        return _read(w, x, self.tile_config.forward, tile.stream)
 
     def extra_repr(self) -> str:
         t = self.tile_config
         return (
             f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
-            f"noise_model={t.noise_model}, modifier={t.modifier.type}, programmed={self.programmed}"
+            f"tiles={len(self.tiles)}, noise_model={t.noise_model}, modifier={t.modifier.type}, "
+            f"programmed={self.programmed}"
         )
 
 

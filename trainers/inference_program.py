@@ -50,21 +50,23 @@ def _checked_layers(model: nn.Module, what: str) -> list[InferenceLayer]:
 
 @torch.no_grad()
 def program(model: nn.Module, t_inference: float | None = None, draw: int = 0) -> nn.Module:
-    """Program every inference layer of the model: clip its weights (the tile's clip), write them with the
-    programming noise of its noise model and record the drift coefficients; with a drift compensation, read
-    its baseline. t_inference (s): then drift to that time. draw: which noise draw (repeats of an
-    evaluation use draws 0, 1, ...; the draws of layer k come from (layer seed, draw)). Evaluation
-    (model.eval()) reads the programmed weights until the next `program`; training reads the targets."""
+    """Program every tile of every inference layer of the model: clip its weights (the tile config's clip),
+    write them with the programming noise of the noise model and record the drift coefficients; with a
+    drift compensation, read its baseline. t_inference (s): then drift to that time. draw: which noise draw
+    (repeats of an evaluation use draws 0, 1, ...; the draws of a tile come from (tile seed, draw)).
+    Evaluation (model.eval()) reads the programmed weights until the next `program` or `unprogram`;
+    training reads the targets."""
     for layer in _checked_layers(model, "program"):
-        key = int(seeds.generator(layer.seed, int(draw), 3).integers(2**62))
-        layer.program_generator = torch.Generator().manual_seed(key)
-        clip_(layer.weight.data, layer.tile_config.clip)
-        prog, state = layer.noise_model.apply_programming_noise(layer.weight.detach(), layer.program_generator)
-        layer.programmed_weight, layer.drift_state = prog.to(torch.float32), state
-        layer.read_weight = layer.programmed_weight
-        layer.alpha = torch.ones(1)
-        if layer.compensation is not None:
-            layer.baseline = layer.compensation.readout(layer.readout(layer.programmed_weight))
+        for tile in layer.tiles:
+            target = layer.weight.data[tile.rows, tile.cols]
+            clip_(target, layer.tile_config.clip)
+            key = int(seeds.generator(tile.seed, int(draw), 3).integers(2**62))
+            tile.program_generator = torch.Generator().manual_seed(key)
+            prog, state = layer.noise_model.apply_programming_noise(target.contiguous(), tile.program_generator)
+            tile.programmed, tile.drift_state = prog.to(torch.float32), state
+            tile.read, tile.alpha = tile.programmed, torch.ones(1)
+            if layer.compensation is not None:
+                tile.baseline = layer.compensation.readout(layer.readout(tile, tile.programmed))
     if t_inference is not None:
         drift(model, t_inference)
     return model
@@ -72,26 +74,28 @@ def program(model: nn.Module, t_inference: float | None = None, draw: int = 0) -
 
 @torch.no_grad()
 def drift(model: nn.Module, t_inference: float) -> nn.Module:
-    """Age the programmed weights of every inference layer to t_inference (s after programming): drift and
-    read noise of the noise model (layers not yet programmed are programmed first, draw 0), then the drift
-    compensation's output factor alpha = baseline / readout(drifted weights)."""
+    """Age the programmed weights of every tile to t_inference (s after programming): drift and read noise
+    of the noise model, always from the programmed state (layers not yet programmed are programmed first,
+    draw 0), then the drift compensation's output scale alpha = baseline / readout(drifted weights)."""
     if not (t_inference >= 0):
         raise ValueError(f"drift: t_inference must be a time >= 0 s (got {t_inference!r})")
     for layer in _checked_layers(model, "drift"):
-        if layer.programmed_weight is None:
+        if not layer.programmed:
             program(layer)
-        w = layer.noise_model.apply_drift_noise(
-            layer.programmed_weight, layer.drift_state, float(t_inference), layer.program_generator
-        )
-        layer.read_weight = w.to(torch.float32)
-        if layer.compensation is not None:
-            layer.alpha = layer.compensation.apply(layer.readout(layer.read_weight), layer.baseline)
+        for tile in layer.tiles:
+            w = layer.noise_model.apply_drift_noise(
+                tile.programmed, tile.drift_state, float(t_inference), tile.program_generator
+            )
+            tile.read = w.to(torch.float32)
+            if layer.compensation is not None:
+                tile.alpha = layer.compensation.apply(layer.readout(tile, tile.read), tile.baseline)
     return model
 
 
 def unprogram(model: nn.Module) -> nn.Module:
     """Forget the programmed state: evaluation reads the target weights again."""
     for layer in inference_layers(model):
-        layer.programmed_weight = layer.drift_state = layer.read_weight = layer.baseline = None
-        layer.alpha = torch.ones(1)
+        for tile in layer.tiles:
+            tile.programmed = tile.drift_state = tile.read = tile.baseline = None
+            tile.alpha = torch.ones(1)
     return model

@@ -90,7 +90,7 @@ def test_program_and_drift_read_the_programmed_weights():
     assert all(layer.programmed for layer in trainers.inference_layers(model))
     torch.testing.assert_close(model(x), ref)
     with torch.no_grad():
-        model[2].read_weight.zero_()
+        model[2].tiles[0].read.zero_()
     assert not torch.allclose(model(x), ref)
     trainers.unprogram(model)
     torch.testing.assert_close(model(x), ref)
@@ -101,3 +101,24 @@ def test_program_needs_inference_layers():
         trainers.program(_model())
     with pytest.raises(ValueError, match="t_inference"):
         trainers.drift(trainers.convert(_model(), InferenceTileConfig(**EXACT)), -1.0)
+
+
+def test_large_layers_split_into_even_tiles_that_sum_to_the_layer():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(20, 7))
+    x = torch.randn(4, 20)
+    ref = model(x)
+    cfg = InferenceTileConfig(**EXACT, mapping=dict(max_input_size=8, max_output_size=4))
+    trainers.convert(model, cfg)
+    tiles = model[0].tiles
+    assert [(t.rows.stop - t.rows.start, t.cols.stop - t.cols.start) for t in tiles] == [
+        (4, 7),
+        (4, 7),
+        (4, 6),
+        (3, 7),
+        (3, 7),
+        (3, 6),
+    ]
+    torch.testing.assert_close(model(x), ref, rtol=1e-5, atol=1e-5)
+    trainers.program(model.eval(), t_inference=10.0)
+    torch.testing.assert_close(model(x), ref, rtol=1e-5, atol=1e-5)
