@@ -5,19 +5,38 @@ noise, drift coefficients, drift and read noise up to an inference time) and dri
 This package needs torch; aimc.devices itself does not import it.
 """
 
+from aimc.devices.inference.compensation import (
+    DriftCompensation,
+    GlobalDriftCompensation,
+    GlobalDriftCompensationWithExactReference,
+    PerColumnDriftCompensation,
+    ReadFn,
+)
 from aimc.devices.inference.conductance import (
     ConductanceConverter,
     SingleDeviceConductanceConverter,
     SinglePairConductanceConverter,
 )
+from aimc.devices.inference.custom_drift import CustomDriftPCMLikeNoiseModel
 from aimc.devices.inference.noise_model import DriftState, NoiseModel
 from aimc.devices.inference.pcm import PCMLikeNoiseModel
+from aimc.devices.inference.reram import ReRamCMONoiseModel, ReRamWan2022NoiseModel
+from aimc.devices.inference.state_independent import StateIndependentNoiseModel
 
 __all__ = [
     "ConductanceConverter",
+    "CustomDriftPCMLikeNoiseModel",
+    "DriftCompensation",
     "DriftState",
+    "GlobalDriftCompensation",
+    "GlobalDriftCompensationWithExactReference",
     "NoiseModel",
     "PCMLikeNoiseModel",
+    "PerColumnDriftCompensation",
+    "ReRamCMONoiseModel",
+    "ReRamWan2022NoiseModel",
+    "ReadFn",
     "SingleDeviceConductanceConverter",
     "SinglePairConductanceConverter",
+    "StateIndependentNoiseModel",
 ]

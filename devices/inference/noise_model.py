@@ -41,8 +41,8 @@ def polynomial(coeffs: list[float], x: torch.Tensor) -> torch.Tensor:
 
 def one_over_f_factor(t: float, t_read: float) -> float:
     """sqrt(ln((t + t_read) / (2 t_read))), the growth with time t (s) of accumulated 1/f read noise whose
-    spectrum is integrated from 1/t to 1/(2 t_read) (t_read: the duration of one read, s)."""
-    return math.sqrt(math.log((t + t_read) / (2.0 * t_read)))
+    spectrum is integrated from 1/t to 1/(2 t_read) (t_read: the duration of one read, s); 0 for t < t_read."""
+    return math.sqrt(max(math.log((t + t_read) / (2.0 * t_read)), 0.0))
 
 
 def check_positive(owner: str, **values: float) -> None:

@@ -1,11 +1,16 @@
 """The inference noise models against IBM aihwkit 1.1.0's own (aihwkit.inference), run in its venv
 (`AIMC_AIHWKIT_PYTHON`, tests/aihwkit_helpers.py; skipped where it is absent).
 
-The same target weights, a few weight levels each repeated on many devices, go through programming,
-the drift coefficients and the drift/read noise at several inference times in both; per weight level the
-programmed weights, the drift coefficients of each device tensor and the weights at every time must be
-samples of one distribution: a two-sample Kolmogorov-Smirnov test at p > 1e-5, and means and standard
-deviations within 5 standard errors of their difference (the std's from the samples' fourth moments).
+The same target weights, a few weight levels each on M devices, go through programming, the drift
+coefficients and the drift/read noise at several inference times in both, RUNS times with fresh draws; per
+weight level the programmed weights, the drift coefficients of each device tensor and the weights at every
+time, pooled over the runs, must be samples of one distribution. (The drift step converts the programmed
+weights anew, with a scale set by the extreme programmed weight of the tensor: a random factor common to a
+run's devices, so the samples are pooled over many small runs rather than drawn from one large one; for a
+single device per weight, whose drift clips at g_min and g_max, the drifted weights are compared as the
+conductances of that conversion, rounded to 1e-4 uS, so that the clipped devices of all runs coincide.) The
+test: a two-sample Kolmogorov-Smirnov test at p > 1e-5, and means and standard deviations within 5 standard
+errors of their difference (the std's from the samples' fourth moments).
 """
 
 from __future__ import annotations
@@ -43,20 +48,30 @@ if spec["read_only"]:  # the weights are conductances (uS) of devices with drift
         out[f"g_t{i}"] = model.apply_drift_noise_to_conductance(w.clone(), torch.zeros_like(w), t).numpy()
     np.savez(spec["out"], **out)
     sys.exit(0)
-w_prog, state = model.apply_programming_noise(w)
-if isinstance(model.g_converter, inf.SingleDeviceConductanceConverter):
-    state = [torch.stack(state)]  # its converter gives one tensor, iterated by rows
-out = {"w_prog": w_prog.numpy()}
-for i, s in enumerate(state):
-    out[f"state{i}"] = s.numpy()
-for i, t in enumerate(spec["times"]):
-    out[f"w_t{i}"] = model.apply_drift_noise(w_prog, state, t).numpy()
+runs = {}
+for part in torch.tensor_split(w, spec["runs"], dim=1):
+    w_prog, state = model.apply_programming_noise(part)
+    saved = state
+    if isinstance(model.g_converter, inf.SingleDeviceConductanceConverter):
+        saved = [torch.stack(state)]  # its converter gives one tensor, iterated by rows
+    run = {"w_prog": w_prog}
+    run.update({f"state{i}": s for i, s in enumerate(saved)})
+    run.update({f"w_t{i}": model.apply_drift_noise(w_prog, state, t) for i, t in enumerate(spec["times"])})
+    if isinstance(model.g_converter, inf.SingleDeviceConductanceConverter):
+        _, p = model.g_converter.convert_to_conductances(w_prog)
+        for i in range(len(spec["times"])):
+            g_t = (run[f"w_t{i}"] - p["min"]) * p["scale_ratio"] + model.g_converter.g_min
+            run[f"w_t{i}"] = torch.round(g_t, decimals=4)
+    for k, v in run.items():
+        runs.setdefault(k, []).append(v)
+out = {k: torch.cat(v, dim=1).numpy() for k, v in runs.items()}
 np.savez(spec["out"], **out)
 """
 
 LEVELS = [-1.0, -0.6, -0.2, 0.0, 0.1, 0.3, 0.5, 0.8, 1.0]
 SINGLE_DEVICE_LEVELS = [-1.0, -0.5, 0.0, 0.25, 0.5, 0.75, 1.0]
-N = 20_000
+RUNS, M = 200, 100
+N = RUNS * M
 YEAR = 365 * 24 * 3600.0
 TIMES = [1.0, 3600.0, YEAR, 10 * YEAR]
 KS_P_MIN = 1e-5
@@ -69,7 +84,7 @@ def run_aihwkit(
     drift and read noise with drift exponents 0."""
     with tempfile.TemporaryDirectory() as tmp:
         np.save(Path(tmp) / "w.npy", w)
-        spec = dict(model=model, kwargs=kwargs, weights=str(Path(tmp) / "w.npy"), times=times, seed=0)
+        spec = dict(model=model, kwargs=kwargs, weights=str(Path(tmp) / "w.npy"), times=times, seed=0, runs=RUNS)
         spec["read_only"] = read_only
         spec["out"] = str(Path(tmp) / "out.npz")
         done = subprocess.run(
@@ -82,13 +97,20 @@ def run_aihwkit(
 
 def run_ours(model: inference.NoiseModel, w: np.ndarray, times: list[float]) -> dict[str, np.ndarray]:
     g = torch.Generator().manual_seed(1)
-    w_prog, state = model.apply_programming_noise(torch.tensor(w), g)
-    out = {"w_prog": w_prog.numpy()}
-    for i, s in enumerate(state):
-        out[f"state{i}"] = s.numpy()
-    for i, t in enumerate(times):
-        out[f"w_t{i}"] = model.apply_drift_noise(w_prog, state, t, g).numpy()
-    return out
+    runs: dict[str, list[torch.Tensor]] = {}
+    for part in torch.tensor_split(torch.tensor(w), RUNS, dim=1):
+        w_prog, state = model.apply_programming_noise(part, g)
+        run = {"w_prog": w_prog}
+        run.update({f"state{i}": s for i, s in enumerate(state)})
+        run.update({f"w_t{i}": model.apply_drift_noise(w_prog, state, t, g) for i, t in enumerate(times)})
+        if isinstance(model.g_converter, inference.SingleDeviceConductanceConverter):
+            _, p = model.g_converter.convert_to_conductances(w_prog)
+            for i in range(len(times)):
+                g_t = (run[f"w_t{i}"] - p["min"]) * p["scale_ratio"] + model.g_converter.g_min
+                run[f"w_t{i}"] = torch.round(g_t, decimals=4)
+        for k, v in run.items():
+            runs.setdefault(k, []).append(v)
+    return {k: torch.cat(v, dim=1).numpy() for k, v in runs.items()}
 
 
 def run_ours_read_only(model: inference.NoiseModel, g: np.ndarray, times: list[float]) -> dict[str, np.ndarray]:
@@ -125,34 +147,49 @@ def assert_same_distributions(ours: dict[str, np.ndarray], theirs: dict[str, np.
             assert abs(a.std() - b.std()) <= 5 * se_std + 1e-12, f"{key} at w = {level}: std {a.std()} vs {b.std()}"
 
 
-CASES = {
-    "pcm-default": ("PCMLikeNoiseModel", {}, lambda: inference.PCMLikeNoiseModel()),
-    "pcm-scaled": (
-        "PCMLikeNoiseModel",
-        dict(g_max=40.0, prog_noise_scale=2.0, read_noise_scale=1.5, drift_scale=0.5, t_0=10.0),
-        lambda: inference.PCMLikeNoiseModel(
-            g_max=40.0, prog_noise_scale=2.0, read_noise_scale=1.5, drift_scale=0.5, t_0=10.0
-        ),
+DRIFT_TABLE = dict(
+    g_lst=[0.0, 5.0, 15.0, 25.0], nu_mean_lst=[0.12, 0.08, 0.05, 0.04], nu_std_lst=[0.04, 0.02, 0.015, 0.01]
+)
+WAN_TIMES = [1.0, 86400.0, 172800.0]
+PCM_SCALED = dict(g_max=40.0, prog_noise_scale=2.0, read_noise_scale=1.5, drift_scale=0.5, t_0=10.0)
+SI_CUSTOM = dict(prog_coeff=[0.1, 0.4, -0.2], drift_nu_mean=0.02, drift_nu_std=0.04, read_noise_scale=0.05)
+CASES = {  # aihwkit class, its keyword arguments (also ours), weight levels, inference times (s)
+    "pcm-default": ("PCMLikeNoiseModel", {}, LEVELS, TIMES),
+    "pcm-scaled": ("PCMLikeNoiseModel", PCM_SCALED, LEVELS, TIMES),
+    "state-independent-default": ("StateIndependentNoiseModel", {}, LEVELS, TIMES),
+    "state-independent-custom": ("StateIndependentNoiseModel", SI_CUSTOM, LEVELS, TIMES),
+    "custom-drift-pcm": ("CustomDriftPCMLikeNoiseModel", dict(custom_drift_model=DRIFT_TABLE), LEVELS, TIMES),
+    "reram-wan2022": ("ReRamWan2022NoiseModel", {}, LEVELS, WAN_TIMES),
+    "reram-wan2022-g40": ("ReRamWan2022NoiseModel", dict(g_max=40.0, noise_scale=0.5), LEVELS, WAN_TIMES),
+    "reram-cmo-default": ("ReRamCMONoiseModel", {}, SINGLE_DEVICE_LEVELS, TIMES),
+    "reram-cmo-2percent": (
+        "ReRamCMONoiseModel",
+        dict(acceptance_range=2, drift_scale=0.5),
+        SINGLE_DEVICE_LEVELS,
+        TIMES,
     ),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_noise_model_matches_aihwkit(case):
-    name, kwargs, make = CASES[case]
-    w = level_weights(LEVELS)
-    assert_same_distributions(run_ours(make(), w, TIMES), run_aihwkit(name, kwargs, w, TIMES), LEVELS)
+    name, kwargs, levels, times = CASES[case]
+    w = level_weights(levels)
+    ours = run_ours(getattr(inference, name)(**kwargs), w, times)
+    assert_same_distributions(ours, run_aihwkit(name, kwargs, w, times), levels)
 
 
-READ_CASES = {
-    "pcm-default": ("PCMLikeNoiseModel", {}, lambda: inference.PCMLikeNoiseModel()),
+READ_CASES = {  # aihwkit class, keyword arguments, conductance levels (uS)
+    "pcm-default": ("PCMLikeNoiseModel", {}, [0.0, 0.5, 2.0, 8.0, 16.0, 25.0]),
+    "state-independent-default": ("StateIndependentNoiseModel", {}, [0.0, 0.5, 2.0, 8.0, 16.0, 25.0]),
+    "reram-cmo-default": ("ReRamCMONoiseModel", {}, [9.0, 20.0, 50.0, 88.199997]),
 }
-G_LEVELS = [0.0, 0.5, 2.0, 8.0, 16.0, 25.0]
 
 
 @pytest.mark.parametrize("case", sorted(READ_CASES))
 def test_read_noise_matches_aihwkit_at_1s_1h_1y_10y(case):
-    name, kwargs, make = READ_CASES[case]
-    g = level_weights(G_LEVELS)
-    ours = run_ours_read_only(make(), g, [0.0, *TIMES])
-    assert_same_distributions(ours, run_aihwkit(name, kwargs, g, [0.0, *TIMES], read_only=True), G_LEVELS)
+    """Drift and read noise alone (drift exponents 0): at t = 0, 1 s, 1 h, 1 year and 10 years."""
+    name, kwargs, levels = READ_CASES[case]
+    g = level_weights(levels)
+    ours = run_ours_read_only(getattr(inference, name)(**kwargs), g, [0.0, *TIMES])
+    assert_same_distributions(ours, run_aihwkit(name, kwargs, g, [0.0, *TIMES], read_only=True), levels)
