@@ -32,10 +32,13 @@ ModifierType = Literal[
 ClipType = Literal["none", "fixed_value", "layer_gaussian", "average_channel_max"]
 """aihwkit's WeightClipType members, in snake case."""
 
-NOISE_MODELS = ("pcm", "none")
-"""Noise models by name: "pcm" is PCMLikeNoiseModel (aihwkit's default); "none" programs and drifts exactly."""
+NoiseModelName = Literal["pcm", "custom_drift_pcm", "state_independent", "reram_wan2022", "reram_cmo", "none"]
+"""The noise models of aimc.devices.inference by name: PCMLikeNoiseModel (aihwkit's default),
+CustomDriftPCMLikeNoiseModel, StateIndependentNoiseModel, ReRamWan2022NoiseModel, ReRamCMONoiseModel; "none"
+programs the targets exactly and does not drift."""
 
-DRIFT_COMPENSATIONS = ("global", "per_column", "none")
+CompensationName = Literal["global", "global_exact_reference", "per_column", "none"]
+"""GlobalDriftCompensation, GlobalDriftCompensationWithExactReference, PerColumnDriftCompensation, or none."""
 
 
 class WeightModifierParameter(Float32Config):
@@ -118,11 +121,11 @@ class InferenceTileConfig(Float32Config):
 
     forward: PeripheryConfig = Field(default_factory=PeripheryConfig, description="periphery of the forward read")
     backward: PeripheryConfig = Field(default_factory=PeripheryConfig.perfect, description="periphery of backward")
-    noise_model: Literal["pcm", "none"] = Field("pcm", description="the statistical model of the devices")
+    noise_model: NoiseModelName = Field("pcm", description="the statistical model of the devices")
     noise_model_options: dict[str, Any] = Field(
         default_factory=dict, description="keyword arguments of the noise model (e.g. g_max, prog_noise_scale)"
     )
-    drift_compensation: Literal["global", "per_column", "none"] = Field(
+    drift_compensation: CompensationName = Field(
         "global", description="scale of the outputs that undoes the mean drift (none: no compensation)"
     )
     clip: WeightClipParameter = Field(default_factory=WeightClipParameter)

@@ -65,8 +65,10 @@ def program(model: nn.Module, t_inference: float | None = None, draw: int = 0) -
             prog, state = layer.noise_model.apply_programming_noise(target.contiguous(), tile.program_generator)
             tile.programmed, tile.drift_state = prog.to(torch.float32), state
             tile.read, tile.alpha = tile.programmed, torch.ones(1)
-            if layer.compensation is not None:
-                tile.baseline = layer.compensation.readout(layer.readout(tile, tile.programmed))
+            comp = layer.compensation
+            if comp is not None:
+                exact = comp.get_readout_tensor(target.shape[1]) @ target.T if comp.exact_reference else None
+                tile.baseline = comp.readout(exact if exact is not None else layer.readout(tile, tile.programmed))
     if t_inference is not None:
         drift(model, t_inference)
     return model

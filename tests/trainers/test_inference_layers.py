@@ -122,3 +122,26 @@ def test_large_layers_split_into_even_tiles_that_sum_to_the_layer():
     torch.testing.assert_close(model(x), ref, rtol=1e-5, atol=1e-5)
     trainers.program(model.eval(), t_inference=10.0)
     torch.testing.assert_close(model(x), ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("noise_model", ["pcm", "custom_drift_pcm", "state_independent", "reram_wan2022", "reram_cmo"])
+@pytest.mark.parametrize("compensation", ["global", "global_exact_reference", "per_column"])
+def test_every_noise_model_and_compensation_programs_and_drifts(noise_model, compensation):
+    model = _model()
+    x = torch.randn(2, 2, 8, 8)
+    options = {}
+    if noise_model == "custom_drift_pcm":
+        table = {"g_lst": [0.0, 10.0, 25.0], "nu_mean_lst": [0.08, 0.05, 0.03], "nu_std_lst": [0.03, 0.02, 0.01]}
+        options = {"custom_drift_model": table}
+    cfg = InferenceTileConfig(noise_model=noise_model, noise_model_options=options, drift_compensation=compensation)
+    trainers.convert(model, cfg).eval()
+    trainers.program(model, t_inference=86400.0)
+    y = model(x)
+    assert torch.isfinite(y).all()
+    alpha = model[2].tiles[0].alpha
+    assert alpha.numel() == (5 if compensation == "per_column" else 1) and bool((alpha > 0).all())
+
+
+def test_bad_noise_model_options_name_the_field():
+    with pytest.raises(ValueError, match="noise_model_options"):
+        trainers.convert(_model(), InferenceTileConfig(noise_model_options={"g_maxx": 1.0}))
