@@ -5,7 +5,8 @@ read at 1 s, 1 d and 1 y after programming (`aimc inference`, 10 noise draws eac
 accuracy at each time and per setting the mean and spread over the seeds; the margin at 1 y is the
 difference of the two settings' seed means against their seed standard deviations.
 
-    python3 examples/inference_hwa.py [--out runs/inference_hwa] [--epochs 5] [--repeats 10] [--data mnist_small]
+    python3 examples/inference_hwa.py [--out runs/inference_hwa] [--epochs 5] [--repeats 10] [--std-dev 0.2]
+                                      [--data mnist --data-path DIR]
 """
 
 from __future__ import annotations
@@ -31,13 +32,19 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--data", default=None, help="mnist_small (default) or mnist with --data-path")
     p.add_argument("--data-path", default=None)
+    p.add_argument(
+        "--std-dev", type=float, default=None, help="the injection's modifier.std_dev (default: the config's)"
+    )
     a = p.parse_args()
     base = read_toml(CONFIG)
     common = {"epochs": a.epochs} if a.epochs else {}
     if a.data:
         common.update({"data.name": a.data, "data.path": a.data_path})
+    settings = dict(SETTINGS)
+    if a.std_dev is not None:
+        settings["injection"] = {"inference.modifier.std_dev": a.std_dev}
     acc: dict[str, dict[str, list[float]]] = {}
-    for setting, overrides in SETTINGS.items():
+    for setting, overrides in settings.items():
         for seed in SEEDS:
             cfg = validate_config(apply_overrides(base, {**common, **overrides, "seed": seed, "name": setting}))
             folder = Path(a.out) / f"{setting}-seed{seed}"
