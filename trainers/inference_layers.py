@@ -2,11 +2,13 @@
 through the periphery; `program` / `drift` (trainers/inference_program.py) replace them by the programmed
 and drifted weights of the tile's noise model for evaluation.
 
-Forward read (training and evaluation): y = s * alpha * read(W_t, x) + b, where W_t is the tile's weights
-(in training the modified targets, after programming the drifted ones), read the forward periphery
-(`devices.periphery.analog_mvm`: DAC, output noise, ADC, noise and bound management), s the digital output
-scale of the mapping, alpha the drift compensation (1 before programming) and b the digital bias. Backward:
-grad_x = read_backward(W_t^T, d), grad_W = d^T x (digital, the optimizer's update).
+A layer's weights W (out, in) lie on a grid of tiles (mapping.max_input_size / max_output_size). Forward
+read (training and evaluation): y = s * sum_k alpha_k read_k(W_k, x_k) + b over the tiles k of an output
+block, where W_k is the tile's block of weights (in training the clipped, modified targets; after
+programming the drifted ones), x_k its inputs, read_k the forward periphery (`devices.periphery.analog_mvm`:
+DAC, output noise, ADC, noise and bound management) with the tile's own noise stream, alpha_k the tile's
+drift compensation (1 before `drift`), s the digital output scale of the mapping and b the digital bias.
+Backward: grad_x = read_backward(W_k^T, d), grad_W = d^T x (digital, the optimizer's update).
 """
 
 from __future__ import annotations
