@@ -11,7 +11,7 @@ from aimc.commands.cli import main
 from aimc.config import validate_config
 from aimc.runs.inference import COLUMNS, DRAW_COLUMNS
 from aimc.runs.training import train_run
-from aimc.trainers import inference_layers
+from aimc.trainers import InferenceTileConfig, inference_layers
 
 TINY = {
     "name": "r",
@@ -129,16 +129,12 @@ def test_inference_table_needs_digital_sgd():
 def test_an_analog_run_is_programmed_from_its_digital_weights(tmp_path):
     analog = {**TINY, "trainer": {"algorithm": "analog_sgd", "lr": 0.1}, "tile": {"device": "r1_power_1"}}
     train_run(validate_config(analog), tmp_path / "analog")
-    (tmp_path / "exact.toml").write_text(EXACT)
     from aimc.runs.inference import inference_evaluation
 
     rows, digital = inference_evaluation(
         tmp_path / "analog", ["1y"], repeats=1, tile_config=None, out_dir=tmp_path / "a"
     )
     assert 0.0 <= rows[0]["accuracy_mean"] <= 1.0
-    from aimc.commands.inference import _tile_config
-
-    rows, digital = inference_evaluation(
-        tmp_path / "analog", ["1y"], repeats=1, tile_config=_tile_config(str(tmp_path / "exact.toml")), out_dir=tmp_path
-    )
+    exact = InferenceTileConfig(noise_model="none", drift_compensation="none", forward={"ideal": True})
+    rows, digital = inference_evaluation(tmp_path / "analog", ["1y"], repeats=1, tile_config=exact, out_dir=tmp_path)
     assert rows[0]["accuracy_mean"] == pytest.approx(digital)
