@@ -23,13 +23,32 @@ from aimc.devices.inference.pcm import PCMLikeNoiseModel
 from aimc.devices.inference.reram import ReRamCMONoiseModel, ReRamWan2022NoiseModel
 from aimc.devices.inference.state_independent import StateIndependentNoiseModel
 
+NOISE_MODELS = {
+    cls.__name__: cls
+    for cls in (
+        PCMLikeNoiseModel,
+        CustomDriftPCMLikeNoiseModel,
+        StateIndependentNoiseModel,
+        ReRamWan2022NoiseModel,
+        ReRamCMONoiseModel,
+    )
+}
+"""The noise models by their (aihwkit) class names, for configurations that name one."""
+DRIFT_COMPENSATIONS = {
+    cls.__name__: cls
+    for cls in (GlobalDriftCompensation, GlobalDriftCompensationWithExactReference, PerColumnDriftCompensation)
+}
+"""The drift compensations by their (aihwkit) class names."""
+
 __all__ = [
     "ConductanceConverter",
     "CustomDriftPCMLikeNoiseModel",
+    "DRIFT_COMPENSATIONS",
     "DriftCompensation",
     "DriftState",
     "GlobalDriftCompensation",
     "GlobalDriftCompensationWithExactReference",
+    "NOISE_MODELS",
     "NoiseModel",
     "PCMLikeNoiseModel",
     "PerColumnDriftCompensation",

@@ -101,3 +101,14 @@ class SingleDeviceConductanceConverter(ConductanceConverter):
         if len(conductances) != 1:
             raise ValueError(f"conductances: a single device needs 1 tensor, got {len(conductances)}")
         return params["min"] + (conductances[0] - self.g_min) / params["scale_ratio"]
+
+
+def resolve_converter(
+    owner: str, g_converter: ConductanceConverter | None, g_max: float | None
+) -> tuple[ConductanceConverter, float]:
+    """The converter (a single pair with g_max if none is given) and its g_max (uS)."""
+    if g_converter is None:
+        g_converter = SinglePairConductanceConverter() if g_max is None else SinglePairConductanceConverter(g_max)
+    elif g_max is not None and g_max != g_converter.g_max:
+        raise ValueError(f"{owner}.g_max: {g_max} uS differs from g_converter.g_max = {g_converter.g_max} uS")
+    return g_converter, float(g_converter.g_max)

@@ -45,6 +45,13 @@ def one_over_f_factor(t: float, t_read: float) -> float:
     return math.sqrt(max(math.log((t + t_read) / (2.0 * t_read)), 0.0))
 
 
+def power_law_drift(g_prog: torch.Tensor, nu: torch.Tensor, t_inference: float, t_0: float) -> torch.Tensor:
+    """g_prog ((t_inference + t_0) / t_0)^(-nu); g_prog itself at t_inference = 0."""
+    if t_inference <= 0.0:
+        return g_prog
+    return g_prog * torch.pow((t_inference + t_0) / t_0, -nu)
+
+
 def check_positive(owner: str, **values: float) -> None:
     """Raise a one-line ValueError naming the first value that is not > 0."""
     for name, value in values.items():

@@ -19,11 +19,11 @@ Conductances in uS, times in s; g_T the target, g_max the converter's largest co
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
-from aimc.devices.inference.conductance import ConductanceConverter, SinglePairConductanceConverter
+from aimc.devices.inference.conductance import ConductanceConverter, resolve_converter
 from aimc.devices.inference.noise_model import (
     NoiseModel,
     check_coefficients,
@@ -31,6 +31,7 @@ from aimc.devices.inference.noise_model import (
     check_positive,
     one_over_f_factor,
     polynomial,
+    power_law_drift,
     standard_normal,
 )
 
@@ -42,30 +43,12 @@ RELATIVE_G_FLOOR = 1e-7
 """Smallest |g_T| / g_max in the drift-exponent fit (its log)."""
 
 
-def resolve_converter(
-    owner: str, g_converter: ConductanceConverter | None, g_max: float | None
-) -> tuple[ConductanceConverter, float]:
-    """The converter (a single pair with g_max if none is given) and its g_max (uS)."""
-    if g_converter is None:
-        g_converter = SinglePairConductanceConverter() if g_max is None else SinglePairConductanceConverter(g_max)
-    elif g_max is not None and g_max != g_converter.g_max:
-        raise ValueError(f"{owner}.g_max: {g_max} uS differs from g_converter.g_max = {g_converter.g_max} uS")
-    return g_converter, float(g_converter.g_max)
-
-
 def pcm_drift_exponent_stats(g_target: torch.Tensor, g_max: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean and std of the PCM drift exponent nu (before |.| and drift_scale) at the targets g_target (uS)."""
     log_g = torch.log((g_target / g_max).abs().clamp(min=RELATIVE_G_FLOOR))
     mu = (-0.0155 * log_g + 0.0244).clamp(min=0.049, max=0.1)
     sigma = (-0.0125 * log_g - 0.0059).clamp(min=0.008, max=0.045)
     return mu, sigma
-
-
-def power_law_drift(g_prog: torch.Tensor, nu: torch.Tensor, t_inference: float, t_0: float) -> torch.Tensor:
-    """g_prog ((t_inference + t_0) / t_0)^(-nu); g_prog itself at t_inference = 0."""
-    if t_inference <= 0.0:
-        return g_prog
-    return g_prog * torch.pow((t_inference + t_0) / t_0, -nu)
 
 
 @dataclass(eq=True)
@@ -89,7 +72,7 @@ class PCMLikeNoiseModel(NoiseModel):
     prog_noise_scale: float = 1.0
     read_noise_scale: float = 1.0
     drift_scale: float = 1.0
-    prog_coeff_g_max_reference: float | None = field(default=None)
+    prog_coeff_g_max_reference: float | None = None
 
     def __post_init__(self) -> None:
         owner = type(self).__name__

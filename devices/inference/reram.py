@@ -28,7 +28,11 @@ from dataclasses import dataclass
 
 import torch
 
-from aimc.devices.inference.conductance import ConductanceConverter, SingleDeviceConductanceConverter
+from aimc.devices.inference.conductance import (
+    ConductanceConverter,
+    SingleDeviceConductanceConverter,
+    resolve_converter,
+)
 from aimc.devices.inference.noise_model import (
     NoiseModel,
     check_coefficients,
@@ -38,7 +42,6 @@ from aimc.devices.inference.noise_model import (
     polynomial,
     standard_normal,
 )
-from aimc.devices.inference.pcm import resolve_converter
 
 WAN2022_COEFFS = {
     1.0: [0.348, 16.030, -43.853, 45.393, -16.815],

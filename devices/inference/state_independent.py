@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from aimc.devices.inference.conductance import ConductanceConverter
+from aimc.devices.inference.conductance import ConductanceConverter, resolve_converter
 from aimc.devices.inference.noise_model import (
     NoiseModel,
     check_coefficients,
@@ -25,9 +25,9 @@ from aimc.devices.inference.noise_model import (
     check_positive,
     one_over_f_factor,
     polynomial,
+    power_law_drift,
     standard_normal,
 )
-from aimc.devices.inference.pcm import power_law_drift, resolve_converter
 
 
 @dataclass(eq=True)

@@ -13,6 +13,7 @@ import pytest
 import torch
 from aihwkit_helpers import PYTHON
 
+from aimc.devices import inference
 from aimc.devices.inference import (
     GlobalDriftCompensation,
     GlobalDriftCompensationWithExactReference,
@@ -23,6 +24,22 @@ from aimc.devices.inference import (
 
 def linear_read(w: torch.Tensor):
     return lambda x: x @ w.T
+
+
+def test_registries_name_every_class():
+    assert sorted(inference.DRIFT_COMPENSATIONS) == [
+        "GlobalDriftCompensation",
+        "GlobalDriftCompensationWithExactReference",
+        "PerColumnDriftCompensation",
+    ]
+    assert sorted(inference.NOISE_MODELS) == [
+        "CustomDriftPCMLikeNoiseModel",
+        "PCMLikeNoiseModel",
+        "ReRamCMONoiseModel",
+        "ReRamWan2022NoiseModel",
+        "StateIndependentNoiseModel",
+    ]
+    assert all(issubclass(cls, inference.NoiseModel) for cls in inference.NOISE_MODELS.values())
 
 
 def test_probe_is_the_identity():
