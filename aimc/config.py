@@ -36,7 +36,7 @@ from aimc.model_config import (  # noqa: F401 (the model sections are public nam
     ResNetConfig,
     VGG8Config,
 )
-from aimc.trainers import ALGORITHMS, AnalogSGDConfig, TileConfig, TrainerConfig
+from aimc.trainers import ALGORITHMS, AnalogSGDConfig, InferenceTileConfig, TileConfig, TrainerConfig
 
 
 class CheckpointConfig(BaseModel):
@@ -141,6 +141,11 @@ class ExperimentConfig(BaseModel):
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig, description="checkpoint schedule")
     log: LogConfig | None = Field(None, description="metric logging besides metrics.jsonl (TensorBoard)")
     retention: RetentionConfig | None = Field(None, description="retention after training (none: not run)")
+    inference: InferenceTileConfig | None = Field(
+        None,
+        description="hardware-aware training: the model's layers on inference tiles of this config, trained by "
+        "digital SGD (trainer.algorithm = 'sgd') with its weight modifier; evaluate with `aimc inference`",
+    )
     threads: int = Field(
         1,
         ge=1,
@@ -173,6 +178,8 @@ class ExperimentConfig(BaseModel):
     def _check(self) -> ExperimentConfig:
         if self.compare and self.trainer is not None:
             raise ValueError("trainer: give either `trainer` or `compare`, not both")
+        if self.inference is not None and any(t.algorithm != "sgd" for t in self.compare or [self.trainer]):
+            raise ValueError("inference: inference tiles are trained digitally; set trainer.algorithm = 'sgd'")
         return self
 
     def runs(self) -> list[tuple[str, ExperimentConfig]]:
@@ -194,7 +201,7 @@ class ExperimentConfig(BaseModel):
 
 # Fields added after runs existed, left out of the canonical JSON while unset: the runs made before them keep
 # their hash (a sweep folder does not rerun them).
-_ADDED_LATER = ("lr_decay",)
+_ADDED_LATER = ("lr_decay", "inference")
 _ADDED_LATER_IN = {
     "data": ("source", "options", "augment", "crop_padding", "normalize"),
     "model": ("pretrained", "analog_layers", "analog_types"),

@@ -30,6 +30,9 @@ from aimc.trainers.algorithms import (
 from aimc.trainers.config import TileConfig
 from aimc.trainers.conv_layers import AnalogConv1d, AnalogConv2d
 from aimc.trainers.convert import convert, digital_layers, to_digital
+from aimc.trainers.inference_config import InferenceTileConfig
+from aimc.trainers.inference_layers import InferenceConv2d, InferenceLinear, inference_layers
+from aimc.trainers.inference_program import drift, program, unprogram
 from aimc.trainers.layers import AnalogLinear, analog_layers
 
 __all__ = [
@@ -43,6 +46,9 @@ __all__ = [
     "CTTv2Config",
     "DigitalSGDConfig",
     "ERiderConfig",
+    "InferenceConv2d",
+    "InferenceLinear",
+    "InferenceTileConfig",
     "LatencyModel",
     "MixedPrecisionConfig",
     "MultiTileConfig",
@@ -58,5 +64,9 @@ __all__ = [
     "build_optimizer",
     "convert",
     "digital_layers",
+    "drift",
+    "inference_layers",
+    "program",
     "to_digital",
+    "unprogram",
 ]

@@ -12,6 +12,7 @@ from torch import nn
 from aimc.common import seeds
 from aimc.trainers.config import TileConfig
 from aimc.trainers.conv_layers import AnalogConv1d, AnalogConv2d
+from aimc.trainers.inference_config import InferenceTileConfig
 from aimc.trainers.layers import AnalogLayer, AnalogLinear
 
 ANALOG = {nn.Linear: AnalogLinear, nn.Conv1d: AnalogConv1d, nn.Conv2d: AnalogConv2d}
@@ -74,7 +75,12 @@ def convert(
     Layers with weight matrices that cannot be mapped (recurrent layers, 3-d and transposed or grouped
     convolutions, embeddings, attention; see `digital_layers`) stay digital: a `UserWarning` names each with
     the reason, and `strict=True` raises a ValueError instead.
+    An `InferenceTileConfig` maps Linear and Conv2d onto inference tiles instead (trainers/inference_program.py).
     """
+    if isinstance(tile_cfg, InferenceTileConfig):
+        from aimc.trainers.inference_program import convert_inference  # noqa: PLC0415 (it imports this module)
+
+        return convert_inference(model, tile_cfg, layers, seed)
     tile_cfg = _checked_args(model, tile_cfg, layers, seed)
     wanted = None if layers is None else set(layers)
     left = digital_layers(model, wanted)

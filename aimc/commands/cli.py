@@ -9,7 +9,7 @@ import signal
 import sys
 
 import aimc
-from aimc.commands import fit, report, retention, sweep, train
+from aimc.commands import fit, inference, report, retention, sweep, train
 from aimc.runs.interrupts import stop_signals_interrupt
 
 
@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.register(sub)
     report.register(sub)
     retention.register(sub)
+    inference.register(sub)
     return parser
 
 

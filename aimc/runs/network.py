@@ -26,13 +26,15 @@ def build(
     cfg: ExperimentConfig, in_shape: tuple[int, int, int] = MNIST_SHAPE, n_classes: int = 10
 ) -> tuple[nn.Module, Any]:
     """The model for images of `in_shape` (channels, height, width) and `n_classes` classes, initialised from
-    cfg.seed or loaded from `model.pretrained`, its `analog_layer_names` on tiles unless the trainer is digital
-    SGD; and its optimizer."""
+    cfg.seed or loaded from `model.pretrained`, its `analog_layer_names` on inference tiles with `inference`,
+    else on training tiles unless the trainer is digital SGD; and its optimizer."""
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model, n_classes, in_shape)
     if cfg.model.pretrained is not None:
         load_pretrained(model, cfg.model.pretrained)
-    if cfg.trainer.algorithm != "sgd":
+    if cfg.inference is not None:
+        model = trainers.convert(model, cfg.inference, layers=analog_layer_names(model, cfg.model), seed=cfg.seed)
+    elif cfg.trainer.algorithm != "sgd":
         model = trainers.convert(model, cfg.tile, layers=analog_layer_names(model, cfg.model), seed=cfg.seed)
     return model, trainers.build_optimizer(model, cfg.trainer)
 
