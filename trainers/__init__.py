@@ -29,7 +29,7 @@ from aimc.trainers.algorithms import (
 )
 from aimc.trainers.config import TileConfig
 from aimc.trainers.conv_layers import AnalogConv1d, AnalogConv2d
-from aimc.trainers.convert import convert, digital_layers, to_digital
+from aimc.trainers.convert import WeightClipWarning, convert, digital_layers, to_digital
 from aimc.trainers.layers import AnalogLinear, analog_layers
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "TikiTakaConfig",
     "TileConfig",
     "TrainerConfig",
+    "WeightClipWarning",
     "analog_layers",
     "build_optimizer",
     "convert",

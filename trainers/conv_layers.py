@@ -31,6 +31,8 @@ class AnalogConv(AnalogLayer):
         bias: bool = True,
         tile_config: TileConfig | None = None,
         seed: int = 0,
+        *,
+        init: bool = True,
     ):
         super().__init__()
         self.in_channels, self.out_channels = int(in_channels), int(out_channels)
@@ -38,6 +40,8 @@ class AnalogConv(AnalogLayer):
         self.padding, self.dilation = self._tuple(padding), self._tuple(dilation)
         fan_in = self.in_channels * int(np.prod(self.kernel_size))
         self._init_tiles(out_channels, fan_in, bias, tile_config or TileConfig(), seed)
+        if init:
+            self.reset_parameters()
 
     def _tuple(self, v) -> tuple[int, ...]:
         return tuple(int(a) for a in v) if isinstance(v, (tuple, list)) else (int(v),) * self.ndim
@@ -92,21 +96,25 @@ class AnalogConv(AnalogLayer):
             conv.bias is not None,
             cfg,
             seed,
+            init=False,
         )
         m.set_weights(conv.weight.reshape(conv.out_channels, -1), conv.bias)
         return m
 
-    def to_digital(self) -> nn.Module:
-        w, b = self.get_weights()
-        conv = self.digital(
+    def digital_twin(self) -> nn.Module:
+        return self.digital(
             self.in_channels,
             self.out_channels,
             self.kernel_size,
             self.stride,
             self.padding,
             self.dilation,
-            bias=b is not None,
+            bias=self.analog_bias or self.bias is not None,
         )
+
+    def to_digital(self) -> nn.Module:
+        w, b = self.get_weights()
+        conv = self.digital_twin()
         with torch.no_grad():
             conv.weight.copy_(w.reshape(conv.weight.shape))
             if b is not None:

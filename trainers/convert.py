@@ -7,6 +7,7 @@ import numbers
 import warnings
 from collections.abc import Iterable
 
+import torch
 from torch import nn
 
 from aimc.common import seeds
@@ -30,6 +31,10 @@ NOT_MAPPED = {
 }
 """Layers with weight matrices that convert leaves digital, and why. Normalization layers, activations
 with parameters (PReLU) and other element-wise parameters stay digital by design and are not listed."""
+
+
+class WeightClipWarning(UserWarning):
+    """convert wrote weights outside the device's bounds: the analog layer holds them clipped."""
 
 
 def _kind(m: nn.Module) -> type[nn.Module] | None:
@@ -83,7 +88,8 @@ def convert(
             "convert(strict=True): these layers cannot be mapped onto tiles: "
             + "; ".join(f"{n} ({w})" for n, w in left.items())
         )
-    names = {name for name, m in model.named_modules() if _kind(m) is not None}
+    aliases = _aliases(model)
+    names = {name for name, m in model.named_modules(remove_duplicate=False) if _kind(m) is not None}
     if wanted is not None:
         missing = wanted - names - set(left)
         if missing:
@@ -96,16 +102,20 @@ def convert(
         if isinstance(m, AnalogLayer):
             k += 1
             continue
-        if _kind(m) is not None and (wanted is None or name in wanted):
+        if _kind(m) is not None and (wanted is None or not wanted.isdisjoint(aliases[id(m)])):
             if name in left or any(name.startswith(f"{n}.") for n in left):
                 continue
             targets.append((name, m, k))
             k += 1
+    for name, m, _ in targets:
+        _check_not_empty(name, m)
     for name, m, idx in targets:
         new = ANALOG[_kind(m)].from_digital(m, tile_cfg, seed=seeds.layer_seed(seed, idx))
         new.convert_seed = int(seed)
         new.train(m.training)
-        _set_module(model, name, new)
+        _warn_clipped(name, m, new, tile_cfg)
+        for alias in aliases[id(m)]:  # a module used at several places stays one (analog) module
+            _set_module(model, alias, new)
     if left:
         warnings.warn(
             "convert: these layers stay digital (trained by plain SGD with `lr`): "
@@ -139,6 +149,46 @@ def _checked_args(model, tile_cfg, layers, seed) -> TileConfig:
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"convert: `seed` must be an integer >= 0 (got {seed!r})")
     return tile_cfg
+
+
+def _aliases(model: nn.Module) -> dict[int, list[str]]:
+    """id(module) -> every qualified name under which the model reaches it (several for a shared module)."""
+    found: dict[int, list[str]] = {}
+    for name, m in model.named_modules(remove_duplicate=False):
+        found.setdefault(id(m), []).append(name)
+    return found
+
+
+def _check_not_empty(name: str, m: nn.Module) -> None:
+    """Refuse a layer with an empty weight (e.g. Linear(0, 5)), which maps onto no tile."""
+    empty = next((n for n, p in m.named_parameters() if p.numel() == 0), None)
+    if empty is not None:
+        shape = tuple(getattr(m, empty).shape)
+        raise ValueError(f"convert: layer '{name}' ({m}) has an empty {empty} of shape {shape}; it maps onto no tile")
+
+
+def _warn_clipped(name: str, digital: nn.Module, analog: nn.Module, cfg: TileConfig) -> None:
+    """Warn where the analog layer holds weights other than the digital layer's (clipped to the bounds)."""
+    with torch.random.fork_rng(devices=[]):  # the export's initialisation leaves torch's generator as it was
+        held = analog.to_digital().state_dict()
+    clipped = total = 0
+    largest = kept = 0.0
+    for key, w in digital.state_dict().items():
+        if not (key.startswith("weight") or (key.startswith("bias") and cfg.bias == "analog")):
+            continue
+        a = held[key]
+        clipped += int(((a - w).abs() > 1e-6 + 1e-5 * w.abs()).sum())
+        total += w.numel()
+        largest, kept = max(largest, float(w.abs().max())), max(kept, float(a.abs().max()))
+    if clipped:
+        warnings.warn(
+            f"convert: layer '{name}': {clipped / total:.1%} of its weights lie outside the device's bounds and "
+            f"were clipped (max |W| {largest:.3g}, kept {kept:.3g}); scale the weights into the bounds before "
+            "convert (and learn the factor back with TileConfig(out_scale=True)) or widen the bounds of "
+            "TileConfig.device",
+            WeightClipWarning,
+            stacklevel=3,
+        )
 
 
 def _set_module(model: nn.Module, name: str, new: nn.Module) -> None:

@@ -102,6 +102,11 @@ class AnalogLayer(nn.Module):
     def _init_tiles(self, out_features: int, in_features: int, bias: bool, cfg: TileConfig, seed: int):
         self.tile_config = cfg
         self.out_features, self.in_features = int(out_features), int(in_features)
+        if self.out_features < 1 or self.in_features < 1:
+            raise ValueError(
+                f"{self.label()}: an empty weight ({self.out_features} outputs x {self.in_features} inputs) "
+                "maps onto no tile; analog layers need at least one input and one output"
+            )
         self.analog_bias = bool(bias) and cfg.bias == "analog"
         self.in_ext = self.in_features + (1 if self.analog_bias else 0)
         self.seed = int(seed)
@@ -288,6 +293,16 @@ class AnalogLayer(nn.Module):
                 bias = bias * s
         return w, bias
 
+    def digital_twin(self) -> nn.Module:
+        """A fresh torch layer of this layer's type and shape, initialised by torch (from its generator)."""
+        raise NotImplementedError
+
+    def reset_parameters(self) -> None:
+        """Draw the weights (and bias) as torch initialises the digital layer (for Linear and ConvNd:
+        kaiming-uniform, bound 1/sqrt(fan_in)), from torch's generator, and write them into the tiles."""
+        twin = self.digital_twin()
+        self.set_weights(twin.weight.reshape(self.out_features, self.in_features), twin.bias)
+
     def set_weights(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> None:
         """Write weights exactly into array 0 (clipped to each element's bounds), others zero (as
         aihwkit's set_weights); the digital bias is copied, an analog bias goes into its column."""
@@ -368,7 +383,8 @@ class AnalogLayer(nn.Module):
 
 
 class AnalogLinear(AnalogLayer):
-    """y = W x (+ b): a Linear layer on analog tiles."""
+    """y = W x (+ b): a Linear layer on analog tiles, its weights drawn as nn.Linear draws them (init=False:
+    zero weights and bias, for a layer whose weights are written next, as `from_digital` does)."""
 
     def __init__(
         self,
@@ -377,9 +393,13 @@ class AnalogLinear(AnalogLayer):
         bias: bool = True,
         tile_config: TileConfig | None = None,
         seed: int = 0,
+        *,
+        init: bool = True,
     ):
         super().__init__()
         self._init_tiles(out_features, in_features, bias, tile_config or TileConfig(), seed)
+        if init:
+            self.reset_parameters()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self._check_input(x, None, "features in its last dimension", -1, self.in_features)
@@ -389,13 +409,16 @@ class AnalogLinear(AnalogLayer):
 
     @classmethod
     def from_digital(cls, lin: nn.Linear, cfg: TileConfig, seed: int = 0) -> AnalogLinear:
-        m = cls(lin.in_features, lin.out_features, lin.bias is not None, cfg, seed)
+        m = cls(lin.in_features, lin.out_features, lin.bias is not None, cfg, seed, init=False)
         m.set_weights(lin.weight, lin.bias)
         return m
 
+    def digital_twin(self) -> nn.Linear:
+        return nn.Linear(self.in_features, self.out_features, bias=self.analog_bias or self.bias is not None)
+
     def to_digital(self) -> nn.Linear:
         w, b = self.get_weights()
-        lin = nn.Linear(self.in_features, self.out_features, bias=b is not None)
+        lin = self.digital_twin()
         with torch.no_grad():
             lin.weight.copy_(w)
             if b is not None:
