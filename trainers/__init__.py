@@ -1,6 +1,6 @@
 """aimc trainer layer: PyTorch models on analog tiles and the analog training algorithms.
 
-model = trainers.convert(model, TileConfig(...))          # Linear/Conv1d/Conv2d -> Analog...
+model = trainers.convert(model, TileConfig(...))          # Linear/Conv/RNN/LSTM/GRU -> Analog...
 opt = trainers.build_optimizer(model, ResidualConfig())   # torch.optim conventions
 ... opt.zero_grad(); loss.backward(); opt.step()
 opt.costs(); opt.latency_estimate(); trainers.to_digital(model)
@@ -31,14 +31,18 @@ from aimc.trainers.config import TileConfig
 from aimc.trainers.conv_layers import AnalogConv1d, AnalogConv2d
 from aimc.trainers.convert import WeightClipWarning, convert, digital_layers, to_digital
 from aimc.trainers.layers import AnalogLinear, analog_layers
+from aimc.trainers.recurrent_layers import AnalogGRU, AnalogLSTM, AnalogRNN
 
 __all__ = [
     "AGADConfig",
     "ALGORITHMS",
     "AnalogConv1d",
     "AnalogConv2d",
+    "AnalogGRU",
+    "AnalogLSTM",
     "AnalogLinear",
     "AnalogOptimizer",
+    "AnalogRNN",
     "AnalogSGDConfig",
     "CTTv2Config",
     "DigitalSGDConfig",

@@ -1,4 +1,5 @@
-"""Swap a torch model's Linear / Conv1d / Conv2d layers for analog ones, and export back to a digital model."""
+"""Swap a torch model's Linear / Conv1d / Conv2d / RNN / LSTM / GRU layers for analog ones, and export back to a
+digital model."""
 
 from __future__ import annotations
 
@@ -14,12 +15,20 @@ from aimc.common import seeds
 from aimc.trainers.config import TileConfig
 from aimc.trainers.conv_layers import AnalogConv1d, AnalogConv2d
 from aimc.trainers.layers import AnalogLayer, AnalogLinear
+from aimc.trainers.recurrent_layers import AnalogGRU, AnalogLSTM, AnalogRNN, AnalogRNNBase
 
-ANALOG = {nn.Linear: AnalogLinear, nn.Conv1d: AnalogConv1d, nn.Conv2d: AnalogConv2d}
+ANALOG = {
+    nn.Linear: AnalogLinear,
+    nn.Conv1d: AnalogConv1d,
+    nn.Conv2d: AnalogConv2d,
+    nn.RNN: AnalogRNN,
+    nn.LSTM: AnalogLSTM,
+    nn.GRU: AnalogGRU,
+}
 """The torch layers convert maps onto tiles, and their analog counterparts."""
 
 NOT_MAPPED = {
-    nn.RNNBase: "recurrent layers (RNN, LSTM, GRU) have no analog counterpart yet",
+    nn.RNNCellBase: "recurrent cells (RNNCell, LSTMCell, GRUCell) have no analog counterpart yet",
     nn.Conv3d: "3-d convolutions have no analog counterpart yet",
     nn.ConvTranspose1d: "transposed convolutions have no analog counterpart yet",
     nn.ConvTranspose2d: "transposed convolutions have no analog counterpart yet",
@@ -70,14 +79,17 @@ def convert(
     seed: int = 0,
     strict: bool = False,
 ) -> nn.Module:
-    """Replace (in place, and return) the model's nn.Linear, nn.Conv1d and nn.Conv2d modules by AnalogLinear /
-    AnalogConv1d / AnalogConv2d on tiles of `tile_cfg`, with their current weights written into the arrays.
+    """Replace (in place, and return) the model's nn.Linear, nn.Conv1d, nn.Conv2d, nn.RNN, nn.LSTM and nn.GRU
+    modules by AnalogLinear / AnalogConv1d / AnalogConv2d / AnalogRNN / AnalogLSTM / AnalogGRU on tiles of
+    `tile_cfg`, with their current weights written into the arrays. A module used at several places becomes
+    one analog module used at the same places; weights outside the device's bounds are clipped with a
+    `WeightClipWarning`.
 
     layers: qualified module names (as in `model.named_modules()`) to convert; None converts all.
     A layer larger than max_out x max_in is split over a grid of tiles. Layer k (in module order) gets
     tile seeds derived from `seed` and k, so a conversion is reproducible.
-    Layers with weight matrices that cannot be mapped (recurrent layers, 3-d and transposed or grouped
-    convolutions, embeddings, attention; see `digital_layers`) stay digital: a `UserWarning` names each with
+    Layers with weight matrices that cannot be mapped (recurrent cells, LSTM projections, 3-d and transposed
+    or grouped convolutions, embeddings, attention; see `digital_layers`) stay digital: a `UserWarning` names each with
     the reason, and `strict=True` raises a ValueError instead.
     """
     tile_cfg = _checked_args(model, tile_cfg, layers, seed)
@@ -201,11 +213,15 @@ def _set_module(model: nn.Module, name: str, new: nn.Module) -> None:
 
 def to_digital(model: nn.Module) -> nn.Module:
     """A deep copy of the model with every analog layer replaced by the equivalent nn.Linear / nn.Conv1d /
-    nn.Conv2d (effective weight sum_n gains[n] W_n, output scale folded in, noiseless)."""
-    if isinstance(model, AnalogLayer):
+    nn.Conv2d / nn.RNN / nn.LSTM / nn.GRU (effective weight sum_n gains[n] W_n, output scale folded in,
+    noiseless)."""
+    analog = (AnalogLayer, AnalogRNNBase)
+    if isinstance(model, analog):
         return model.to_digital()
     out = copy.deepcopy(model)
+    done: list[str] = []
     for name, m in list(out.named_modules()):
-        if isinstance(m, AnalogLayer):
+        if isinstance(m, analog) and not any(name.startswith(f"{n}.") for n in done):
             _set_module(out, name, m.to_digital())
+            done.append(name)
     return out
