@@ -28,7 +28,7 @@ from aimc.trainers.algorithms import (
     build_optimizer,
 )
 from aimc.trainers.config import TileConfig
-from aimc.trainers.conv_layers import AnalogConv1d, AnalogConv2d
+from aimc.trainers.conv_layers import AnalogConv1d, AnalogConv2d, AnalogConvTranspose1d, AnalogConvTranspose2d
 from aimc.trainers.convert import WeightClipWarning, convert, digital_layers, to_digital
 from aimc.trainers.layers import AnalogLinear, analog_layers
 from aimc.trainers.recurrent_layers import AnalogGRU, AnalogLSTM, AnalogRNN
@@ -38,6 +38,8 @@ __all__ = [
     "ALGORITHMS",
     "AnalogConv1d",
     "AnalogConv2d",
+    "AnalogConvTranspose1d",
+    "AnalogConvTranspose2d",
     "AnalogGRU",
     "AnalogLSTM",
     "AnalogLinear",

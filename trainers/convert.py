@@ -1,5 +1,5 @@
-"""Swap a torch model's Linear / Conv1d / Conv2d / RNN / LSTM / GRU layers for analog ones, and export back to a
-digital model."""
+"""Swap a torch model's Linear / Conv / ConvTranspose (1-d, 2-d) / RNN / LSTM / GRU layers for analog ones,
+and export back to a digital model."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from torch import nn
 
 from aimc.common import seeds
 from aimc.trainers.config import TileConfig
-from aimc.trainers.conv_layers import AnalogConv1d, AnalogConv2d
+from aimc.trainers.conv_layers import AnalogConv1d, AnalogConv2d, AnalogConvTranspose1d, AnalogConvTranspose2d
 from aimc.trainers.layers import AnalogLayer, AnalogLinear
 from aimc.trainers.recurrent_layers import AnalogGRU, AnalogLSTM, AnalogRNN, AnalogRNNBase
 
@@ -21,6 +21,8 @@ ANALOG = {
     nn.Linear: AnalogLinear,
     nn.Conv1d: AnalogConv1d,
     nn.Conv2d: AnalogConv2d,
+    nn.ConvTranspose1d: AnalogConvTranspose1d,
+    nn.ConvTranspose2d: AnalogConvTranspose2d,
     nn.RNN: AnalogRNN,
     nn.LSTM: AnalogLSTM,
     nn.GRU: AnalogGRU,
@@ -30,9 +32,7 @@ ANALOG = {
 NOT_MAPPED = {
     nn.RNNCellBase: "recurrent cells (RNNCell, LSTMCell, GRUCell) have no analog counterpart yet",
     nn.Conv3d: "3-d convolutions have no analog counterpart yet",
-    nn.ConvTranspose1d: "transposed convolutions have no analog counterpart yet",
-    nn.ConvTranspose2d: "transposed convolutions have no analog counterpart yet",
-    nn.ConvTranspose3d: "transposed convolutions have no analog counterpart yet",
+    nn.ConvTranspose3d: "3-d transposed convolutions have no analog counterpart yet",
     nn.Embedding: "embeddings are table look-ups, not matrix products",
     nn.EmbeddingBag: "embeddings are table look-ups, not matrix products",
     nn.Bilinear: "bilinear layers have no analog counterpart yet",
@@ -79,18 +79,18 @@ def convert(
     seed: int = 0,
     strict: bool = False,
 ) -> nn.Module:
-    """Replace (in place, and return) the model's nn.Linear, nn.Conv1d, nn.Conv2d, nn.RNN, nn.LSTM and nn.GRU
-    modules by AnalogLinear / AnalogConv1d / AnalogConv2d / AnalogRNN / AnalogLSTM / AnalogGRU on tiles of
-    `tile_cfg`, with their current weights written into the arrays. A module used at several places becomes
-    one analog module used at the same places; weights outside the device's bounds are clipped with a
+    """Replace (in place, and return) the model's nn.Linear, nn.Conv1d/2d (grouped too), nn.ConvTranspose1d/2d,
+    nn.RNN, nn.LSTM and nn.GRU modules by their analog counterparts (`ANALOG`) on tiles of `tile_cfg`, with
+    their current weights written into the arrays. A module used at several places becomes one analog module
+    used at the same places; weights outside the device's bounds are clipped with a
     `WeightClipWarning`.
 
     layers: qualified module names (as in `model.named_modules()`) to convert; None converts all.
     A layer larger than max_out x max_in is split over a grid of tiles. Layer k (in module order) gets
     tile seeds derived from `seed` and k, so a conversion is reproducible.
-    Layers with weight matrices that cannot be mapped (recurrent cells, LSTM projections, 3-d and transposed
-    or grouped convolutions, embeddings, attention; see `digital_layers`) stay digital: a `UserWarning` names each with
-    the reason, and `strict=True` raises a ValueError instead.
+    Layers with weight matrices that cannot be mapped (recurrent cells, LSTM projections, 3-d convolutions,
+    non-zero padding modes, embeddings, attention; see `digital_layers`) stay digital: a `UserWarning` names
+    each with the reason, and `strict=True` raises a ValueError instead.
     """
     tile_cfg = _checked_args(model, tile_cfg, layers, seed)
     wanted = None if layers is None else set(layers)
@@ -212,9 +212,8 @@ def _set_module(model: nn.Module, name: str, new: nn.Module) -> None:
 
 
 def to_digital(model: nn.Module) -> nn.Module:
-    """A deep copy of the model with every analog layer replaced by the equivalent nn.Linear / nn.Conv1d /
-    nn.Conv2d / nn.RNN / nn.LSTM / nn.GRU (effective weight sum_n gains[n] W_n, output scale folded in,
-    noiseless)."""
+    """A deep copy of the model with every analog layer replaced by the equivalent torch layer (effective
+    weight sum_n gains[n] W_n, output scale folded in, noiseless)."""
     analog = (AnalogLayer, AnalogRNNBase)
     if isinstance(model, analog):
         return model.to_digital()
