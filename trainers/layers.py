@@ -117,7 +117,7 @@ class AnalogLayer(nn.Module):
         self.analog_bias = bool(bias) and cfg.bias == "analog"
         self.in_ext = self.in_features + (1 if self.analog_bias else 0)
         self.seed = int(seed)
-        device = cfg.resolved_device()
+        device, array_devices = cfg.resolved_device(), cfg.resolved_devices()
         self.blocks: list[TileBlock] = []
         og, ig = self.out_features // self.groups, self.in_ext // self.groups
         row_ranges, col_ranges = [], []
@@ -139,6 +139,7 @@ class AnalogLayer(nn.Module):
                         backward=cfg.backward,
                         update=cfg.update,
                         seed=seeds.tile_seed(self.seed, k),
+                        array_devices=array_devices,
                     )
                     self.blocks.append(TileBlock(tile, r0, r1, c0, c1))
                     k += 1
@@ -166,7 +167,14 @@ class AnalogLayer(nn.Module):
         return [b.tile for b in self.blocks]
 
     def set_gains(self, gains: Sequence[float]) -> None:
-        """Set the array stack of every tile of the layer (`AnalogTile.set_stack`)."""
+        """Set the array stack of every tile of the layer (`AnalogTile.set_stack`); refuse a stack of another
+        number of arrays than TileConfig.devices gives devices."""
+        devices = self.tile_config.devices
+        if devices is not None and len(devices) != len(gains):
+            raise ValueError(
+                f"{self.label()}: tile.devices gives {len(devices)} devices, the training algorithm uses "
+                f"{len(gains)} arrays per tile (array n gets devices[n])"
+            )
         for b in self.blocks:
             b.tile.set_stack(gains)
 
