@@ -99,9 +99,7 @@ class AnalogLayer(nn.Module):
     is_analog = True
     convert_seed: int | None = None  # the `seed` given to trainers.convert, where the layer came from it
 
-    def _init_tiles(
-        self, out_features: int, in_features: int, bias: bool, cfg: TileConfig, seed: int, groups: int = 1
-    ):
+    def _init_tiles(self, out_features: int, in_features: int, bias: bool, cfg: TileConfig, seed: int, groups: int = 1):
         """The tile grid of an (out, in) weight; with groups > 1 a block-diagonal weight, one grid of tiles
         per group (rows and columns of group g: its out/groups outputs and in/groups inputs)."""
         self.tile_config = cfg

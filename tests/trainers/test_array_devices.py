@@ -67,8 +67,11 @@ def test_the_multi_tile_cascade_takes_one_device_per_tile():
 
 
 def test_the_device_count_must_match_the_algorithm():
-    with pytest.raises(ValueError, match=r"AnalogLinear\(4, 3\): tile.devices gives 2 devices, the training "
-                       r"algorithm uses 4 arrays per tile"):
+    with pytest.raises(
+        ValueError,
+        match=r"AnalogLinear\(4, 3\): tile.devices gives 2 devices, the training "
+        r"algorithm uses 4 arrays per tile",
+    ):
         T.build_optimizer(_model([SLOW, FAST]), T.MultiTileConfig(n_tiles=4))
     with pytest.raises(ValueError, match=r"tile.devices gives 2 devices, the training algorithm uses 1 arrays"):
         T.build_optimizer(_model([SLOW, FAST]), T.AnalogSGDConfig())
