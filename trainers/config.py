@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal, Union
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_serializer, model_validator
 
 from aimc.common.errors import ConfigError
 from aimc.common.validation import Float32Config, format_validation_error
@@ -97,6 +97,15 @@ class TileConfig(Float32Config):
         if self.devices is not None and "device" in self.model_fields_set:
             raise ValueError("give `device` (one for every array) or `devices` (one per array), not both")
         return self
+
+    @model_serializer(mode="wrap")
+    def _without_unset_devices(self, handler):
+        """`devices` is left out of a dump while unset: configs without it keep their canonical JSON (and the
+        config hash of their run folders)."""
+        data = handler(self)
+        if data.get("devices", 0) is None:
+            del data["devices"]
+        return data
 
     def resolved_device(self) -> DeviceConfig:
         """The device of array 0 (of every array, where `devices` is not given)."""
