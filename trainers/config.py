@@ -99,12 +99,11 @@ class TileConfig(Float32Config):
         return self
 
     @model_serializer(mode="wrap")
-    def _without_unset_devices(self, handler):
-        """`devices` is left out of a dump while unset: configs without it keep their canonical JSON (and the
-        config hash of their run folders)."""
+    def _device_or_devices_dump(self, handler):
+        """A dump holds `device` or `devices`, the one in use (so that it loads back): `devices` is left out
+        while unset, and configs without it keep their canonical JSON (and the config hash of their runs)."""
         data = handler(self)
-        if data.get("devices", 0) is None:
-            del data["devices"]
+        del data["devices" if self.devices is None else "device"]
         return data
 
     def resolved_device(self) -> DeviceConfig:

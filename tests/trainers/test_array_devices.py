@@ -118,3 +118,10 @@ def test_a_run_on_two_devices_trains(algorithm):
         ((model(x) - x @ target.T) ** 2).mean().backward()
         opt.step()
     assert loss() < 0.3 * before
+
+
+def test_an_unset_devices_field_is_left_out_of_the_dump():
+    """Configs without `devices` keep their canonical JSON, hence the config hash of their run folders."""
+    assert "devices" not in T.TileConfig().model_dump()
+    dumped = T.TileConfig(devices=["r1_power_1", FAST]).model_dump(mode="json")
+    assert "device" not in dumped and T.TileConfig(**dumped).resolved_devices()[1].tau == 0.4
