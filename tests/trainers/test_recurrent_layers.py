@@ -151,3 +151,19 @@ def test_an_lstm_character_model_trains_on_analog_tiles(cfg):
         nn.functional.cross_entropy(model(x).reshape(-1, len(CHARS)), y.reshape(-1)).backward()
         opt.step()
     assert held_out_loss() < before - 0.2  # 2.66 -> 2.33 (SGD), 2.32 (residual) nats
+
+
+def test_a_recurrent_model_round_trips_its_state_dict(tmp_path):
+    torch.manual_seed(3)
+    model = T.convert(CharModel(), T.TileConfig(), seed=2)
+    opt = T.build_optimizer(model, T.TikiTakaConfig(lr=0.1))
+    x, y = _batch(0)
+    nn.functional.cross_entropy(model(x).reshape(-1, len(CHARS)), y.reshape(-1)).backward()
+    opt.step()
+    torch.save(model.state_dict(), tmp_path / "m.pt")
+    other = T.convert(CharModel(), T.TileConfig(), seed=2)
+    other.load_state_dict(torch.load(tmp_path / "m.pt", weights_only=True))
+    model.eval(), other.eval()
+    with torch.no_grad():
+        assert torch.equal(model(x), other(x))
+    assert [len(t.arrays) for t in other.lstm.ih[0].tiles] == [2]  # Tiki-Taka's W and P came back
