@@ -344,8 +344,10 @@ class AnalogLayer(nn.Module):
         return torch.cat([full[g * og : (g + 1) * og, g * ig : (g + 1) * ig] for g in range(self.groups)])
 
     def set_weights(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> None:
-        """Write weights (out, in / groups) exactly into array 0 (clipped to each element's bounds), others zero
-        (as aihwkit's set_weights); the digital bias is copied, an analog bias goes into its column."""
+        """Write weights (out, in / groups), or torch's weight of the layer, exactly into array 0 (clipped to
+        each element's bounds), others zero (as aihwkit's set_weights); the digital bias is copied, an analog
+        bias goes into its column."""
+        weight = self.weight_matrix(weight) if weight.dim() > 2 else weight  # torch's layout of a convolution
         w = weight.detach().reshape(self.out_features, -1).to(torch.float32).numpy()
         w = self._block_diagonal(w)
         if self.analog_bias:

@@ -99,3 +99,15 @@ def test_unmapped_options_are_named():
         T.AnalogConv2d(4, 6, 3, groups=2, tile_config=PERFECT.model_copy(update={"bias": "analog"}))
     left = T.digital_layers(nn.Sequential(nn.ConvTranspose2d(2, 2, 3, stride=1, dilation=2, output_padding=1)))
     assert left == {"0": "ConvTranspose2d: output_padding=(1, 1) not below stride=(1, 1)"}
+
+
+def test_set_weights_takes_torch_layout_or_the_tile_matrix():
+    torch.manual_seed(5)
+    ref = nn.ConvTranspose2d(4, 6, (3, 2), groups=2)
+    analog = T.AnalogConvTranspose2d(4, 6, (3, 2), groups=2, tile_config=PERFECT)
+    analog.set_weights(ref.weight, ref.bias)  # torch's (in, out / groups, kh, kw)
+    assert torch.equal(analog.to_digital().weight, ref.weight)
+    matrix, _ = analog.get_weights()
+    assert matrix.shape == (6 * 3 * 2, 2)  # (out kh kw, in / groups)
+    analog.set_weights(matrix * 0.5)
+    assert torch.equal(analog.to_digital().weight, ref.weight * 0.5)
