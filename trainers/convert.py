@@ -184,20 +184,22 @@ def _warn_clipped(name: str, digital: nn.Module, analog: nn.Module, cfg: TileCon
     with torch.random.fork_rng(devices=[]):  # the export's initialisation leaves torch's generator as it was
         held = analog.to_digital().state_dict()
     clipped = total = 0
-    largest = kept = 0.0
+    largest = kept = change = 0.0
     for key, w in digital.state_dict().items():
         if not (key.startswith("weight") or (key.startswith("bias") and cfg.bias == "analog")):
             continue
         a = held[key]
-        clipped += int(((a - w).abs() > 1e-6 + 1e-5 * w.abs()).sum())
+        diff = (a - w).abs()
+        clipped += int((diff > 1e-6 + 1e-5 * w.abs()).sum())
         total += w.numel()
         largest, kept = max(largest, float(w.abs().max())), max(kept, float(a.abs().max()))
+        change = max(change, float(diff.max()))
     if clipped:
         warnings.warn(
-            f"convert: layer '{name}': {clipped / total:.1%} of its weights lie outside the device's bounds and "
-            f"were clipped (max |W| {largest:.3g}, kept {kept:.3g}); scale the weights into the bounds before "
-            "convert (and learn the factor back with TileConfig(out_scale=True)) or widen the bounds of "
-            "TileConfig.device",
+            f"convert: layer '{name}': {clipped} of {total} weights ({clipped / total:.2%}) lie outside their "
+            f"elements' bounds and were clipped (by up to {change:.3g}; max |W| {largest:.3g} written, {kept:.3g} "
+            "held); scale the weights into the bounds before convert (and learn the factor back with "
+            "TileConfig(out_scale=True)) or widen the bounds of TileConfig.device",
             WeightClipWarning,
             stacklevel=3,
         )
