@@ -40,7 +40,8 @@ def one_hot_inputs(n: int) -> np.ndarray:
 
 
 class AnalogTile:
-    """`len(gains)` arrays of shape (out, in) with the same device; the forward weight is sum_n gains[n] W_n.
+    """`len(gains)` arrays of shape (out, in), each of `device` (array n of array_devices[n] where given); the
+    forward weight is sum_n gains[n] W_n.
 
     Array n draws its device parameters and pulses from seeds.array_seed(seed, n). Reads use a cached forward
     weight: every method that changes an array (`update`, `pulse`, `zero_shift`, `set_weight`,
@@ -58,9 +59,11 @@ class AnalogTile:
         backward: PeripheryConfig | None = None,
         update: UpdateConfig | None = None,
         seed: int = 0,
+        array_devices: Sequence[DeviceConfig] = (),
     ):
         self.out_size, self.in_size = int(out_size), int(in_size)
         self.device = device
+        self.array_devices = tuple(array_devices)  # array n's device where given (n < len), else `device`
         self.seed = int(seed)
         self.gains = np.zeros(0, np.float32)
         self.arrays: list[ConductanceArray] = []
@@ -89,9 +92,10 @@ class AnalogTile:
         if len(gains) < 1:
             raise ValueError("a tile needs at least one array")
         arrays = self.arrays[: len(gains)]
-        make = OneSidedArray if isinstance(self.device, OneSided) else ConductanceArray
         for n in range(len(arrays), len(gains)):
-            arrays.append(make(self.out_size, self.in_size, self.device, seed=seeds.array_seed(self.seed, n)))
+            device = self.array_devices[n] if n < len(self.array_devices) else self.device
+            make = OneSidedArray if isinstance(device, OneSided) else ConductanceArray
+            arrays.append(make(self.out_size, self.in_size, device, seed=seeds.array_seed(self.seed, n)))
         self.arrays = arrays
         self.gains = np.asarray(gains, dtype=np.float32)
         self.invalidate(layout=True)

@@ -1,6 +1,6 @@
 """aimc trainer layer: PyTorch models on analog tiles and the analog training algorithms.
 
-model = trainers.convert(model, TileConfig(...))          # Linear/Conv1d/Conv2d -> Analog...
+model = trainers.convert(model, TileConfig(...))          # Linear/Conv/RNN/LSTM/GRU -> Analog...
 opt = trainers.build_optimizer(model, ResidualConfig())   # torch.optim conventions
 ... opt.zero_grad(); loss.backward(); opt.step()
 opt.costs(); opt.latency_estimate(); trainers.to_digital(model)
@@ -28,20 +28,26 @@ from aimc.trainers.algorithms import (
     build_optimizer,
 )
 from aimc.trainers.config import TileConfig
-from aimc.trainers.conv_layers import AnalogConv1d, AnalogConv2d
-from aimc.trainers.convert import convert, digital_layers, to_digital
+from aimc.trainers.conv_layers import AnalogConv1d, AnalogConv2d, AnalogConvTranspose1d, AnalogConvTranspose2d
+from aimc.trainers.convert import WeightClipWarning, convert, digital_layers, to_digital
 from aimc.trainers.inference_config import InferenceTileConfig
 from aimc.trainers.inference_layers import InferenceConv2d, InferenceLinear, inference_layers
 from aimc.trainers.inference_program import drift, program, unprogram
 from aimc.trainers.layers import AnalogLinear, analog_layers
+from aimc.trainers.recurrent_layers import AnalogGRU, AnalogLSTM, AnalogRNN
 
 __all__ = [
     "AGADConfig",
     "ALGORITHMS",
     "AnalogConv1d",
     "AnalogConv2d",
+    "AnalogConvTranspose1d",
+    "AnalogConvTranspose2d",
+    "AnalogGRU",
+    "AnalogLSTM",
     "AnalogLinear",
     "AnalogOptimizer",
+    "AnalogRNN",
     "AnalogSGDConfig",
     "CTTv2Config",
     "DigitalSGDConfig",
@@ -60,6 +66,7 @@ __all__ = [
     "TikiTakaConfig",
     "TileConfig",
     "TrainerConfig",
+    "WeightClipWarning",
     "analog_layers",
     "build_optimizer",
     "convert",

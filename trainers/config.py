@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal, Union
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_serializer, model_validator
 
 from aimc.common.errors import ConfigError
 from aimc.common.validation import Float32Config, format_validation_error
@@ -23,6 +23,12 @@ class TileConfig(Float32Config):
         description="device preset name, device file path, "
         "or an inline device table with `kind`, or with "
         "`preset` and the fields it changes",
+    )
+    devices: Union[list[Union[str, DeviceConfig]], None] = Field(
+        None,
+        description="one device per array of the training algorithm (array n gets devices[n]: e.g. the "
+        "weight W and the fast array P of Tiki-Taka, TTv2 and residual learning, the n-th tile of the "
+        "multi-tile cascade), instead of `device` for all; each as `device` takes it",
     )
     forward: PeripheryConfig = Field(default_factory=PeripheryConfig, description="read periphery, forward")
     backward: PeripheryConfig = Field(default_factory=PeripheryConfig, description="read periphery, backward")
@@ -62,6 +68,13 @@ class TileConfig(Float32Config):
                 raise ValueError(str(err)) from None
         return device
 
+    @field_validator("devices", mode="before")
+    @classmethod
+    def _each_from_preset(cls, devices: object) -> object:
+        if isinstance(devices, (list, tuple)):
+            return [cls._from_preset(d) for d in devices]
+        return devices
+
     @field_validator("device")
     @classmethod
     def _known_device(cls, device: Union[str, DeviceConfig]) -> Union[str, DeviceConfig]:
@@ -73,5 +86,37 @@ class TileConfig(Float32Config):
                 raise ValueError(str(err)) from None
         return device
 
+    @field_validator("devices")
+    @classmethod
+    def _known_devices(cls, devices: list | None) -> list | None:
+        if devices is not None:
+            if not devices:
+                raise ValueError("give at least one device (or leave `devices` out and use `device`)")
+            for n, d in enumerate(devices):
+                try:
+                    cls._known_device(d)
+                except ValueError as err:
+                    raise ValueError(f"devices[{n}]: {err}") from None
+        return devices
+
+    @model_validator(mode="after")
+    def _device_or_devices(self) -> TileConfig:
+        if self.devices is not None and "device" in self.model_fields_set:
+            raise ValueError("give `device` (one for every array) or `devices` (one per array), not both")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _device_or_devices_dump(self, handler):
+        """A dump holds `device` or `devices`, the one in use (so that it loads back): `devices` is left out
+        while unset, and configs without it keep their canonical JSON (and the config hash of their runs)."""
+        data = handler(self)
+        del data["devices" if self.devices is None else "device"]
+        return data
+
     def resolved_device(self) -> DeviceConfig:
-        return load_device(self.device)
+        """The device of array 0 (of every array, where `devices` is not given)."""
+        return load_device(self.device if self.devices is None else self.devices[0])
+
+    def resolved_devices(self) -> list[DeviceConfig]:
+        """The device of each array where `devices` is given; empty otherwise (every array has `device`)."""
+        return [] if self.devices is None else [load_device(d) for d in self.devices]

@@ -1,5 +1,14 @@
-"""Convolutions on analog tiles: `AnalogConv1d` and `AnalogConv2d` through im2col (each output position is one
-read of the tile with its unfolded patch), on the tile grid and autograd bridge of `trainers/layers.py`."""
+"""Convolutions on analog tiles, on the tile grid and autograd bridge of `trainers/layers.py`:
+
+- `AnalogConv1d` / `AnalogConv2d` through im2col: each output position is one read of the tile with its
+  unfolded patch;
+- `AnalogConvTranspose1d` / `AnalogConvTranspose2d` through col2im: each input position is one read of the
+  (out * prod(kernel), in) tile, whose outputs `F.fold` sums into the output image (the adjoint of im2col).
+
+A grouped convolution (groups > 1, depthwise included) holds one grid of tiles per group: its weight is
+block-diagonal, and a block-diagonal matrix on one tile would hold off-diagonal elements that the pulsed
+update, noise and drift move away from zero (and waste cells), while a tile per group holds only the
+group's own weights (`AnalogLayer._init_tiles`)."""
 
 from __future__ import annotations
 
@@ -14,8 +23,8 @@ from aimc.trainers.layers import AnalogLayer
 
 class AnalogConv(AnalogLayer):
     """N-d convolution (N = `ndim`, 1 or 2) on analog tiles through im2col: each output position is one read
-    of the tile with the unfolded (C * prod(kernel)) patch; the weight is the (out, C * prod(kernel)) matrix
-    of torch's ConvNd (groups = 1, zero padding). Conv1d runs as a Conv2d of height 1."""
+    of the tiles with the unfolded (C * prod(kernel)) patch; the weight is the (out, C / groups * prod(kernel))
+    matrix of torch's ConvNd (zero padding), one grid of tiles per group. Conv1d runs as a Conv2d of height 1."""
 
     ndim = 2
     digital: type[nn.Module] = nn.Conv2d
@@ -31,19 +40,37 @@ class AnalogConv(AnalogLayer):
         bias: bool = True,
         tile_config: TileConfig | None = None,
         seed: int = 0,
+        *,
+        groups: int = 1,
+        init: bool = True,
     ):
         super().__init__()
-        self.in_channels, self.out_channels = int(in_channels), int(out_channels)
+        self._set_geometry(in_channels, out_channels, kernel_size, stride, padding, dilation, groups)
+        fan_in = self.in_channels * int(np.prod(self.kernel_size))
+        self._init_tiles(out_channels, fan_in, bias, tile_config or TileConfig(), seed, self.groups)
+        if init:
+            self.reset_parameters()
+
+    def _set_geometry(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups) -> None:
+        self.in_channels, self.out_channels, self.groups = int(in_channels), int(out_channels), int(groups)
         self.kernel_size, self.stride = self._tuple(kernel_size), self._tuple(stride)
         self.padding, self.dilation = self._tuple(padding), self._tuple(dilation)
-        fan_in = self.in_channels * int(np.prod(self.kernel_size))
-        self._init_tiles(out_channels, fan_in, bias, tile_config or TileConfig(), seed)
+        if self.groups < 1 or self.in_channels % self.groups or self.out_channels % self.groups:
+            raise ValueError(
+                f"{self.label()}: groups={self.groups} must divide in_channels={self.in_channels} and "
+                f"out_channels={self.out_channels}"
+            )
 
     def _tuple(self, v) -> tuple[int, ...]:
         return tuple(int(a) for a in v) if isinstance(v, (tuple, list)) else (int(v),) * self.ndim
 
+    def _grown(self, v: tuple[int, ...], fill: int) -> tuple[int, ...]:
+        """A 1-d geometry as the 2-d one of height 1 (fill for the height), a 2-d one as it is."""
+        return (fill, *v) if self.ndim == 1 else v
+
     def label(self) -> str:
-        return f"{type(self).__name__}({self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size})"
+        groups = f", groups={self.groups}" if self.groups != 1 else ""
+        return f"{type(self).__name__}({self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}{groups})"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         n = self.ndim
@@ -51,9 +78,8 @@ class AnalogConv(AnalogLayer):
         unbatched = x.dim() == n + 1
         x = x.unsqueeze(0) if unbatched else x
         x4 = x.unsqueeze(2) if n == 1 else x  # (B, C, 1, L) for a 1-d convolution
-        grow = (lambda v, fill: (fill, *v)) if n == 1 else (lambda v, fill: v)  # noqa: E731
-        kernel, dilation = grow(self.kernel_size, 1), grow(self.dilation, 1)
-        padding, stride = grow(self.padding, 0), grow(self.stride, 1)
+        kernel, dilation = self._grown(self.kernel_size, 1), self._grown(self.dilation, 1)
+        padding, stride = self._grown(self.padding, 0), self._grown(self.stride, 1)
         cols = F.unfold(
             x4.to(torch.float32), kernel, dilation=dilation, padding=padding, stride=stride
         )  # (B, C prod(k), L)
@@ -69,8 +95,6 @@ class AnalogConv(AnalogLayer):
     @classmethod
     def unsupported(cls, conv: nn.Module) -> str | None:
         """Why a torch convolution cannot become this layer, or None where it can."""
-        if conv.groups != 1:
-            return f"groups={conv.groups} (only groups=1 maps onto tiles)"
         if conv.padding_mode != "zeros":
             return f"padding_mode={conv.padding_mode!r} (only 'zeros')"
         if isinstance(conv.padding, str):
@@ -92,23 +116,33 @@ class AnalogConv(AnalogLayer):
             conv.bias is not None,
             cfg,
             seed,
+            groups=conv.groups,
+            init=False,
         )
-        m.set_weights(conv.weight.reshape(conv.out_channels, -1), conv.bias)
+        m.set_weights(m.weight_matrix(conv.weight), conv.bias)
         return m
 
-    def to_digital(self) -> nn.Module:
-        w, b = self.get_weights()
-        conv = self.digital(
+    def digital_twin(self) -> nn.Module:
+        return self.digital(
             self.in_channels,
             self.out_channels,
             self.kernel_size,
             self.stride,
             self.padding,
             self.dilation,
-            bias=b is not None,
+            groups=self.groups,
+            bias=self.analog_bias or self.bias is not None,
         )
+
+    def digital_weight(self, matrix: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+        """torch's weight of `shape` from the (out, in / groups) matrix (the inverse of `weight_matrix`)."""
+        return matrix.reshape(shape)
+
+    def to_digital(self) -> nn.Module:
+        w, b = self.get_weights()
+        conv = self.digital_twin()
         with torch.no_grad():
-            conv.weight.copy_(w.reshape(conv.weight.shape))
+            conv.weight.copy_(self.digital_weight(w, conv.weight.shape))
             if b is not None:
                 conv.bias.copy_(b)
         return conv
@@ -116,12 +150,12 @@ class AnalogConv(AnalogLayer):
     def extra_repr(self) -> str:
         return (
             f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-            f"stride={self.stride}, padding={self.padding}, " + super().extra_repr()
+            f"stride={self.stride}, padding={self.padding}, groups={self.groups}, " + super().extra_repr()
         )
 
 
 class AnalogConv1d(AnalogConv):
-    """1-D convolution on analog tiles (nn.Conv1d's arguments; groups = 1, zero padding): input (B, C, L)
+    """1-D convolution on analog tiles (nn.Conv1d's arguments, groups keyword-only; zero padding): input (B, C, L)
     or (C, L), weight the (out, C * k) matrix of nn.Conv1d."""
 
     ndim = 1
@@ -129,8 +163,133 @@ class AnalogConv1d(AnalogConv):
 
 
 class AnalogConv2d(AnalogConv):
-    """2-D convolution on analog tiles (nn.Conv2d's arguments; groups = 1, zero padding): input (B, C, H, W)
+    """2-D convolution on analog tiles (nn.Conv2d's arguments, groups keyword-only; zero padding): input (B, C, H, W)
     or (C, H, W), weight the (out, C * kh * kw) matrix of nn.Conv2d."""
 
     ndim = 2
     digital = nn.Conv2d
+
+
+class AnalogConvTranspose(AnalogConv):
+    """N-d transposed convolution (N = `ndim`, 1 or 2) on analog tiles through col2im: each input position is
+    one read of the tiles, whose (out * prod(kernel)) outputs `F.fold` adds into the output image. The tiles
+    hold the (out * prod(kernel), in / groups) matrix M[(o, k), c] = W[c, o, k] of torch's ConvTransposeNd
+    weight W (in, out / groups, *kernel), one grid per group; the bias is digital (added per output channel
+    after the fold), and an output scale scales the tiles' outputs."""
+
+    digital: type[nn.Module] = nn.ConvTranspose2d
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation=1,
+        tile_config: TileConfig | None = None,
+        seed: int = 0,
+        *,
+        init: bool = True,
+    ):
+        nn.Module.__init__(self)
+        self._set_geometry(in_channels, out_channels, kernel_size, stride, padding, dilation, groups)
+        self.output_padding = self._tuple(output_padding)
+        cfg = tile_config or TileConfig()
+        rows = self.out_channels * int(np.prod(self.kernel_size))
+        self._init_tiles(rows, self.in_channels, False, cfg, seed, self.groups)
+        self.bias = nn.Parameter(torch.zeros(self.out_channels)) if bias else None
+        if init:
+            self.reset_parameters()
+
+    def weight_matrix(self, weight: torch.Tensor) -> torch.Tensor:
+        ig = self.in_channels // self.groups
+        return torch.cat([w.reshape(ig, -1).T for w in weight.split(ig)])
+
+    def digital_weight(self, matrix: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+        rows = self.out_features // self.groups
+        return torch.cat([m.T.reshape(-1, *shape[1:]) for m in matrix.split(rows)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = self.ndim
+        self._check_input(x, (n + 1, n + 2), "channels in dimension 1 (or 0 unbatched)", -n - 1, self.in_channels)
+        unbatched = x.dim() == n + 1
+        x = x.unsqueeze(0) if unbatched else x
+        x4 = x.unsqueeze(2) if n == 1 else x  # (B, C, 1, L) for a 1-d convolution
+        kernel, dilation = self._grown(self.kernel_size, 1), self._grown(self.dilation, 1)
+        padding, stride = self._grown(self.padding, 0), self._grown(self.stride, 1)
+        out_padding = self._grown(self.output_padding, 0)
+        batch, positions = x4.shape[0], x4.shape[2] * x4.shape[3]
+        x2d = x4.to(torch.float32).permute(0, 2, 3, 1).reshape(-1, self.in_channels)
+        y = self._matmul(x2d, with_bias=False)  # (B * positions, out * prod(kernel))
+        if self.out_scale is not None:
+            y = y * self.out_scale
+        cols = y.reshape(batch, positions, self.out_features).transpose(1, 2)
+        size = [
+            (h - 1) * s - 2 * p + d * (k - 1) + op + 1
+            for h, k, s, p, d, op in zip(x4.shape[2:], kernel, stride, padding, dilation, out_padding)
+        ]
+        y = F.fold(cols, size, kernel, dilation=dilation, padding=padding, stride=stride)
+        if self.bias is not None:
+            y = y + self.bias.view(1, -1, 1, 1)
+        y = y[:, :, 0] if n == 1 else y
+        return y[0] if unbatched else y
+
+    @classmethod
+    def unsupported(cls, conv: nn.Module) -> str | None:
+        why = super().unsupported(conv)
+        if why is None and any(op >= s for op, s in zip(conv.output_padding, conv.stride)):
+            return f"output_padding={conv.output_padding} not below stride={conv.stride}"
+        return why
+
+    @classmethod
+    def from_digital(cls, conv: nn.Module, cfg: TileConfig, seed: int = 0) -> AnalogConvTranspose:
+        why = cls.unsupported(conv)
+        if why is not None:
+            raise ValueError(f"{cls.__name__} cannot take {conv}: {why}")
+        m = cls(
+            conv.in_channels,
+            conv.out_channels,
+            conv.kernel_size,
+            conv.stride,
+            conv.padding,
+            conv.output_padding,
+            conv.groups,
+            conv.bias is not None,
+            conv.dilation,
+            cfg,
+            seed,
+            init=False,
+        )
+        m.set_weights(m.weight_matrix(conv.weight), conv.bias)
+        return m
+
+    def digital_twin(self) -> nn.Module:
+        return self.digital(
+            self.in_channels,
+            self.out_channels,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.output_padding,
+            self.groups,
+            self.bias is not None,
+            self.dilation,
+        )
+
+
+class AnalogConvTranspose1d(AnalogConvTranspose):
+    """1-D transposed convolution on analog tiles (nn.ConvTranspose1d's arguments; zero padding)."""
+
+    ndim = 1
+    digital = nn.ConvTranspose1d
+
+
+class AnalogConvTranspose2d(AnalogConvTranspose):
+    """2-D transposed convolution on analog tiles (nn.ConvTranspose2d's arguments; zero padding)."""
+
+    ndim = 2
+    digital = nn.ConvTranspose2d

@@ -1,4 +1,5 @@
-"""Swap a torch model's Linear / Conv1d / Conv2d layers for analog ones, and export back to a digital model."""
+"""Swap a torch model's Linear / Conv / ConvTranspose (1-d, 2-d) / RNN / LSTM / GRU layers for analog ones,
+and export back to a digital model."""
 
 from __future__ import annotations
 
@@ -7,23 +8,32 @@ import numbers
 import warnings
 from collections.abc import Iterable
 
+import torch
 from torch import nn
 
 from aimc.common import seeds
 from aimc.trainers.config import TileConfig
-from aimc.trainers.conv_layers import AnalogConv1d, AnalogConv2d
+from aimc.trainers.conv_layers import AnalogConv1d, AnalogConv2d, AnalogConvTranspose1d, AnalogConvTranspose2d
 from aimc.trainers.inference_config import InferenceTileConfig
 from aimc.trainers.layers import AnalogLayer, AnalogLinear
+from aimc.trainers.recurrent_layers import AnalogGRU, AnalogLSTM, AnalogRNN, AnalogRNNBase
 
-ANALOG = {nn.Linear: AnalogLinear, nn.Conv1d: AnalogConv1d, nn.Conv2d: AnalogConv2d}
+ANALOG = {
+    nn.Linear: AnalogLinear,
+    nn.Conv1d: AnalogConv1d,
+    nn.Conv2d: AnalogConv2d,
+    nn.ConvTranspose1d: AnalogConvTranspose1d,
+    nn.ConvTranspose2d: AnalogConvTranspose2d,
+    nn.RNN: AnalogRNN,
+    nn.LSTM: AnalogLSTM,
+    nn.GRU: AnalogGRU,
+}
 """The torch layers convert maps onto tiles, and their analog counterparts."""
 
 NOT_MAPPED = {
-    nn.RNNBase: "recurrent layers (RNN, LSTM, GRU) have no analog counterpart yet",
+    nn.RNNCellBase: "recurrent cells (RNNCell, LSTMCell, GRUCell) have no analog counterpart yet",
     nn.Conv3d: "3-d convolutions have no analog counterpart yet",
-    nn.ConvTranspose1d: "transposed convolutions have no analog counterpart yet",
-    nn.ConvTranspose2d: "transposed convolutions have no analog counterpart yet",
-    nn.ConvTranspose3d: "transposed convolutions have no analog counterpart yet",
+    nn.ConvTranspose3d: "3-d transposed convolutions have no analog counterpart yet",
     nn.Embedding: "embeddings are table look-ups, not matrix products",
     nn.EmbeddingBag: "embeddings are table look-ups, not matrix products",
     nn.Bilinear: "bilinear layers have no analog counterpart yet",
@@ -31,6 +41,10 @@ NOT_MAPPED = {
 }
 """Layers with weight matrices that convert leaves digital, and why. Normalization layers, activations
 with parameters (PReLU) and other element-wise parameters stay digital by design and are not listed."""
+
+
+class WeightClipWarning(UserWarning):
+    """convert wrote weights outside the device's bounds: the analog layer holds them clipped."""
 
 
 def _kind(m: nn.Module) -> type[nn.Module] | None:
@@ -66,15 +80,18 @@ def convert(
     seed: int = 0,
     strict: bool = False,
 ) -> nn.Module:
-    """Replace (in place, and return) the model's nn.Linear, nn.Conv1d and nn.Conv2d modules by AnalogLinear /
-    AnalogConv1d / AnalogConv2d on tiles of `tile_cfg`, with their current weights written into the arrays.
+    """Replace (in place, and return) the model's nn.Linear, nn.Conv1d/2d (grouped too), nn.ConvTranspose1d/2d,
+    nn.RNN, nn.LSTM and nn.GRU modules by their analog counterparts (`ANALOG`) on tiles of `tile_cfg`, with
+    their current weights written into the arrays. A module used at several places becomes one analog module
+    used at the same places; weights outside the device's bounds are clipped with a
+    `WeightClipWarning`.
 
     layers: qualified module names (as in `model.named_modules()`) to convert; None converts all.
     A layer larger than max_out x max_in is split over a grid of tiles. Layer k (in module order) gets
     tile seeds derived from `seed` and k, so a conversion is reproducible.
-    Layers with weight matrices that cannot be mapped (recurrent layers, 3-d and transposed or grouped
-    convolutions, embeddings, attention; see `digital_layers`) stay digital: a `UserWarning` names each with
-    the reason, and `strict=True` raises a ValueError instead.
+    Layers with weight matrices that cannot be mapped (recurrent cells, LSTM projections, 3-d convolutions,
+    non-zero padding modes, embeddings, attention; see `digital_layers`) stay digital: a `UserWarning` names
+    each with the reason, and `strict=True` raises a ValueError instead.
     An `InferenceTileConfig` maps Linear and Conv2d onto inference tiles instead (trainers/inference_program.py).
     """
     if isinstance(tile_cfg, InferenceTileConfig):
@@ -89,7 +106,8 @@ def convert(
             "convert(strict=True): these layers cannot be mapped onto tiles: "
             + "; ".join(f"{n} ({w})" for n, w in left.items())
         )
-    names = {name for name, m in model.named_modules() if _kind(m) is not None}
+    aliases = _aliases(model)
+    names = {name for name, m in model.named_modules(remove_duplicate=False) if _kind(m) is not None}
     if wanted is not None:
         missing = wanted - names - set(left)
         if missing:
@@ -102,16 +120,20 @@ def convert(
         if isinstance(m, AnalogLayer):
             k += 1
             continue
-        if _kind(m) is not None and (wanted is None or name in wanted):
+        if _kind(m) is not None and (wanted is None or not wanted.isdisjoint(aliases[id(m)])):
             if name in left or any(name.startswith(f"{n}.") for n in left):
                 continue
             targets.append((name, m, k))
             k += 1
+    for name, m, _ in targets:
+        _check_not_empty(name, m)
     for name, m, idx in targets:
         new = ANALOG[_kind(m)].from_digital(m, tile_cfg, seed=seeds.layer_seed(seed, idx))
         new.convert_seed = int(seed)
         new.train(m.training)
-        _set_module(model, name, new)
+        _warn_clipped(name, m, new, tile_cfg)
+        for alias in aliases[id(m)]:  # a module used at several places stays one (analog) module
+            _set_module(model, alias, new)
     if left:
         warnings.warn(
             "convert: these layers stay digital (trained by plain SGD with `lr`): "
@@ -147,6 +169,48 @@ def _checked_args(model, tile_cfg, layers, seed) -> TileConfig:
     return tile_cfg
 
 
+def _aliases(model: nn.Module) -> dict[int, list[str]]:
+    """id(module) -> every qualified name under which the model reaches it (several for a shared module)."""
+    found: dict[int, list[str]] = {}
+    for name, m in model.named_modules(remove_duplicate=False):
+        found.setdefault(id(m), []).append(name)
+    return found
+
+
+def _check_not_empty(name: str, m: nn.Module) -> None:
+    """Refuse a layer with an empty weight (e.g. Linear(0, 5)), which maps onto no tile."""
+    empty = next((n for n, p in m.named_parameters() if p.numel() == 0), None)
+    if empty is not None:
+        shape = tuple(getattr(m, empty).shape)
+        raise ValueError(f"convert: layer '{name}' ({m}) has an empty {empty} of shape {shape}; it maps onto no tile")
+
+
+def _warn_clipped(name: str, digital: nn.Module, analog: nn.Module, cfg: TileConfig) -> None:
+    """Warn where the analog layer holds weights other than the digital layer's (clipped to the bounds)."""
+    with torch.random.fork_rng(devices=[]):  # the export's initialisation leaves torch's generator as it was
+        held = analog.to_digital().state_dict()
+    clipped = total = 0
+    largest = kept = change = 0.0
+    for key, w in digital.state_dict().items():
+        if not (key.startswith("weight") or (key.startswith("bias") and cfg.bias == "analog")):
+            continue
+        a = held[key]
+        diff = (a - w).abs()
+        clipped += int((diff > 1e-6 + 1e-5 * w.abs()).sum())
+        total += w.numel()
+        largest, kept = max(largest, float(w.abs().max())), max(kept, float(a.abs().max()))
+        change = max(change, float(diff.max()))
+    if clipped:
+        warnings.warn(
+            f"convert: layer '{name}': {clipped} of {total} weights ({clipped / total:.2%}) lie outside their "
+            f"elements' bounds and were clipped (by up to {change:.3g}; max |W| {largest:.3g} written, {kept:.3g} "
+            "held); scale the weights into the bounds before convert (and learn the factor back with "
+            "TileConfig(out_scale=True)) or widen the bounds of TileConfig.device",
+            WeightClipWarning,
+            stacklevel=3,
+        )
+
+
 def _set_module(model: nn.Module, name: str, new: nn.Module) -> None:
     if name == "":
         raise ValueError("convert() cannot replace the model itself; wrap the layer in a container")
@@ -156,12 +220,15 @@ def _set_module(model: nn.Module, name: str, new: nn.Module) -> None:
 
 
 def to_digital(model: nn.Module) -> nn.Module:
-    """A deep copy of the model with every analog layer replaced by the equivalent nn.Linear / nn.Conv1d /
-    nn.Conv2d (effective weight sum_n gains[n] W_n, output scale folded in, noiseless)."""
-    if isinstance(model, AnalogLayer):
+    """A deep copy of the model with every analog layer replaced by the equivalent torch layer (effective
+    weight sum_n gains[n] W_n, output scale folded in, noiseless)."""
+    analog = (AnalogLayer, AnalogRNNBase)
+    if isinstance(model, analog):
         return model.to_digital()
     out = copy.deepcopy(model)
+    done: list[str] = []
     for name, m in list(out.named_modules()):
-        if isinstance(m, AnalogLayer):
+        if isinstance(m, analog) and not any(name.startswith(f"{n}.") for n in done):
             _set_module(out, name, m.to_digital())
+            done.append(name)
     return out

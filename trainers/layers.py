@@ -99,33 +99,50 @@ class AnalogLayer(nn.Module):
     is_analog = True
     convert_seed: int | None = None  # the `seed` given to trainers.convert, where the layer came from it
 
-    def _init_tiles(self, out_features: int, in_features: int, bias: bool, cfg: TileConfig, seed: int):
+    def _init_tiles(self, out_features: int, in_features: int, bias: bool, cfg: TileConfig, seed: int, groups: int = 1):
+        """The tile grid of an (out, in) weight; with groups > 1 a block-diagonal weight, one grid of tiles
+        per group (rows and columns of group g: its out/groups outputs and in/groups inputs)."""
         self.tile_config = cfg
         self.out_features, self.in_features = int(out_features), int(in_features)
+        self.groups = int(groups)
+        if self.out_features < 1 or self.in_features < 1:
+            raise ValueError(
+                f"{self.label()}: an empty weight ({self.out_features} outputs x {self.in_features} inputs) "
+                "maps onto no tile; analog layers need at least one input and one output"
+            )
+        if self.groups > 1 and bool(bias) and cfg.bias == "analog":
+            raise ValueError(f"{self.label()}: bias='analog' with groups={self.groups} is not mapped (use 'digital')")
         self.analog_bias = bool(bias) and cfg.bias == "analog"
         self.in_ext = self.in_features + (1 if self.analog_bias else 0)
         self.seed = int(seed)
-        device = cfg.resolved_device()
+        device, array_devices = cfg.resolved_device(), cfg.resolved_devices()
         self.blocks: list[TileBlock] = []
-        rows = list(range(0, self.out_features, cfg.max_out)) + [self.out_features]
-        cols = list(range(0, self.in_ext, cfg.max_in)) + [self.in_ext]
+        og, ig = self.out_features // self.groups, self.in_ext // self.groups
+        row_ranges, col_ranges = [], []
+        for g in range(self.groups):
+            rows = list(range(g * og, (g + 1) * og, cfg.max_out)) + [(g + 1) * og]
+            cols = list(range(g * ig, (g + 1) * ig, cfg.max_in)) + [(g + 1) * ig]
+            row_ranges.append(list(zip(rows[:-1], rows[1:])))
+            col_ranges.append(list(zip(cols[:-1], cols[1:])))
         k = 0
-        for r0, r1 in zip(rows[:-1], rows[1:]):
-            for c0, c1 in zip(cols[:-1], cols[1:]):
-                tile = AnalogTile(
-                    r1 - r0,
-                    c1 - c0,
-                    device,
-                    gains=(1.0,),
-                    forward=cfg.forward,
-                    backward=cfg.backward,
-                    update=cfg.update,
-                    seed=seeds.tile_seed(self.seed, k),
-                )
-                self.blocks.append(TileBlock(tile, r0, r1, c0, c1))
-                k += 1
-        self.n_row_blocks = len(rows) - 1
-        self.n_col_blocks = len(cols) - 1
+        for g in range(self.groups):
+            for r0, r1 in row_ranges[g]:
+                for c0, c1 in col_ranges[g]:
+                    tile = AnalogTile(
+                        r1 - r0,
+                        c1 - c0,
+                        device,
+                        gains=(1.0,),
+                        forward=cfg.forward,
+                        backward=cfg.backward,
+                        update=cfg.update,
+                        seed=seeds.tile_seed(self.seed, k),
+                        array_devices=array_devices,
+                    )
+                    self.blocks.append(TileBlock(tile, r0, r1, c0, c1))
+                    k += 1
+        self.n_row_blocks = sum(len(r) for r in row_ranges)
+        self.n_col_blocks = sum(len(c) for c in col_ranges)
         if bias and cfg.bias == "digital":
             self.bias = nn.Parameter(torch.zeros(self.out_features))
         else:
@@ -148,7 +165,14 @@ class AnalogLayer(nn.Module):
         return [b.tile for b in self.blocks]
 
     def set_gains(self, gains: Sequence[float]) -> None:
-        """Set the array stack of every tile of the layer (`AnalogTile.set_stack`)."""
+        """Set the array stack of every tile of the layer (`AnalogTile.set_stack`); refuse a stack of another
+        number of arrays than TileConfig.devices gives devices."""
+        devices = self.tile_config.devices
+        if devices is not None and len(devices) != len(gains):
+            raise ValueError(
+                f"{self.label()}: tile.devices gives {len(devices)} devices, the training algorithm uses "
+                f"{len(gains)} arrays per tile (array n gets devices[n])"
+            )
         for b in self.blocks:
             b.tile.set_stack(gains)
 
@@ -272,7 +296,7 @@ class AnalogLayer(nn.Module):
         return w
 
     def get_weights(self) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """(weight (out, in), bias or None) of the equivalent digital layer, output scale folded in."""
+        """(weight (out, in / groups), bias or None) of the equivalent digital layer, output scale folded in."""
         w = torch.from_numpy(self.analog_weight())
         bias = None
         if self.analog_bias:
@@ -280,7 +304,7 @@ class AnalogLayer(nn.Module):
             w = w[:, :-1]
         elif self.bias is not None:
             bias = self.bias.detach().clone()
-        w = w.clone()
+        w = self._group_blocks(w).clone()
         if self.out_scale is not None:
             s = self.out_scale.detach()
             w = w * s[:, None]
@@ -288,10 +312,44 @@ class AnalogLayer(nn.Module):
                 bias = bias * s
         return w, bias
 
+    def digital_twin(self) -> nn.Module:
+        """A fresh torch layer of this layer's type and shape, initialised by torch (from its generator)."""
+        raise NotImplementedError
+
+    def weight_matrix(self, weight: torch.Tensor) -> torch.Tensor:
+        """The (out, in / groups) matrix of a torch layer's weight of this layer's shape."""
+        return weight.reshape(self.out_features, -1)
+
+    def reset_parameters(self) -> None:
+        """Draw the weights (and bias) as torch initialises the digital layer (for Linear and ConvNd:
+        kaiming-uniform, bound 1/sqrt(fan_in)), from torch's generator, and write them into the tiles."""
+        twin = self.digital_twin()
+        self.set_weights(self.weight_matrix(twin.weight), twin.bias)
+
+    def _block_diagonal(self, w: np.ndarray) -> np.ndarray:
+        """(out, in / groups) -> the (out, in) block-diagonal matrix the tiles hold (groups > 1)."""
+        if self.groups == 1:
+            return w
+        og, ig = self.out_features // self.groups, self.in_features // self.groups
+        full = np.zeros((self.out_features, self.in_features), np.float32)
+        for g in range(self.groups):
+            full[g * og : (g + 1) * og, g * ig : (g + 1) * ig] = w[g * og : (g + 1) * og]
+        return full
+
+    def _group_blocks(self, full: torch.Tensor) -> torch.Tensor:
+        """(out, in) block-diagonal -> (out, in / groups), each group's rows with its own columns."""
+        if self.groups == 1:
+            return full
+        og, ig = self.out_features // self.groups, self.in_features // self.groups
+        return torch.cat([full[g * og : (g + 1) * og, g * ig : (g + 1) * ig] for g in range(self.groups)])
+
     def set_weights(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> None:
-        """Write weights exactly into array 0 (clipped to each element's bounds), others zero (as
-        aihwkit's set_weights); the digital bias is copied, an analog bias goes into its column."""
-        w = weight.detach().reshape(self.out_features, self.in_features).to(torch.float32).numpy()
+        """Write weights (out, in / groups), or torch's weight of the layer, exactly into array 0 (clipped to
+        each element's bounds), others zero (as aihwkit's set_weights); the digital bias is copied, an analog
+        bias goes into its column."""
+        weight = self.weight_matrix(weight) if weight.dim() > 2 else weight  # torch's layout of a convolution
+        w = weight.detach().reshape(self.out_features, -1).to(torch.float32).numpy()
+        w = self._block_diagonal(w)
         if self.analog_bias:
             col = np.zeros((self.out_features, 1), np.float32)
             if bias is not None:
@@ -316,10 +374,11 @@ class AnalogLayer(nn.Module):
             y = y + self.bias.view(shape)
         return y
 
-    def _matmul(self, x2d: torch.Tensor) -> torch.Tensor:
-        """(rows, out) = read(W, x2d), plus the digital bias unless an output scale must come first."""
+    def _matmul(self, x2d: torch.Tensor, with_bias: bool = True) -> torch.Tensor:
+        """(rows, out) = read(W, x2d), plus the digital bias unless an output scale must come first (or the
+        layer adds its bias itself: with_bias=False)."""
         save = torch.is_grad_enabled() and self.training
-        bias = self.bias if self.out_scale is None else None
+        bias = self.bias if self.out_scale is None and with_bias else None
         return _AnalogMatmul.apply(x2d, self._anchor, bias, self, save)
 
     # -- state ------------------------------------------------------------------------------------------
@@ -370,7 +429,8 @@ class AnalogLayer(nn.Module):
 
 
 class AnalogLinear(AnalogLayer):
-    """y = W x (+ b): a Linear layer on analog tiles."""
+    """y = W x (+ b): a Linear layer on analog tiles, its weights drawn as nn.Linear draws them (init=False:
+    zero weights and bias, for a layer whose weights are written next, as `from_digital` does)."""
 
     def __init__(
         self,
@@ -379,9 +439,13 @@ class AnalogLinear(AnalogLayer):
         bias: bool = True,
         tile_config: TileConfig | None = None,
         seed: int = 0,
+        *,
+        init: bool = True,
     ):
         super().__init__()
         self._init_tiles(out_features, in_features, bias, tile_config or TileConfig(), seed)
+        if init:
+            self.reset_parameters()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self._check_input(x, None, "features in its last dimension", -1, self.in_features)
@@ -391,13 +455,16 @@ class AnalogLinear(AnalogLayer):
 
     @classmethod
     def from_digital(cls, lin: nn.Linear, cfg: TileConfig, seed: int = 0) -> AnalogLinear:
-        m = cls(lin.in_features, lin.out_features, lin.bias is not None, cfg, seed)
+        m = cls(lin.in_features, lin.out_features, lin.bias is not None, cfg, seed, init=False)
         m.set_weights(lin.weight, lin.bias)
         return m
 
+    def digital_twin(self) -> nn.Linear:
+        return nn.Linear(self.in_features, self.out_features, bias=self.analog_bias or self.bias is not None)
+
     def to_digital(self) -> nn.Linear:
         w, b = self.get_weights()
-        lin = nn.Linear(self.in_features, self.out_features, bias=b is not None)
+        lin = self.digital_twin()
         with torch.no_grad():
             lin.weight.copy_(w)
             if b is not None:

@@ -63,18 +63,19 @@ def test_analog_conv1d_trains_a_1d_signal_model():
 
 def test_convert_names_the_layers_it_leaves_digital():
     model = nn.Sequential()
-    model.add_module("rnn", nn.LSTM(4, 8))
+    model.add_module("rnn", nn.LSTMCell(4, 8))
     model.add_module("attn", nn.MultiheadAttention(8, 2))
-    model.add_module("grouped", nn.Conv2d(4, 4, 3, groups=2))
+    model.add_module("reflected", nn.Conv2d(4, 4, 3, padding_mode="reflect"))
     model.add_module("norm", nn.LayerNorm(8))
     model.add_module("fc", nn.Linear(8, 2))
     with pytest.warns(UserWarning, match=r"stay digital") as rec:
         T.convert(copy.deepcopy(model), PERFECT)
     msg = str(rec[0].message)
-    for part in ("rnn (LSTM: recurrent", "attn (MultiheadAttention", "grouped (Conv2d: groups=2", "strict=True"):
+    parts = ("rnn (LSTMCell: recurrent", "attn (MultiheadAttention", "reflected (Conv2d: padding_mode='reflect'")
+    for part in (*parts, "strict=True"):
         assert part in msg
     assert "norm" not in msg and "out_proj" not in msg
-    with pytest.raises(ValueError, match=r"strict=True.*rnn \(LSTM"):
+    with pytest.raises(ValueError, match=r"strict=True.*rnn \(LSTMCell"):
         T.convert(copy.deepcopy(model), PERFECT, strict=True)
     converted = T.convert(copy.deepcopy(model), PERFECT, layers=["fc"], strict=True)  # nothing named is left
     assert isinstance(converted.fc, T.AnalogLinear) and type(converted.attn.out_proj) is not T.AnalogLinear
