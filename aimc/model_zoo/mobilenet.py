@@ -1,8 +1,8 @@
 """MobileNetV2 (Sandler et al. 2018) in the CIFAR form: the stem convolution and the second stage with
 stride 1 instead of 2, so 32x32 inputs reach the last stage at 4x4 pixels.
 
-The depthwise 3x3 convolutions are grouped convolutions; where `trainers.convert` cannot map those onto
-tiles they stay digital (it names them in a warning).
+The depthwise 3x3 convolutions are grouped convolutions (groups = channels); `trainers.convert` maps each group
+onto its own tile grid.
 """
 
 from __future__ import annotations
