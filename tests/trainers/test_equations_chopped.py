@@ -49,28 +49,32 @@ def test_regular_choppers_switch_every_ceil_one_over_p_sweeps(config):
         np.testing.assert_array_equal(st["c_in"], np.full(N_IN, (-1.0) ** (s // 5)), err_msg=f"sweep {s}")
 
 
-def test_c_ttv2_gain_scales_the_transfer_rate():
-    """gamma > 0 (later aihwkit's reading of ChoppedTransferCompound): the buffer step is s = transfer_lr lr gamma
-    / dw_A per unit read; no choppers. Reference: per rank-1 update A -= eta d x^T, read column k (cyclic),
-    H[:, k] += s A[:, k], one pulse of sign(H) into C where |H| >= 1, H reset."""
-    lr, eta, beta, gamma = 2.0**-4, 2.0**-4, 2.0, 0.375
+@pytest.mark.parametrize("beta, gamma, step, bl", [(2.0, 0.375, 1.0, 1), (2.0**-4, 0.0, 2.0, 4)])
+def test_c_ttv2_transfer_rate_gain_and_write_step(beta, gamma, step, bl):
+    """The buffer step per unit read is s = transfer_lr lr / dw_A, times gamma where gamma > 0 (later aihwkit's
+    reading of ChoppedTransferCompound); a write of n = +-1 into C is aihwkit 1.1.0's pulsed update at lr step
+    dw_C with transfer_bl slots, step pulses in expectation (exact in the expected update: 2 of 4 slots at
+    probability sqrt(step / bl) on both sides). No choppers. Reference: per rank-1 update A -= eta d x^T, read
+    column k (cyclic), H[:, k] += s A[:, k]; where |H| >= 1, n = trunc(H) into C and H reset."""
+    lr, eta = 2.0**-4, 2.0**-4
     batches = dyadic_batches(12, 4, N_IN, N_OUT)
     model = exact_model(N_IN, N_OUT)
-    opt = T.build_optimizer(
-        model,
-        T.CTTv2Config(lr=lr, fast_lr=eta, auto_scale=False, transfer_lr=beta, gamma=gamma, in_chop_prob=0.0),
+    cfg = T.CTTv2Config(
+        lr=lr, fast_lr=eta, auto_scale=False, transfer_lr=beta, gamma=gamma, in_chop_prob=0.0, step=step, transfer_bl=bl
     )
+    opt = T.build_optimizer(model, cfg)
     drive(model, opt, batches)
-    s = beta * lr * gamma / DW
+    s = beta * lr * (gamma if gamma > 0 else 1.0) / DW
     a, c, h = (np.zeros((N_OUT, N_IN)) for _ in range(3))
     k = 0
     for xb, db in batches:
         for x, d in zip(xb, db):
             a -= eta * np.outer(d, x)
             hk = h[:, k] + s * a[:, k]
-            n = np.where(np.abs(hk) >= 1, np.clip(np.trunc(hk), -1, 1), 0)
+            n = np.where(np.abs(hk) >= 1, np.clip(np.trunc(hk), -bl, bl), 0)
+            assert np.abs(n).max() <= 1  # the expected write is exact for n = +-1 (or step = bl = 1)
             h[:, k] = np.where(n != 0, 0.0, hk)
-            c[:, k] += n * DW
+            c[:, k] += n * step * DW
             k = (k + 1) % N_IN
     tile = model[0].tiles[0]
     assert np.abs(c).max() > 0 and np.abs(h).max() > 0

@@ -268,3 +268,34 @@ def test_rider_tracks_its_reference_and_buffers_the_chopped_reads(algorithm):
     np.testing.assert_array_equal(st["H"], h)
     np.testing.assert_array_equal(tile.arrays[1].reference, ref)
     assert st["c"] == c and list(tile.gains) == [1.0, F32(0.375) * c]
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        T.TTv2Config(transfer_lr=2.0**-3, threshold=2.5, transfer_bl=1),
+        T.ERiderConfig(
+            transfer_lr=2.0**-3, threshold=2.5, transfer_bl=1, tracking_rate=0.5, chop_prob=1e-6, chop_random=False
+        ),
+    ],
+    ids=["ttv2", "e_rider"],
+)
+def test_the_buffer_fires_at_the_first_read_that_reaches_the_threshold(cfg):
+    """No gradient and P = dw_min (E-RIDER: Q~ = 0 until a chopper switch, none here): each read adds
+    transfer_lr dw_min = dw_min / 8 to H, so a pulse fires at reads 20, 28, 36, ... (H = 2.5 dw_min, then
+    1.5 + 8 / 8 = 2.5 again): the threshold decides the read exactly."""
+    model = exact_model(1, N_OUT)
+    opt = T.build_optimizer(model, cfg)
+    tile = model[0].tiles[0]
+    tile.arrays[1].w[...] = DW
+    tile.invalidate()
+    h, w, fired = np.zeros((N_OUT, 1), F32), np.zeros((N_OUT, 1)), []
+    for step in range(1, 41):
+        opt.step()  # no saved batch: one read and transfer of the column
+        h += F32(cfg.transfer_lr) * F32(DW)
+        before = w.copy()
+        fire(h, w, np.array([0]), cfg.threshold, 1)
+        if (w != before).any():
+            fired.append(step)
+        np.testing.assert_array_equal(tile.arrays[0].w, w.astype(F32), err_msg=f"read {step}")
+    assert fired == [20, 28, 36]
