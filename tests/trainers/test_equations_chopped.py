@@ -38,15 +38,17 @@ def test_random_choppers_switch_where_their_draws_fall_below_the_probabilities()
 
 
 @pytest.mark.parametrize("config", [T.CTTv2Config, T.AGADConfig])
-def test_regular_choppers_switch_every_ceil_one_over_p_sweeps(config):
+@pytest.mark.parametrize("p, period", [(0.24, 5), (0.26, 4)])
+def test_regular_choppers_switch_every_ceil_one_over_p_sweeps(config, p, period):
     """in_chop_random false: every column's chopper flips in the last sweep of every max(ceil(1 / p), 2) sweeps
-    (aihwkit 1.1.0; AGAD's N_s): p = 0.24 gives 5, so after sweep s the signs are (-1)^floor(s / 5)."""
+    (aihwkit 1.1.0; AGAD's N_s), so after sweep s the signs are (-1)^floor(s / period). p = 0.24 sits above 1/5
+    and 0.26 above 1/4: p 10% higher makes the first period 4, p 10% lower the second 5."""
     model = exact_model(N_IN, N_OUT)
-    opt = T.build_optimizer(model, config(auto_scale=False, fast_lr=DW, in_chop_prob=0.24, in_chop_random=False))
+    opt = T.build_optimizer(model, config(auto_scale=False, fast_lr=DW, in_chop_prob=p, in_chop_random=False))
     st = opt.tile_state[0][0]
     for s in range(1, 13):
         drive(model, opt, [SWEEP])
-        np.testing.assert_array_equal(st["c_in"], np.full(N_IN, (-1.0) ** (s // 5)), err_msg=f"sweep {s}")
+        np.testing.assert_array_equal(st["c_in"], np.full(N_IN, (-1.0) ** (s // period)), err_msg=f"sweep {s}")
 
 
 @pytest.mark.parametrize("beta, gamma, step, bl", [(2.0, 0.375, 1.0, 1), (2.0**-4, 0.0, 2.0, 4)])
