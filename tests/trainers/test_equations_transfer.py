@@ -252,7 +252,7 @@ def rider_reference(batches, eta, tracking, beta, threshold, every_read, chop=No
 def test_rider_tracks_its_reference_and_buffers_the_chopped_reads(algorithm):
     eta, tracking, beta, thr = 2.0**-4, 0.375, 0.75, 1.5
     common = dict(lr=eta, tracking_rate=tracking, transfer_lr=beta, threshold=thr, gamma=0.375)
-    cfg = T.RiderConfig(**common) if algorithm == "rider" else T.ERiderConfig(chop_prob=0.25, **common)
+    cfg = T.RiderConfig(**common) if algorithm == "rider" else T.ERiderConfig(chop_prob=0.4, **common)
     batches = small_batches(60, 2, N_IN, N_OUT, seed=6)
     model = exact_model(N_IN, N_OUT)
     opt = T.build_optimizer(model, cfg)
