@@ -19,10 +19,6 @@ from aimc.common import seeds
 from aimc.trainers.config import TileConfig
 from aimc.trainers.layers import AnalogLinear
 
-SUB_LAYER_OFFSET = 500
-"""Sub-layer j of a recurrent layer seeded s has seed seeds.layer_seed(s, 500 + j), apart from the seeds that
-convert gives the layers of a model (seeds.layer_seed(seed, k), k < 500)."""
-
 
 class AnalogRNNBase(nn.Module):
     """The stack of (layer, direction) cells shared by the three recurrent layers; subclasses set `gates`
@@ -59,7 +55,7 @@ class AnalogRNNBase(nn.Module):
         self.ih, self.hh = nn.ModuleList(), nn.ModuleList()
         for j, (layer, _) in enumerate(self.cells()):
             n_in = self.input_size if layer == 0 else h * self.directions
-            sub = seeds.layer_seed(self.seed, SUB_LAYER_OFFSET + 2 * j)
+            sub = seeds.layer_seed(self.seed, seeds.RECURRENT_SUB_LAYERS + 2 * j)
             self.ih.append(AnalogLinear(n_in, g, self.bias, cfg, sub, init=False))
             self.hh.append(AnalogLinear(h, g, self.bias, cfg, sub + 1, init=False))
         if init:

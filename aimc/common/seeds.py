@@ -33,6 +33,7 @@ AUGMENT = 0xA06  # a training batch's random crops and flips
 
 LAYER_STRIDE = 1000  # layer k of a converted model: seed * 1000 + k; tile k of a layer: its seed * 1000 + k
 ARRAY_STRIDE = 1009  # array n of a tile: seed * 1009 + n
+RECURRENT_SUB_LAYERS = 500  # cell j of a recurrent layer seeded s: W_ih layer_seed(s, 500 + 2j), W_hh that + 1
 
 
 def layer_seed(seed: int, k: int) -> int:
