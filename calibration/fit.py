@@ -294,9 +294,9 @@ def fit(
         )
     start_data = data
     if two_stage and data.n > START_SAMPLE:  # the pooled fit only gives the per-device fits their start
-        keep = np.zeros(data.n, bool)
-        keep[np.random.default_rng(0).choice(data.n, START_SAMPLE, replace=False)] = True
-        start_data = data.subset(keep)
+        sample = np.zeros(data.n, bool)
+        sample[np.random.default_rng(0).choice(data.n, START_SAMPLE, replace=False)] = True
+        start_data = data.subset(sample)
     for k in tqdm(kinds, desc="fitting families", unit="family", disable=not progress):
         fam = specs.get(k)
         pooled = pooled_fits[k] = table if k == "tabulated" else fit_family(fam, start_data)
