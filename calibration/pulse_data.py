@@ -174,9 +174,7 @@ class PulseData:
 MAX_LISTED = 50  # outliers listed one by one in the quality record
 
 
-def pulse_data(
-    traces: TraceSet, wmap: WeightMap, anchor: float | None = None, keep: tuple[int, ...] = ()
-) -> PulseData:
+def pulse_data(traces: TraceSet, wmap: WeightMap, anchor: float | None = None, keep: tuple[int, ...] = ()) -> PulseData:
     """Increments of `traces` in weight units, without the outliers (`quality.outliers`), with the bound and
     step-size estimates the fits start from and a record of what was left out (`quality`). anchor: the fraction
     of each increment the model sees it from (module docstring); None: from the data (`increment_noise`), whose

@@ -202,6 +202,7 @@ def _key_rows(num: dict, wmap: WeightMap | None, fit: dict | None = None) -> lis
 
 MAX_ELEMENTS = 4096  # simulated elements of a report: their traces take up to 64 kB each (8000 reads)
 
+
 def fit_flags(fit: dict, num: dict) -> list[str]:
     """Warnings about a fit: a likelihood refinement asked for and not applied, a degenerate device (fewer
     than 2 states), noise not estimated, a noise-dominated fit (the model explains under 10% of the increment
