@@ -13,7 +13,7 @@ from aimc.calibration.report import MAX_ELEMENTS
 from aimc.calibration.report_figures import fig_penalty, fig_response
 from aimc.calibration.response_numbers import device_numbers
 from aimc.commands.cli import main
-from aimc.devices import SoftBounds
+from aimc.devices import SoftBounds, Tabulated
 
 NO_SPREAD = dict(dw_min_dtod=0.0, up_down_dtod=0.0, w_max_dtod=0.0, w_min_dtod=0.0)
 TRUTH = SoftBounds(dw_min=0.02, up_down=0.1, w_max=0.7, w_min=-0.5, dw_min_std=0.2, **NO_SPREAD)
@@ -92,3 +92,12 @@ def test_runs_of_one_direction_are_not_joined(tmp_path):
     np.testing.assert_allclose(inc.dg, [0.1, 0.1, 0.1, 0.15], atol=1e-12)
     np.testing.assert_array_equal(inc.n_pulses, [1, 1, 1, 2])
     assert re.match(rf"{re.escape(str(b))}: line 4 \(device D1", tr.where(int(inc.row[2])))
+
+
+def test_drift_note_says_when_the_symmetric_point_repels(tmp_path):
+    # steps that grow toward the bound they move to: G/F = -w / 2, (G/F)' = -1/2 at w_sym = 0 (repelling)
+    rep = Tabulated(w=[-1.0, 0.0, 1.0], q_plus_values=[0.5, 1.0, 1.5], q_minus_values=[1.5, 1.0, 0.5], dw_min=0.01)
+    assert device_numbers(rep, n_elements=2)["penalty"]["stiffness_at_symmetric_point"] == pytest.approx(-0.5)
+    page = write_report([rep, TRUTH], tmp_path, n_elements=4).read_text()
+    assert page.count("away from the symmetric point, which repels") == 1
+    assert page.count("largest drift per step toward the symmetric point") == 1
