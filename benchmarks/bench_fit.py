@@ -12,6 +12,8 @@ between the preset's own family and the best.
 --per-family times each family's pooled least-squares fit alone (`fit_family`, as `fit` runs it: every start,
 the search subsample, the refinement on all increments; tabulated: `fit_tabulated`) on the same increments,
 after a fit of every family to 2000 increments that compiles the kernels; it prints seconds, evaluations and BIC.
+--report also times the report of each fit (`write_report` into a temporary folder, 64 elements, as `aimc fit`
+writes it): the whole command's work is the fit's and the report's seconds together.
 
     python benchmarks/bench_fit.py --presets ecram,reram_sb,pcm_like --devices 16 --cycles 3 \
         [--methods pooled,per-device] [--ab | --noise-ab | --per-family]
@@ -24,6 +26,7 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,7 +35,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from aimc.calibration import families, family_fit, fit, fit_family, fit_tabulated, measure_cycles  # noqa: E402
+from aimc.calibration import (  # noqa: E402
+    families,
+    family_fit,
+    fit,
+    fit_family,
+    fit_tabulated,
+    measure_cycles,
+    write_report,
+)
 from aimc.calibration.families import FAMILY_KINDS  # noqa: E402
 from aimc.calibration.pulse_data import pulse_data, weight_map_for  # noqa: E402
 from aimc.devices import get_preset  # noqa: E402
@@ -74,6 +85,7 @@ def main() -> None:
     ap.add_argument("--noise-ab", action="store_true", help="alternate cycle_noise off / on (module docstring)")
     ap.add_argument("--per-family", action="store_true", help="time each family's fit alone (module docstring)")
     ap.add_argument("--repeats", type=int, default=1, help="A/B pairs per preset (--ab, --noise-ab)")
+    ap.add_argument("--report", action="store_true", help="time the report of each fit too (module docstring)")
     args = ap.parse_args()
     sample = family_fit.SEARCH_SAMPLE
     rows = []
@@ -113,6 +125,15 @@ def timed_fits(name: str, dev, tr, method: str, args, sample: int) -> list[dict]
         t0, c0 = time.perf_counter(), time.process_time()
         res = fit(tr, **kw, **extra)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        report = {}
+        if args.report:
+            t1, c1 = time.perf_counter(), time.process_time()
+            with tempfile.TemporaryDirectory() as tmp:
+                write_report([res], tmp)
+            report = {
+                "report_wall_s": round(time.perf_counter() - t1, 2),
+                "report_cpu_s": round(time.process_time() - c1, 2),
+            }
         own = res.fits[dev.kind].bic - res.best.bic if dev.kind in res.fits else None
         rows.append(
             {
@@ -128,11 +149,13 @@ def timed_fits(name: str, dev, tr, method: str, args, sample: int) -> list[dict]
                 **kw,
                 **extra,
                 "bic": {k: f.bic for k, f in res.fits.items()},
+                **report,
             }
         )
         print(
             f"{name:<10} {dev.kind:<12} {method:<10} reads {len(tr.conductance):>7}  best {res.best.kind:<13} "
-            f"{wall:6.1f} s (CPU {cpu:5.1f} s)  search sample {search or 'off'}  {extra or ''} own family dBIC {own}",
+            f"{wall:6.1f} s (CPU {cpu:5.1f} s)  search sample {search or 'off'}  {extra or ''} own family dBIC {own}"
+            f"  {report or ''}",
             flush=True,
         )
     family_fit.SEARCH_SAMPLE = sample

@@ -18,6 +18,27 @@ Z95 = 1.959963984540054  # two-sided 95% normal quantile
 MAX_NFEV = 60  # least-squares iterations per starting point
 SEARCH_SAMPLE = 20000  # with more increments, the starting points are compared on a subsample of this many
 JACOBIAN_STEP = 1e-7  # central-difference step of the parameter-to-element map, in units of the parameter's box
+OVERFLOW = 1e10  # the residual (in steps) of an increment the model overflows on
+NOISE_FREE = 1e-3  # a robust std of the increments below this fraction of the typical step: noise-free data
+HUBER_K = 3.0  # the fits' loss is quadratic within this many robust std of the increments (`PulseData.scale`)
+
+
+def huber_width(data: PulseData) -> float:
+    """Where the fits' loss turns from quadratic to linear, for residuals weighted by `PulseData.weight` (weight
+    units): HUBER_K x data.scale; inf (plain least squares) where the scale is unknown or below NOISE_FREE x the
+    typical step (noise-free data)."""
+    c = HUBER_K * data.scale
+    return c if math.isfinite(c) and c > NOISE_FREE * data.dw0 else math.inf
+
+
+def robust_squares(u: np.ndarray, c: float) -> np.ndarray:
+    """Huber's loss of weighted residuals u at width c: u^2 within c, 2 c |u| - c^2 beyond; their sum is the
+    robust rss that every family's fit minimises and the criteria rank (a glitch adds in proportion to its size,
+    not its square)."""
+    if not math.isfinite(c):
+        return u * u
+    a = np.abs(u)
+    return np.where(a <= c, u * u, 2.0 * c * a - c * c)
 
 
 @dataclass
@@ -176,6 +197,8 @@ def _least_squares(fam: Family, data: PulseData, starts: list[list[float]], diff
     increments; the best refined on all). differences: the starts are compared with scipy's forward-difference
     Jacobian, and only the refinement uses the analytic one (`_jacobian`; why: `fit_family`)."""
     lo, hi = (np.array(v, float) for v in fam.box(data))
+    width = huber_width(data) / data.dw0  # the residuals below are in units of dw0
+    loss = {"loss": "huber", "f_scale": width} if math.isfinite(width) else {}
 
     search = data
     if len(starts) > 1 and data.n > SEARCH_SAMPLE:  # compare the starts on a subsample, refine the best on all
@@ -185,7 +208,10 @@ def _least_squares(fam: Family, data: PulseData, starts: list[list[float]], diff
 
     def run(on: PulseData, x0, jac=None) -> optimize.OptimizeResult:
         def resid(theta):
-            return (on.dw - on.predict(fam.fast_config(theta))) * on.weight / on.dw0
+            r = (on.dw - on.predict(fam.fast_config(theta))) * on.weight / on.dw0
+            # an overflowing trial (a steep exponential) gets a huge finite residual: least_squares rejects the
+            # trial either way, and a forward-difference Jacobian stays finite
+            return np.nan_to_num(r, nan=OVERFLOW, posinf=OVERFLOW, neginf=-OVERFLOW)
 
         x0 = np.clip(np.array(x0, float), lo + 1e-9 * (hi - lo), hi - 1e-9 * (hi - lo))
         # a trial step into extreme parameters (a steep exponential) can overflow the residuals: least_squares
@@ -199,6 +225,7 @@ def _least_squares(fam: Family, data: PulseData, starts: list[list[float]], diff
                 x_scale="jac",
                 method="trf",
                 max_nfev=MAX_NFEV,
+                **loss,
             )
 
     best = min((run(search, x0, "2-point" if differences else None) for x0 in starts), key=lambda res: res.cost)
@@ -219,7 +246,8 @@ def fit_family(fam: Family, data: PulseData, starts: list[list[float]] | None = 
     use the analytic Jacobian where it applies (`_jacobian`)."""
     res, lo, hi = _least_squares(fam, data, starts or fam.starts(data), differences=starts is None)
     theta = res.x
-    cov = sandwich_cov(res.jac, res.fun, data.follows)
+    width = huber_width(data) / data.dw0  # the robust loss's Jacobian with its bounded residuals (psi)
+    cov = sandwich_cov(res.jac, np.clip(res.fun, -width, width), data.follows)
     se = np.sqrt(np.maximum(np.diag(cov), 0.0))
     device = parse_device(fam.config_fields(theta), where=fam.kind)
     fitted = data.predict(device)
@@ -232,7 +260,7 @@ def fit_family(fam: Family, data: PulseData, starts: list[list[float]] | None = 
         {p: float(s) for p, s in zip(fam.params, se)},
         at_bound,
         device,
-        float(np.sum((r * data.weight) ** 2)),
+        float(np.sum(robust_squares(r * data.weight, huber_width(data)))),
         data.n,
         len(theta),
         r,
@@ -242,28 +270,46 @@ def fit_family(fam: Family, data: PulseData, starts: list[list[float]] | None = 
     )
 
 
+def _table_steps(data: PulseData, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """(where, step, anchor) of the increments a table is made of, NaN where one is not used: the single-pulse
+    increments at their anchors where both polarities have 2 bins of 5 or more of them; else (reads k > 1
+    pulses apart) every increment as k steps of dw / k, at the middle of its two reads (the mean step over
+    the k pulses, exact where the step changes linearly over them), seen from their midpoints (anchor 1/2)."""
+    one = data.k == 1
+    enough = True
+    for sel in (data.up & one, ~data.up & one):
+        cnt = np.bincount(np.clip(np.digitize(data.x[sel], edges) - 1, 0, len(edges) - 2), minlength=len(edges) - 1)
+        enough &= int(np.sum(cnt >= 5)) >= 2
+    if enough:
+        return np.where(one, data.x, np.nan), data.dw, data.anchor
+    return data.m, data.dw / data.k, 0.5
+
+
 def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
     """The `tabulated` family from binned increments: mean up and down step in n_bins equal bins of the
     anchor weight (`PulseData.x`) over the plateau range [lo, hi] (bins with fewer than 5 increments of a polarity are
-    filled by interpolation). dw_min is the mean step F at the symmetric point of the table (where the binned
-    up and down steps cross; the middle of the range if they do not). Standard errors: those of the bin means."""
+    filled by interpolation; reads k > 1 pulses apart: `_table_steps`). dw_min is the mean step F at the symmetric
+    point of the table (where the binned up and down steps cross; the middle of the range if they do not).
+    Standard errors: those of the bin means."""
     if n_bins < 2:
         raise ValueError(f"n_bins must be >= 2, got {n_bins}")
     edges = np.linspace(data.lo, data.hi, n_bins + 1)
     centers = 0.5 * (edges[:-1] + edges[1:])
     mag, se, used = {}, {}, np.zeros(n_bins, bool)
-    one = data.k == 1  # the table holds single-pulse steps
-    for name, sel, sign in (("up", data.up & one, 1.0), ("down", ~data.up & one, -1.0)):
-        k = np.clip(np.digitize(data.x[sel], edges) - 1, 0, n_bins - 1)
+    at, step, anchor = _table_steps(data, edges)
+    for name, sel, sign in (("up", data.up & np.isfinite(at), 1.0), ("down", ~data.up & np.isfinite(at), -1.0)):
+        k = np.clip(np.digitize(at[sel], edges) - 1, 0, n_bins - 1)
         cnt = np.bincount(k, minlength=n_bins)
-        mean = sign * np.bincount(k, data.dw[sel], n_bins) / np.maximum(cnt, 1)
-        var = np.bincount(k, data.dw[sel] ** 2, n_bins) / np.maximum(cnt, 1) - mean**2
+        mean = sign * np.bincount(k, step[sel], n_bins) / np.maximum(cnt, 1)
+        var = np.bincount(k, step[sel] ** 2, n_bins) / np.maximum(cnt, 1) - mean**2
         ok = cnt >= 5
         if ok.sum() < 2:
-            raise ValueError(f"too few {name} increments for a table of {n_bins} bins")
+            raise ValueError(
+                f"too few {name} increments for a table of {n_bins} bins ({int(ok.sum())} bins with 5 or more)"
+            )
         used |= ok
         # a step seen at anchor x started at x -+ anchor step: move each bin's mean there before tabulating
-        start = centers[ok] - sign * data.anchor * mean[ok]
+        start = centers[ok] - sign * anchor * mean[ok]
         order = np.argsort(start)
         mag[name] = np.interp(centers, start[order], mean[ok][order])
         se[name] = np.interp(centers, centers[ok], np.sqrt(np.maximum(var, 0) / np.maximum(cnt - 1, 1))[ok])
@@ -297,7 +343,7 @@ def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
         params[f"q_minus[{w:.4g}]"] = float(dn[k] / dw_min)
         stderr[f"q_minus[{w:.4g}]"] = float(se["down"][used][k] / dw_min)
     n_par = 2 * len(grid) + 2  # table values and the two bounds (dw_min only normalises the table)
-    rss = float(np.sum((r * data.weight) ** 2))
+    rss = float(np.sum(robust_squares(r * data.weight, huber_width(data))))
     return FamilyFit(
         "tabulated",
         params,

@@ -26,7 +26,15 @@ from aimc.calibration.population import (
     refit_shared,
     summarize,
 )
-from aimc.calibration.pulse_data import PulseData, WeightMap, model_trace, predict, pulse_data, weight_map_for
+from aimc.calibration.pulse_data import (
+    PulseData,
+    WeightMap,
+    model_trace,
+    predict,
+    predicted_outliers,
+    pulse_data,
+    weight_map_for,
+)
 from aimc.calibration.traces import TraceSet
 from aimc.calibration.variation import estimate_noise, estimate_spread, spread_tabulated, table_noise
 from aimc.common.files import atomic_write_text, json_safe
@@ -170,7 +178,8 @@ class FitResult:
 
 
 def _export_device(best: FamilyFit, noise: dict, spread: dict) -> DeviceConfig:
-    """The best family's config with the measured cycle noise and device-to-device spread filled in."""
+    """The best family's config with the measured cycle noise and device-to-device spread filled in; the noise
+    form the config carries goes to noise["exported_form"] (multiplicative where the family has no other)."""
     fields = best.device.model_dump()
     form = noise["form"]
     if "noise" in fields:  # paper families and tabulated: the noise form is a field
@@ -180,6 +189,7 @@ def _export_device(best: FamilyFit, noise: dict, spread: dict) -> DeviceConfig:
     else:  # the other aihwkit families have multiplicative noise only
         form = "multiplicative"
     fields["dw_min_std"] = noise[f"sigma_{form}"]
+    noise["exported_form"] = form
     for fld, value in spread.get("dtod", {}).items():
         fields[fld] = min(float(value), 0.95)
     return parse_device(fields, where="exported device")
@@ -213,6 +223,7 @@ def fit(
     cycle_noise: bool | None = None,
     anchor: float | None = None,
     likelihood: bool = False,
+    keep: tuple[int, ...] = (),
 ) -> FitResult:
     """Fit every family in `kinds` (default: all of the device layer) to the increments of `traces`, rank them by
     `criterion` ("bic" or "aic"), estimate noise and device-to-device spread for the best one and build the exported
@@ -232,7 +243,9 @@ def fit(
     cycle noise of the data); likelihood: refine the best family's per-device fits by the exact likelihood of the
     increments (`likelihood`; method "per-device", the censored mean on), which also measures each device's cycle
     and read noise; the population is then always the median of the per-device fits (`population.fit_population`,
-    shared off)."""
+    shared off); keep: TraceSet rows of outliers kept (`pulse_data`): the outliers the best fit predicts
+    (`pulse_data.predicted_outliers`) are kept and everything is fitted again once."""
+    call = dict(locals())
     if criterion not in ("aic", "bic"):
         raise ValueError(f"criterion must be 'aic' or 'bic', got {criterion!r}")
     if method not in ("per-device", "pooled"):
@@ -252,16 +265,19 @@ def fit(
         raise ValueError("likelihood models the cycle noise: it cannot run with cycle_noise off")
     if anchor is not None and not 0.0 <= anchor <= 0.5:
         raise ValueError(f"anchor must be in [0, 0.5], got {anchor}")
-    data = pulse_data(traces, wmap, anchor)
+    data = pulse_data(traces, wmap, anchor, keep)
     if cycle_noise is None:
         cycle_noise = likelihood or data.anchor < CENSORED_ANCHOR
     data.quality["censored_mean"] = bool(cycle_noise)
     specs = families(n_nodes, data.dw0)
     try:
         table = fit_tabulated(data, n_bins) if cycle_noise or "tabulated" in kinds else None
-    except ValueError:
-        if "tabulated" in kinds:
+    except ValueError as err:
+        if kinds == ["tabulated"]:
             raise
+        if "tabulated" in kinds:  # the other families still fit: the report says why this one is missing
+            kinds.remove("tabulated")
+            data.quality["tabulated"] = f"not fitted: {err}"
         table = None
     noise0 = table_noise(table, data, n_bins, wmap.g_scale) if cycle_noise and table else None
     if noise0 is not None:
@@ -278,9 +294,9 @@ def fit(
         )
     start_data = data
     if two_stage and data.n > START_SAMPLE:  # the pooled fit only gives the per-device fits their start
-        keep = np.zeros(data.n, bool)
-        keep[np.random.default_rng(0).choice(data.n, START_SAMPLE, replace=False)] = True
-        start_data = data.subset(keep)
+        sample = np.zeros(data.n, bool)
+        sample[np.random.default_rng(0).choice(data.n, START_SAMPLE, replace=False)] = True
+        start_data = data.subset(sample)
     for k in tqdm(kinds, desc="fitting families", unit="family", disable=not progress):
         fam = specs.get(k)
         pooled = pooled_fits[k] = table if k == "tabulated" else fit_family(fam, start_data)
@@ -323,6 +339,14 @@ def fit(
                 "likelihood": ml,
             }
         )
+    if not keep:
+        model = _export_device(best, dict(noise), {})
+        predicted = predicted_outliers(traces, wmap, data, model, noise["read_noise"])
+        if predicted:
+            try:
+                return fit(**{**call, "keep": tuple(predicted)})
+            except ValueError as err:  # a family's fit fails on them: this fit stands, and the report says why
+                data.quality["kept_predicted"] = f"{len(predicted)} predicted outliers left out: refit failed ({err})"
     if not spread or data.n_devices < 3:
         spread_info = {"family": best.kind, "dtod": {}, "message": "not estimated"}
     elif best.kind == "tabulated":

@@ -5,7 +5,9 @@
   (or `up` / `down`) from the file's metadata, else the sign of its last read minus its first; the device is
   `# device: LABEL`, else the file name's stem up to its first '_' (D1_up.csv and D1_down.csv: device D1).
   Every read of a run is marked with its direction; a device's runs are joined in the order given, two
-  pulse numbers apart, so the pair across two runs of opposite direction is skipped (its pulses are unknown).
+  pulse numbers apart, so that no increment spans two runs (their pulses in between are unknown): the pair
+  across two runs of opposite direction is skipped, and the first read of a run after one of the same
+  direction is marked as following no pulse (polarity 0). Data-quality lines name the file of each read.
 - matrix: one row per read, header `pulse,polarity,LABEL,...` and `# unit: UNIT` metadata (default a.u.):
   one column of conductance per device or cycle; polarity as in the trace format.
 
@@ -69,9 +71,9 @@ def _pulse(cell: str, where: str, column: int) -> int:
 
 def read_runs(paths: list[str | os.PathLike]) -> TraceSet:
     """Potentiation / depression runs, one two-column file each (module docstring)."""
-    by_device: dict[str, list[tuple[int, int, float, int]]] = {}
+    by_device: dict[str, list[tuple[int, int, float, int, int]]] = {}
     unit = None
-    for path in map(Path, paths):
+    for n_file, path in enumerate(map(Path, paths)):
         meta, rows = _rows(path)
         (hline, head), data = rows[0], rows[1:]
         if len(head) != 2 or head[0].strip().lower() != "pulse":
@@ -99,9 +101,11 @@ def read_runs(paths: list[str | os.PathLike]) -> TraceSet:
         dev = by_device.setdefault(label, [])
         offset = dev[-1][0] + 2 if dev else 0  # a gap after the previous run: no increment across runs
         start = reads[0][0]
-        dev += [(offset + p - start, sign, g, ln) for p, g, ln in reads]
+        first = 0 if dev and dev[-1][1] == sign else sign  # a same-direction pair across runs would join them
+        dev += [(offset + p - start, sign if j else first, g, ln, n_file) for j, (p, g, ln) in enumerate(reads)]
     rows = [(d, *r) for d, runs in enumerate(by_device.values()) for r in runs]
-    arr = np.array(rows, dtype=[("d", np.int64), ("p", np.int64), ("s", np.int8), ("g", float), ("n", np.int64)])
+    fields = [("d", np.int64), ("p", np.int64), ("s", np.int8), ("g", float), ("n", np.int64), ("f", np.int64)]
+    arr = np.array(rows, dtype=fields)
     return TraceSet(
         tuple(by_device),
         arr["d"],
@@ -111,6 +115,8 @@ def read_runs(paths: list[str | os.PathLike]) -> TraceSet:
         unit,
         {"format": "runs", "files": ", ".join(map(str, paths))},
         arr["n"],
+        tuple(str(p) for p in paths),
+        arr["f"],
     )
 
 

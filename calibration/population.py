@@ -47,7 +47,14 @@ from scipy import stats
 from tqdm import tqdm
 
 from aimc.calibration.families import Family
-from aimc.calibration.family_fit import FamilyFit, diagnostics, fit_family, fit_tabulated
+from aimc.calibration.family_fit import (
+    FamilyFit,
+    diagnostics,
+    fit_family,
+    fit_tabulated,
+    huber_width,
+    robust_squares,
+)
 from aimc.calibration.pulse_data import PulseData
 from aimc.calibration.quality import sparse_devices
 from aimc.devices import parse_device
@@ -154,7 +161,7 @@ def pooled_residuals(pooled: FamilyFit, data: PulseData) -> np.ndarray:
 def _device_rss(r: np.ndarray, data: PulseData) -> tuple[np.ndarray, np.ndarray]:
     """(rss, increments) of every device of `data` for its residuals r."""
     return (
-        np.bincount(data.device, (r * data.weight) ** 2, minlength=data.n_devices),
+        np.bincount(data.device, robust_squares(r * data.weight, huber_width(data)), minlength=data.n_devices),
         np.bincount(data.device, minlength=data.n_devices),
     )
 
@@ -166,7 +173,7 @@ def _shared(fit: FamilyFit, data: PulseData, test: str, r: np.ndarray | None = N
     if r is not None:
         fit = replace(
             fit,
-            rss=float(np.sum((r * data.weight) ** 2)),
+            rss=float(np.sum(robust_squares(r * data.weight, huber_width(data)))),
             n=data.n,
             residuals=r,
             diagnostics=diagnostics(r, data, data.dw - r),
@@ -241,7 +248,7 @@ def summarize(
         elif counts[d]:  # a sparse device: residuals of the pooled model, its parameters charged in full
             parts.append((float(pooled_rss[d]), int(counts[d]), pooled.k))
     fitted = data.dw - r
-    rss = float(np.sum((r * data.weight) ** 2))
+    rss = float(np.sum(robust_squares(r * data.weight, huber_width(data))))
     if fam is None:
         return FamilyFit(
             kind,
@@ -267,7 +274,12 @@ def summarize(
     se = (hi - lo) / (2 * stats.norm.ppf(0.975))
     params = {p: float(v) for p, v in zip(fam.params, median)}
     device = parse_device(fam.config_fields(median), where=f"{kind} population")
-    at_bound = [p for p in fam.params if sum(p in g.at_bound for g in per.values()) > n / 2]
+    box_lo, box_hi = (np.asarray(v, float) for v in fam.box(data))
+    tol = 1e-6 * (box_hi - box_lo)
+    at_limit = (median - box_lo < tol) | (box_hi - median < tol)  # the median itself at the box's limit
+    at_bound = [
+        p for k, p in enumerate(fam.params) if at_limit[k] or sum(p in g.at_bound for g in per.values()) > n / 2
+    ]
     out = FamilyFit(
         kind,
         params,

@@ -33,7 +33,7 @@ import numpy as np
 
 from aimc.calibration.censored import clipped_normal_mean
 from aimc.calibration.increment_kernels import element_args, mean_steps_kernel, noise_form, single_pulse_kernel
-from aimc.calibration.quality import outliers, sparse_devices
+from aimc.calibration.quality import outliers, robust_scale, sparse_devices
 from aimc.calibration.traces import TraceSet
 from aimc.devices import DeviceConfig
 from aimc.devices.response_step import DW_DOWN, DW_UP
@@ -103,7 +103,9 @@ class PulseData:
     anchor: the fraction a of each increment where the model sees it (module docstring; `x`);
     lo, hi: plateau estimates of the bounds (median over devices); dev_lo, dev_hi: per device; dw0: typical
     step (mean step magnitude in the middle half of the range); k: pulses per increment; row: the TraceSet
-    row of each increment's second read; quality: what was left out and why (`pulse_data`)."""
+    row of each increment's second read; quality: what was left out and why (`pulse_data`); scale: the robust
+    std of the weighted increments dw / sqrt(k) about their local median (`quality.robust_scale`, weight units),
+    the scale of the fits' robust loss (`family_fit`)."""
 
     m: np.ndarray
     dw: np.ndarray
@@ -120,6 +122,7 @@ class PulseData:
     row: np.ndarray
     quality: dict
     anchor: float = 0.5
+    scale: float = float("nan")
 
     @property
     def n(self) -> int:
@@ -155,6 +158,7 @@ class PulseData:
             self.row[idx],
             self.quality,
             self.anchor,
+            self.scale,
         )
 
     @functools.cached_property
@@ -170,11 +174,12 @@ class PulseData:
 MAX_LISTED = 50  # outliers listed one by one in the quality record
 
 
-def pulse_data(traces: TraceSet, wmap: WeightMap, anchor: float | None = None) -> PulseData:
+def pulse_data(traces: TraceSet, wmap: WeightMap, anchor: float | None = None, keep: tuple[int, ...] = ()) -> PulseData:
     """Increments of `traces` in weight units, without the outliers (`quality.outliers`), with the bound and
     step-size estimates the fits start from and a record of what was left out (`quality`). anchor: the fraction
     of each increment the model sees it from (module docstring); None: from the data (`increment_noise`), whose
-    moments, the estimated anchor and the one used go to quality["anchor"]."""
+    moments, the estimated anchor and the one used go to quality["anchor"]. keep: TraceSet rows (of the second
+    read) of increments kept although the rule flags them (`predicted_outliers`)."""
     inc = traces.increments()
     up = inc.polarity > 0
     ext = np.array([_extremes(wmap.to_w(traces.trace(k)[2])) for k in range(traces.n_devices)])
@@ -183,6 +188,8 @@ def pulse_data(traces: TraceSet, wmap: WeightMap, anchor: float | None = None) -
         raise ValueError("the traces do not span a conductance range (all reads equal)")
     m, dw = wmap.to_w(inc.g), inc.dg / wmap.g_scale
     bad, expected = outliers(m, dw, up, inc.n_pulses)
+    kept = bad & np.isin(inc.row, keep)
+    bad &= ~kept
     listed = [
         {
             "at": traces.where(int(r)),
@@ -216,6 +223,8 @@ def pulse_data(traces: TraceSet, wmap: WeightMap, anchor: float | None = None) -
         "n_pairs_used": int(keep.sum()),
         "skipped": inc.skipped,
         "n_outliers": int(bad.sum()),
+        "outlier_rows": inc.row[bad].tolist(),
+        "n_kept_predicted": int(kept.sum()),
         "outliers": listed[:MAX_LISTED],
         "n_multi_pulse": int(np.sum(keep & (inc.n_pulses > 1))),
         "sparse_devices": [traces.devices[d] for d in sparse_devices(inc.device[keep], up[keep], traces.n_devices)],
@@ -240,7 +249,30 @@ def pulse_data(traces: TraceSet, wmap: WeightMap, anchor: float | None = None) -
     noise = increment_noise(data)
     noise["used"] = noise["anchor"] if anchor is None else float(anchor)
     quality["anchor"] = noise
-    return replace(data, anchor=noise["used"])
+    scale = robust_scale(data.m, data.dw * data.weight, data.up)
+    quality["robust_scale"] = scale
+    return replace(data, anchor=noise["used"], scale=scale)
+
+
+K_PREDICTED = 5.0  # an outlier within this many of the fitted model's standard deviations is a real step
+
+
+def predicted_outliers(traces: TraceSet, wmap: WeightMap, data: PulseData, device: DeviceConfig, read_noise: float):
+    """TraceSet rows of the outliers `data` left out that the fitted `device` (with its cycle noise) predicts:
+    within K_PREDICTED standard deviations of its mean increment, the variance of k noisy steps plus 2 read
+    variances (a first step off a bound of a device whose steps grow steeply there looks like a glitch to the
+    model-free rule, not to the model)."""
+    rows = np.asarray(data.quality.get("outlier_rows", []), np.int64)
+    if not len(rows):
+        return []
+    inc = traces.increments()
+    sel = np.isin(inc.row, rows)
+    m, dw, up, k = wmap.to_w(inc.g[sel]), inc.dg[sel] / wmap.g_scale, inc.polarity[sel] > 0, inc.n_pulses[sel]
+    x = m - (0.5 - data.anchor) * dw
+    mean = predict(device, x, up, k, data.anchor)
+    sd = step_sd(device, x, np.abs(mean) / k, up)
+    var = k * (0.0 if sd is None else sd) ** 2 + 2.0 * read_noise**2
+    return inc.row[sel][np.abs(dw - mean) <= K_PREDICTED * np.sqrt(var)].tolist()
 
 
 MIN_TRIPLES = 50  # consecutive single-pulse increment triples the anchor's noise moments need

@@ -11,16 +11,19 @@ from __future__ import annotations
 import base64
 import html
 import json
+import math
 import os
 import re
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm import tqdm
 
+from aimc.calibration.aihwkit_export import aihwkit_snippet
 from aimc.calibration.fit import FitResult
-from aimc.calibration.pulse_data import WeightMap
+from aimc.calibration.pulse_data import MIN_TRIPLES, WeightMap
 from aimc.calibration.report_figures import (
     fig_compare,
     fig_fit_data,
@@ -91,12 +94,20 @@ def _cell_name(name: str, device: DeviceConfig) -> str:
 
 
 def _fit_name(source: str, kind: str) -> str:
-    """A fitted device's name: the trace file's stem and the family, e.g. 'cycles (SoftBounds)'."""
-    return f"{Path(source).stem or 'fit'} ({kind})"
+    """A fitted device's name: the trace file's stem and the family, e.g. 'cycles (SoftBounds)'; of several
+    files (a source listing them, ', '-separated) the first one's stem and how many more ('D1_up +15 files')."""
+    files = [f for f in source.split(", ") if f]
+    more = f" +{len(files) - 1} files" if len(files) > 1 else ""
+    return f"{Path(files[0]).stem if files else 'fit'}{more} ({kind})"
 
 
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "device"
+
+
+def _g(v, spec: str = ".4g") -> str:
+    """A number in format `spec`, or "not computed" where it is missing (None: NaN in the fit's JSON)."""
+    return format(v, spec) if isinstance(v, (int, float)) and math.isfinite(v) else "not computed"
 
 
 def _fmt(v) -> str:
@@ -113,11 +124,26 @@ def _table(rows: list[list], head: list[str]) -> str:
     return "\n".join(out) + "</table>"
 
 
-def _key_rows(num: dict, wmap: WeightMap | None) -> list[list]:
+def _extrapolated(fit: dict | None) -> str:
+    """' (from an extrapolated bound: w_max)' where the fit flags a bound as extrapolated beyond the reads, else ''."""
+    flags = (fit or {}).get("families", {}).get((fit or {}).get("best"), {}).get("flags", {})
+    names = [p for p, why in flags.items() if "extrapolated" in why]
+    return f" (from an extrapolated bound: {', '.join(names)})" if names else ""
+
+
+def _key_rows(num: dict, wmap: WeightMap | None, fit: dict | None = None) -> list[list]:
+    """The key numbers of a device; beside those that rest on a bound the fit extrapolated, the flag."""
     sp = num["spread"]
+    extra = _extrapolated(fit)
+    stiff = num["penalty"]["stiffness_at_symmetric_point"]
+    drift = (
+        "largest drift per step away from the symmetric point, which repels ((G/F)' < 0)"
+        if stiff is not None and stiff < 0
+        else "largest drift per step toward the symmetric point"
+    )
     rows = [
         ["family", num["kind"], ""],
-        ["bounds (w)", f"{num['bounds'][0]:.4g} .. {num['bounds'][1]:.4g}", ""],
+        ["bounds (w)", f"{_g(num['bounds'][0], '.4g')} .. {_g(num['bounds'][1], '.4g')}", ""],
         [
             "dynamic range (w)",
             num["dynamic_range"],
@@ -131,18 +157,18 @@ def _key_rows(num: dict, wmap: WeightMap | None) -> list[list]:
         ],
         [
             "number of states (range / dw_min)",
-            num["n_states"],
+            f"{_g(num['n_states'])}{extra}",
             f"elements {_fmt(sp['n_states']['p5'])} .. {_fmt(sp['n_states']['p95'])}",
         ],
         [
             "pulses to cross the range (up, down)",
-            f"{num['crossing']['pulses_up']:.4g}, {num['crossing']['pulses_down']:.4g}",
+            f"{_g(num['crossing']['pulses_up'], '.4g')}, {_g(num['crossing']['pulses_down'], '.4g')}{extra}",
             "integral of dw / step from one bound to within dw_min/2 of the other; more than range / dw_min "
             "where the step shrinks toward the bound",
         ],
         [
             "non-linearity NL (LTP, LTD)",
-            f"{num['crossing']['NL_LTP']:.3g}, {num['crossing']['NL_LTD']:.3g}",
+            f"{_g(num['crossing']['NL_LTP'], '.3g')}, {_g(num['crossing']['NL_LTD'], '.3g')}",
             "largest distance of the normalised potentiation (depression) curve from a straight line, in "
             "units of the range (0: linear)",
         ],
@@ -154,12 +180,12 @@ def _key_rows(num: dict, wmap: WeightMap | None) -> list[list]:
         [
             "max |G|",
             num["asymmetry"]["max_abs_G"],
-            "largest drift per step toward the symmetric point, in units of alpha E|grad| (0 for a symmetric device)",
+            f"{drift}, in units of alpha E|grad| (0 for a symmetric device)",
         ],
         ["mean |G/F|", num["asymmetry"]["mean_abs_G_over_F"], ""],
         [
             "R_c at the bounds",
-            f"{num['penalty']['R_c_at_bounds'][0]:.4g}, {num['penalty']['R_c_at_bounds'][1]:.4g}",
+            f"{_g(num['penalty']['R_c_at_bounds'][0], '.4g')}, {_g(num['penalty']['R_c_at_bounds'][1], '.4g')}",
             "implicit penalty per unit E|grad|",
         ],
         [
@@ -174,40 +200,26 @@ def _key_rows(num: dict, wmap: WeightMap | None) -> list[list]:
     return rows
 
 
-_AIHWKIT_CLASS = {
-    "ConstantStep": "ConstantStepDevice",
-    "LinearStep": "LinearStepDevice",
-    "SoftBounds": "SoftBoundsDevice",
-    "ExpStep": "ExpStepDevice",
-    "PowStep": "PowStepDevice",
-    "PiecewiseStep": "PiecewiseStepDevice",
-}
-
-
-def aihwkit_snippet(device: dict) -> str:
-    """Python text that builds the same device in IBM aihwkit 1.1.0 (its field names are ours for these
-    families), or a line saying that aihwkit has no such family."""
-    cls = _AIHWKIT_CLASS.get(device["kind"])
-    if cls is None:
-        return f"# aihwkit 1.1.0 has no device of the family {device['kind']!r}"
-    args = ",\n    ".join(f"{k}={v!r}" for k, v in device.items() if k != "kind")
-    return f"from aihwkit.simulator.configs.devices import {cls}\n\ndevice = {cls}(\n    {args},\n)"
+MAX_ELEMENTS = 4096  # simulated elements of a report: their traces take up to 64 kB each (8000 reads)
 
 
 def fit_flags(fit: dict, num: dict) -> list[str]:
     """Warnings about a fit: a likelihood refinement asked for and not applied, a degenerate device (fewer
-    than 2 states), a noise-dominated fit (the model explains under 10% of the increment variance beyond a
-    constant step), unidentified parameters."""
+    than 2 states), noise not estimated, a noise-dominated fit (the model explains under 10% of the increment
+    variance beyond a constant step), unidentified parameters."""
     best = fit["families"][fit["best"]]
     out = []
     ml = (fit.get("quality") or {}).get("likelihood", "")
     if ml.startswith("not applied"):
         out.append(f"likelihood {ml}")
     if num["n_states"] < 2:
-        out.append(f"degenerate device: {num['n_states']:.2g} states (range / dw_min)")
+        out.append(f"degenerate device: {_g(num['n_states'], '.2g')} states (range / dw_min)")
     r2 = best["diagnostics"].get("r2")
     if r2 is not None and r2 < 0.1:
         out.append(f"noise-dominated fit: the model explains {max(r2, 0):.0%} of the increment variance")
+    noise = fit.get("noise") or {}
+    if noise.get("message"):
+        out.append(f"cycle and read noise {noise['message']}: the exported device has no cycle noise")
     out += [f"{p}: {why}" for p, why in best.get("flags", {}).items()]
     return out
 
@@ -223,20 +235,27 @@ def _quality_html(q: dict | None) -> str:
             "more than 8 robust std and 2x the largest typical step from the increments at the same weight",
         ],
     ]
+    if q.get("kept_predicted"):
+        rows.append(["outliers the fitted model predicts", "", q["kept_predicted"]])
+    if q.get("n_kept_predicted"):
+        rows.append(["outliers kept", q["n_kept_predicted"], "flagged by that rule, predicted by the fitted model"])
     rows += [[f"pairs skipped: {why}", n, ""] for why, n in q["skipped"].items()]
     if "anchor" in q:
         a = q["anchor"]
+        moments = (
+            f"read variance {_g(a['read_variance'], '.3g')}, increment variance {_g(a['increment_variance'], '.3g')} "
+            f"(w^2): anchor {_g(a['anchor'], '.3f')} of the way between the two reads (0.5: midpoint)"
+            if a["read_variance"] is not None and a["n_triples"] >= MIN_TRIPLES
+            else f"not estimated: {MIN_TRIPLES} triples of consecutive single-pulse increments of one polarity needed, "
+            "anchor 0.5 (the midpoint)"
+        )
         rows.append(
-            [
-                "increment triples for the regression anchor",
-                a["n_triples"],
-                f"read variance {a['read_variance']:.3g}, increment variance {a['increment_variance']:.3g} "
-                f"(w^2): anchor {a['anchor']:.3f} of the way between the two reads (0.5: midpoint); "
-                f"used {a['used']:.3f}",
-            ]
+            ["increment triples for the regression anchor", a["n_triples"], f"{moments}; used {_g(a['used'], '.3f')}"]
         )
     if "likelihood" in q:
         rows.append(["likelihood refinement", "", q["likelihood"]])
+    if "tabulated" in q:
+        rows.append(["tabulated family", "", q["tabulated"]])
     if "censored_mean" in q:
         rows.append(
             [
@@ -283,8 +302,10 @@ def _fit_html(fit: dict, imgs: list[str], num: dict) -> str:
         [f"read noise ({fit['weight_map']['unit']})", n["read_noise_g"], n.get("read_noise_g_se")],
         ["cycle noise, additive (x step at reference)", n["sigma_additive"], n.get("sigma_additive_se")],
         ["cycle noise, multiplicative (x mean step)", n["sigma_multiplicative"], n.get("sigma_multiplicative_se")],
-        ["noise form chosen", n["form"], None],
+        ["noise form chosen by the data", n["form"], None],
+        ["noise form of the exported device", n.get("exported_form", n["form"]), None],
     ]
+    noise_rows += [["note", n[key], None] for key in ("message", "note") if n.get(key)]
     diag_rows = [
         [k, diag[k]]
         for k in (
@@ -348,8 +369,26 @@ def write_report(
     progress: a progress bar over the devices on standard error."""
     if not specs:
         raise ValueError("no device to report")
+    check_elements(n_elements)
     out = Path(out_dir)
+    made = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
+    try:
+        return _write_report(specs, out, n_elements, seed, title, progress)
+    except BaseException:
+        if made:  # a failed report leaves no folder it made
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def check_elements(n_elements: int) -> None:
+    """Refuse a number of simulated elements outside 1 .. MAX_ELEMENTS (one line, naming --elements)."""
+    if not 1 <= n_elements <= MAX_ELEMENTS:
+        raise ValueError(f"--elements (n_elements) must be between 1 and {MAX_ELEMENTS}, got {n_elements}")
+
+
+def _write_report(specs: list, out: Path, n_elements: int, seed: int, title: str, progress: bool) -> Path:
+    """`write_report` into the existing folder `out`."""
     subjects = [resolve(os.fspath(s) if isinstance(s, os.PathLike) else s) for s in specs]
     names = [s.name for s in subjects]
     if len(set(names)) < len(names):
@@ -372,7 +411,7 @@ def write_report(
         numbers[s.name] = {"numbers": num, "weight_map": s.weight_map.as_dict() if s.weight_map else None, "fit": s.fit}
         part = [
             f"<h2>{html.escape(s.name)}</h2>",
-            _table(_key_rows(num, s.weight_map), ["quantity", "value", "note"]),
+            _table(_key_rows(num, s.weight_map, s.fit), ["quantity", "value", "note"]),
             img(fig_traces(num, s.weight_map), f"{slug}_traces"),
             img(fig_response(num), f"{slug}_response"),
             img(fig_steps(num), f"{slug}_steps"),

@@ -16,14 +16,17 @@ from aimc.calibration.pulse_data import WeightMap
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+PDF_FONTTYPE = 42  # TrueType fonts embedded in the PDFs (matplotlib's default, Type 3, is refused by many journals)
+
 
 def rendered(fig: Figure) -> dict[str, bytes]:
-    """The figure as PNG (110 dpi) and as PDF (vector, no creation date: the same figure gives the same
-    bytes), both with a tight bounding box; closes it."""
+    """The figure as PNG (110 dpi) and as PDF (vector, TrueType fonts, no creation date: the same figure gives
+    the same bytes), both with a tight bounding box; closes it."""
     out = {}
     for fmt, kwargs in (("png", {"dpi": 110}), ("pdf", {"metadata": {"CreationDate": None}})):
         buf = io.BytesIO()
-        fig.savefig(buf, format=fmt, bbox_inches="tight", **kwargs)
+        with matplotlib.rc_context({"pdf.fonttype": PDF_FONTTYPE}):
+            fig.savefig(buf, format=fmt, bbox_inches="tight", **kwargs)
         out[fmt] = buf.getvalue()
     plt.close(fig)
     return out
@@ -63,9 +66,11 @@ def fig_response(num: dict) -> Figure:
         ax.fill_between(w, c["bands"][key]["p5"], c["bands"][key]["p95"], alpha=0.2)
     axes[2].plot(w, c["G_over_F"], label="G/F")
     axes[2].axhline(0, color="0.7", lw=0.8)
-    for ax, title in zip(axes, ("response", "symmetric / asymmetric part", "R(w) = G/F")):
+    ylabels = ("step / dw_min", "F, G (step / dw_min)", "G/F")
+    for ax, title, ylabel in zip(axes, ("response", "symmetric / asymmetric part", "R(w) = G/F"), ylabels):
         _mark_sym(ax, num)
         ax.set_xlabel("weight w")
+        ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.legend(fontsize=8)
     return fig
@@ -114,6 +119,8 @@ def fig_penalty(num: dict) -> Figure:
     axes[1].plot(w, c["drift"])
     axes[1].axhline(0, color="0.7", lw=0.8)
     axes[1].set_title("drift per step, -G(w) (units of alpha E|grad|)")
+    axes[0].set_ylabel("R_c (per unit E|grad|)")
+    axes[1].set_ylabel("-G (alpha E|grad|)")
     for ax in axes:
         _mark_sym(ax, num)
         ax.set_xlabel("weight w")
@@ -187,9 +194,12 @@ def fig_fit_residuals(fit: dict) -> Figure:
     axes[0].axhline(0, color="0.7", lw=0.8)
     axes[0].set_title(f"binned residual means ({fit['best']})")
     axes[0].set_xlabel("weight")
+    axes[0].set_ylabel("mean residual (weight)")
     axes[0].legend(fontsize=8)
     axes[1].hist(fit["data"]["sample"]["residual"], bins=60)
     axes[1].set_title("residuals (sample)")
+    axes[1].set_xlabel("residual (weight)")
+    axes[1].set_ylabel("increments")
     return fig
 
 
@@ -217,14 +227,15 @@ def fig_compare(nums: list[tuple[str, dict]]) -> Figure:
         x = np.asarray(t["pulse"]) / max(t["pulse"][-1], 1)
         lo, hi = num["bounds"]
         axes[1, 1].plot(x, (np.asarray(t["mean"]) - lo) / (hi - lo), label=name)
-    for ax, title, xl in (
-        (axes[0, 0], "q+ (solid), q- (dashed)", "weight"),
-        (axes[0, 1], "G/F", "weight"),
-        (axes[1, 0], "implicit penalty R_c", "weight"),
-        (axes[1, 1], "cycles, normalised (range and pulse count)", "fraction of the sequence"),
+    for ax, title, xl, yl in (
+        (axes[0, 0], "q+ (solid), q- (dashed)", "weight", "step / dw_min"),
+        (axes[0, 1], "G/F", "weight", "G/F"),
+        (axes[1, 0], "implicit penalty R_c", "weight", "R_c (per unit E|grad|)"),
+        (axes[1, 1], "cycles, normalised (range and pulse count)", "fraction of the sequence", "fraction of the range"),
     ):
         ax.set_title(title)
         ax.set_xlabel(xl)
+        ax.set_ylabel(yl)
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig

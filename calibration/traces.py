@@ -67,7 +67,8 @@ class TraceSet:
 
     devices: the device labels; device: index of each row's device; pulse: read index; polarity: pulse
     before the read (+1, -1, 0); conductance: read value in `unit`; meta: the file's metadata lines; line:
-    the file line of each row (None when the set was not read from a file).
+    the file line of each row (None when the set was not read from a file); files, file: where the rows come
+    from several files (`formats.read_runs`), their names and each row's index into them.
     """
 
     devices: tuple[str, ...]
@@ -78,6 +79,8 @@ class TraceSet:
     unit: str = "uS"
     meta: dict[str, str] = field(default_factory=dict)
     line: np.ndarray | None = None
+    files: tuple[str, ...] = ()
+    file: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.conductance)
@@ -138,8 +141,11 @@ class TraceSet:
         )
 
     def where(self, row: int) -> str:
-        """Where a row came from: 'line N' of the file, else 'row N', with its device and pulse index."""
+        """Where a row came from: 'line N' of the file (of several files: 'FILE: line N'), else 'row N', with its
+        device and pulse index."""
         place = f"line {int(self.line[row])}" if self.line is not None else f"row {row}"
+        if self.file is not None:
+            place = f"{self.files[int(self.file[row])]}: {place}"
         return f"{place} (device {self.devices[int(self.device[row])]}, pulse {int(self.pulse[row])})"
 
 

@@ -21,17 +21,18 @@ KEPT_VARIANCE = 0.99  # second pass of the noise estimate: increments whose boun
 
 
 def _interior(device: DeviceConfig, data: PulseData) -> tuple[np.ndarray, np.ndarray]:
-    """(mean step magnitude, mask of the single-pulse increments inside the bounds whose step the bound does not
-    clip)."""
+    """(mean step magnitude per pulse, mask of the increments inside the bounds whose k mean steps the bound does
+    not clip)."""
     lo, hi = device.bounds
     s = mean_step(device, data.x, data.up)
     room = rooms(data.x, data.up, lo, hi, data.anchor)[0]
-    return s, (s < room) & (data.x > lo) & (data.x < hi) & (data.k == 1)
+    return s, (data.k * s < room) & (data.x > lo) & (data.x < hi)
 
 
 def _uncensored(device: DeviceConfig, data: PulseData, s: np.ndarray, sd: np.ndarray) -> np.ndarray:
-    """Mask of the increments whose step noise (std sd) the bounds leave at least KEPT_VARIANCE of its variance
-    (`censored.clipped_normal_moments`, the room seen from the anchor, `pulse_data.predict`)."""
+    """Mask of the increments whose noise (mean s, std sd over the increment's k pulses) the bounds leave at least
+    KEPT_VARIANCE of its variance (`censored.clipped_normal_moments`, the room seen from the anchor,
+    `pulse_data.predict`)."""
     room, back = rooms(data.x, data.up, *device.bounds, data.anchor)
     var = clipped_normal_moments(s, sd, -back, room)[1]
     return var >= KEPT_VARIANCE * sd * sd
@@ -43,7 +44,8 @@ def _noise_moments(r: np.ndarray, s: np.ndarray, ref: np.ndarray, follows: np.nd
     Read noise e puts e_{k+1} - e_k into each increment, so consecutive residuals have covariance -sigma_r^2:
     sigma_r^2 = -mean(r_k r_{k-1}). What remains of the variance, r_k^2 - 2 sigma_r^2, is the cycle noise,
     fitted as sigma^2 ref_k^2 (additive: ref = the element's step at the reference point) and as
-    sigma^2 s_k^2 (multiplicative: s = the mean step at m_k). The form whose residual variances
+    sigma^2 s_k^2 (multiplicative: s = the mean step at m_k); an increment of n pulses sums n independent
+    steps, so the caller passes ref and s times sqrt(n) (`estimate_noise`). The form whose residual variances
     2 sigma_r^2 + sigma^2 x_k^2 give the residuals the larger Gaussian log-likelihood wins (a squared-error
     comparison of r_k^2 is dominated by the largest residuals and picked the additive form for multiplicative
     devices).
@@ -68,15 +70,18 @@ def _noise_moments(r: np.ndarray, s: np.ndarray, ref: np.ndarray, follows: np.nd
 def estimate_noise(fit: FamilyFit, data: PulseData, g_scale: float) -> dict:
     """Read noise (weight and conductance units) and cycle-to-cycle noise (relative to the step) from the
     residuals of `fit`, with standard errors from the spread of per-device estimates (NaN for one device).
-    Without single-pulse increments inside the bounds (reads always k > 1 pulses apart) the noise is not
-    estimated: zeros, with a message."""
+    Every increment inside the bounds counts: one of k pulses has the cycle noise variance of k steps
+    (`_noise_moments`). Without consecutive increments (a read shared by two) the read noise is not identified
+    (taken as 0, with a note); without 3 increments inside the bounds neither noise is estimated: zeros, with a
+    message."""
     s, ok = _interior(fit.device, data)
+    root = np.sqrt(data.k)
     ep = fit.device.nominal().ep[0, 0]
     ref = np.where(data.up, ep[DW_UP], ep[DW_DOWN])
     if ok.sum() >= 3:  # leave out the increments the noise would carry to a bound (their variance is censored)
-        first = _noise_moments(fit.residuals[ok], s[ok], ref[ok], data.subset(ok).follows)
+        first = _noise_moments(fit.residuals[ok], (s * root)[ok], (ref * root)[ok], data.subset(ok).follows)
         sd = np.maximum(first["sigma_additive"] * ref, first["sigma_multiplicative"] * s)
-        clear = ok & _uncensored(fit.device, data, s, sd)
+        clear = ok & _uncensored(fit.device, data, s * data.k, sd * root)
         ok = clear if clear.sum() >= 3 else ok
     if ok.sum() < 3:
         nan = float("nan")
@@ -91,15 +96,16 @@ def estimate_noise(fit: FamilyFit, data: PulseData, g_scale: float) -> dict:
             "read_noise_g": 0.0,
             "read_noise_g_se": nan,
             "n_increments": int(ok.sum()),
-            "message": "not estimated: no single-pulse increments inside the bounds",
+            "message": f"not estimated: {int(ok.sum())} increments inside the bounds, 3 needed",
         }
     sub = data.subset(ok)
-    pooled = _noise_moments(fit.residuals[ok], s[ok], ref[ok], sub.follows)
+    s, ref = (s * root)[ok], (ref * root)[ok]
+    pooled = _noise_moments(fit.residuals[ok], s, ref, sub.follows)
     per = [
         _noise_moments(
             fit.residuals[ok][sub.device == d],
-            s[ok][sub.device == d],
-            ref[ok][sub.device == d],
+            s[sub.device == d],
+            ref[sub.device == d],
             sub.subset(sub.device == d).follows,
         )
         for d in range(data.n_devices)
@@ -112,6 +118,9 @@ def estimate_noise(fit: FamilyFit, data: PulseData, g_scale: float) -> dict:
     out["read_noise_g"] = out["read_noise"] * g_scale
     out["read_noise_g_se"] = out["read_noise_se"] * g_scale
     out["n_increments"] = int(ok.sum())
+    out["n_multi_pulse"] = int(np.sum(sub.k > 1))
+    if not sub.follows.any():
+        out["note"] = "read noise not identified: no two increments share a read (taken as 0)"
     return out
 
 
@@ -204,7 +213,7 @@ def spread_tabulated(fit: FamilyFit, data: PulseData) -> dict:
             m = ok & sel & (data.device == d)
             if m.sum() < 10:
                 break
-            y, x = np.abs(data.dw[m]), s[m]
+            y, x = np.abs(data.dw[m]) / data.k[m], s[m]  # step per pulse
             a[name] = float(np.sum(x * y) / np.sum(x * x))
             v[name] = float(np.var(y - a[name] * x) / np.sum(x * x))
         if len(a) == 2:

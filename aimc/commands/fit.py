@@ -36,7 +36,9 @@ def _population(result, kind: str) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     from aimc.calibration import fit, read_traces, write_report
+    from aimc.calibration.report import check_elements
 
+    check_elements(args.elements)  # before the fit, not after it
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {str(out)!r} exists and is not a folder")
@@ -90,7 +92,15 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     """Add the `fit` sub-command to the sub-parsers `sub`."""
-    p = sub.add_parser("fit", help="fit response families to pulse traces (CSV), export the device and a report")
+    what = "fit response families to pulse traces (CSV), export the device and a report"
+    p = sub.add_parser(
+        "fit",
+        help=what,
+        description=f"{what[0].upper()}{what[1:]}: every family of the device layer is fitted to the increments "
+        "of the traces, ranked by BIC (or AIC), and the best one exported as DIR/device.json with its noise and "
+        "device-to-device spread; DIR/fit.json holds every number, DIR/report.html the report (figures as PNG and "
+        "PDF beside it). docs/calibration.md describes the formats and the method.",
+    )
     p.add_argument("traces", nargs="+", help="trace file (docs/calibration.md); --format runs: one file per run")
     p.add_argument(
         "--format",
@@ -100,7 +110,9 @@ def register(sub) -> None:
         "potentiation or depression run each; matrix: pulse,polarity,LABEL... (one column per "
         "device or cycle)",
     )
-    p.add_argument("--out", required=True, help="output folder: device.json, fit.json, report.html, PNGs")
+    p.add_argument(
+        "--out", required=True, help="output folder: device.json, fit.json, report.html, report.json, PNGs, PDFs"
+    )
     p.add_argument(
         "--families",
         default=None,
@@ -158,7 +170,7 @@ def register(sub) -> None:
     p.add_argument("--bins", type=int, default=20, help="bins of the tabulated (non-parametric) fit")
     p.add_argument("--nodes", type=int, default=6, help="nodes of the PiecewiseStep fit")
     p.add_argument("--no-spread", action="store_true", help="skip the device-to-device spread estimate")
-    p.add_argument("--elements", type=int, default=64, help="elements simulated for the report's bands")
+    p.add_argument("--elements", type=int, default=64, help="elements simulated for the report's bands (1 to 4096)")
     p.add_argument("--seed", type=int, default=0, help="seed of the report's simulated elements and of the bootstrap")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_run)

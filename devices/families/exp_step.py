@@ -120,7 +120,7 @@ def fit_families(n_nodes: int, dw0: float) -> list[Family]:
             "ExpStep",
             ExpStep,
             ("dw_min", "up_down", "w_max", "w_min", "A_up", "A_down", "gamma_up", "gamma_down"),
-            lambda d: aihw_box(d, (-5.0, -5.0, -40.0, -40.0), (5.0, 5.0, 40.0, 40.0)),
+            lambda d: aihw_box(d, (-50.0, -50.0, -40.0, -40.0), (50.0, 50.0, 40.0, 40.0)),  # aihwkit PCM: A_up -27
             lambda d: [aihw_start(d, d.dw0 / (1 - a)) + [a, a, g, g] for a, g in ((0.1, 4.0), (-0.1, -4.0))],
             {**AIHW_FIXED, "a": 0.5, "b": 0.0},
             AIHW_SPREAD,

@@ -33,7 +33,8 @@ def test_aihwkit_snippet_names_its_class_and_fields():
     dev = LinearStep(dw_min=0.02, up_down=-0.1, w_max=0.6, w_min=-0.5, gamma_up=0.3, gamma_down=0.6)
     text = aihwkit_snippet(dev.model_dump(mode="json"))
     assert "import LinearStepDevice" in text and "gamma_up=0.3" in text and "kind=" not in text
-    assert "has no device" in aihwkit_snippet(Linear(tau=0.6).model_dump(mode="json"))
+    r1 = aihwkit_snippet(Linear(tau=0.6).model_dump(mode="json"))
+    assert "has no 'linear' family" in r1 and "import PiecewiseStepDevice" in r1 and "piecewise_up=[" in r1
 
 
 def test_fit_flags_degenerate_and_noise_dominated():
