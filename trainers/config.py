@@ -110,7 +110,7 @@ class TileConfig(Float32Config):
         """A dump holds `device` or `devices`, the one in use (so that it loads back): `devices` is left out
         while unset, and configs without it keep their canonical JSON (and the config hash of their runs)."""
         data = handler(self)
-        del data["devices" if self.devices is None else "device"]
+        data.pop("devices" if self.devices is None else "device", None)  # absent under exclude_defaults
         return data
 
     def resolved_device(self) -> DeviceConfig:
