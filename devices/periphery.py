@@ -6,12 +6,15 @@ DAC 7 bit, input bound 1, ADC 9 bit, output bound 12, output noise 0.06, noise a
 (noise management), clipped to +-inp_bound and quantized to 2^inp_bits - 1 levels; the analog MVM adds
 N(0, out_noise^2) to every output; outputs are clipped to +-out_bound and quantized to 2^out_bits - 1
 levels; where an output saturates and bound management is on, that sample is read again with its input
-halved, up to `max_bm_reads` times. The result is scaled back to the units of x. The output noise of
-sample b comes from stream (seed, counter, b) of the caller's `devices.rng.Stream`, one counter per read
-(and per bound-management re-read).
+halved, until the input's divisor exceeds `max_bm_factor` or `max_bm_res` / the DAC's step (aihwkit's
+limits: with a 7-bit DAC the fifth read, at 1/16 of the input, is the last), and the last read is clipped.
+The result is scaled back to the units of x. The output noise of sample b comes from stream (seed, counter,
+b) of the caller's `devices.rng.Stream`, one counter per read (and per bound-management re-read).
 """
 
 from __future__ import annotations
+
+from functools import cached_property
 
 import numpy as np
 from numba import njit, prange, uint64
@@ -33,13 +36,34 @@ class PeripheryConfig(Float32Config):
     out_noise: float = Field(0.06, ge=0, description="std of additive output noise (normalized units)")
     noise_management: bool = Field(True, description="scale each input vector by its absolute maximum")
     bound_management: bool = Field(True, description="re-read saturated samples with the input halved")
-    max_bm_reads: int = Field(10, ge=1, le=30, description="most reads per sample under bound management")
+    max_bm_factor: int = Field(1000, ge=1, description="bound management stops once the input is divided by more")
+    max_bm_res: float = Field(
+        0.25, gt=0, description="bound management stops once the input's divisor exceeds max_bm_res / the DAC step"
+    )
+    max_bm_reads: int | None = Field(None, ge=1, le=30, description="at most this many reads per sample; None: no cap")
     ideal: bool = Field(False, description="exact floating-point MVM: no DAC, noise, ADC or bounds")
 
     @classmethod
     def perfect(cls) -> PeripheryConfig:
         """An exact read, y = W x."""
         return cls(ideal=True)
+
+    @cached_property
+    def bm_reads(self) -> int:
+        """Reads per sample at most: 1 without bound management; else read k (from 0) divides the input by
+        2^k and is the last once 2^k > max_bm_factor or, with a DAC, 2^k > max_bm_res / (2 inp_bound /
+        (2^inp_bits - 2)) (aihwkit 1.1.0's test after each read, in float32), capped by max_bm_reads."""
+        if not self.bound_management:
+            return 1
+        cap = self.max_bm_reads or 31
+        res_limit = np.inf
+        if self.inp_bits is not None:
+            step = np.float32(2.0 * self.inp_bound) / np.float32(2.0**self.inp_bits - 2.0)
+            res_limit = float(np.float32(self.max_bm_res) / step)
+        for k in range(cap):
+            if 2.0**k > self.max_bm_factor or 2.0**k > res_limit:
+                return k + 1
+        return cap
 
 
 @njit(cache=True, inline="always")
@@ -206,9 +230,9 @@ def read_one_hot(col, periphery, seed, counter, out) -> int:
     input of 1: analog_mvm(col[:, None], [[1]], ...) on the calling thread, bit-identical to it (bound
     management re-reads included; noise management divides the input 1 by 1). counter: the stream's last
     counter; returns it after the reads (an ideal read takes none). periphery: the settings (ideal,
-    inp_bound, inp_bits, out_noise, out_bound, out_bits, bound_management, max_bm_reads), converters as
-    _read's (bits 0: none)."""
-    ideal, inp_bound, inp_bits, out_noise, out_bound, out_bits, bound_management, max_bm_reads = periphery
+    inp_bound, inp_bits, out_noise, out_bound, out_bits, bound_management, reads: PeripheryConfig.bm_reads),
+    converters as _read's (bits 0: none)."""
+    ideal, inp_bound, inp_bits, out_noise, out_bound, out_bits, bound_management, reads = periphery
     if ideal:
         out[:] = col
         return counter
@@ -216,12 +240,12 @@ def read_one_hot(col, periphery, seed, counter, out) -> int:
     step = _level_step(inp_bound, inp_bits)
     one = np.float32(1.0)
     factor = one  # the input of each attempt: 1 (noise management divides it by 1), then halved
-    for attempt in range(max_bm_reads):
+    for attempt in range(reads):
         q = _quantize(factor, b32, step) if inp_bits > 0 else min(max(factor, -b32), b32)
         for o in range(col.shape[0]):
             out[o] = np.float32(0.0) + q * col[o]
         counter += 1
-        check = bound_management and attempt < max_bm_reads - 1  # the last attempt is clipped
+        check = bound_management and attempt < reads - 1  # the last attempt is clipped
         if _finish_row(out, one / factor, out_noise, out_bound, out_bits, check, seed, counter, 0):
             return counter
         factor *= np.float32(0.5)
@@ -263,7 +287,7 @@ def analog_mvm(weight: np.ndarray, x: np.ndarray, cfg: PeripheryConfig, stream: 
     if cfg.ideal:
         return np.ascontiguousarray(x @ np.asarray(weight, dtype=np.float32).T)
     mat, transposed = _row_major(weight)
-    check = cfg.bound_management and cfg.max_bm_reads > 1
+    check = cfg.bm_reads > 1
     y, scale, done = _read(
         mat,
         transposed,
@@ -285,10 +309,10 @@ def analog_mvm(weight: np.ndarray, x: np.ndarray, cfg: PeripheryConfig, stream: 
 
 def _reread_saturated(y, x, todo, scale, cfg, mat, transposed, stream) -> None:
     """Bound management: read the saturated rows `todo` of y again with their input halved once more per
-    attempt, up to cfg.max_bm_reads reads in all (the last one is clipped); y is finished in place."""
+    attempt, up to cfg.bm_reads reads in all (the last one is clipped); y is finished in place."""
     inp_bits, out_bits = cfg.inp_bits or 0, cfg.out_bits or 0
     factor = np.float32(1.0)
-    for attempt in range(1, cfg.max_bm_reads):
+    for attempt in range(1, cfg.bm_reads):
         if len(todo) == 0:
             break
         factor *= np.float32(0.5)
@@ -296,7 +320,7 @@ def _reread_saturated(y, x, todo, scale, cfg, mat, transposed, stream) -> None:
         ys = np.zeros((len(todo), y.shape[1]), np.float32)
         _product(mat, transposed, xs, ys)
         y[todo] = ys
-        check = attempt < cfg.max_bm_reads - 1
+        check = attempt < cfg.bm_reads - 1
         done = np.empty(len(todo), np.bool_)
         _finish_rows(
             y,
