@@ -280,10 +280,12 @@ def _row_major(weight: np.ndarray) -> tuple[np.ndarray, bool]:
 def analog_mvm(weight: np.ndarray, x: np.ndarray, cfg: PeripheryConfig, stream: Stream) -> np.ndarray:
     """y[b] = weight @ x[b] read through the periphery; weight (out, in), x (batch, in) -> (batch, out).
 
-    stream: the source of the output noise (one counter per read). The common case (no saturated output)
-    is one Numba call; an ideal read is numpy's exact float32 product.
+    stream: the source of the output noise (one counter per read; an empty batch takes none). The common
+    case (no saturated output) is one Numba call; an ideal read is numpy's exact float32 product.
     """
     x = np.ascontiguousarray(x, dtype=np.float32)
+    if len(x) == 0:  # an empty batch reads nothing (and takes no counter)
+        return np.zeros((0, np.shape(weight)[0]), np.float32)
     if cfg.ideal:
         return np.ascontiguousarray(x @ np.asarray(weight, dtype=np.float32).T)
     mat, transposed = _row_major(weight)
