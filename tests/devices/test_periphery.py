@@ -270,3 +270,44 @@ for t in spec["targets"]:
     out.append(float(tile.forward(torch.ones(1, 16))[0, 0]))
 print(json.dumps(out))
 """
+
+
+NM_X = np.array([[-2.0, 0.5, 0.25], [-2.0, -1.0, -0.5], [0.0, 0.0, 0.0], [3.0, 1.0, -0.5]], np.float32)
+AIHWKIT_NM = {  # aihwkit 1.1.0's forward of W = [1, 2, 4] at the rows NM_X (no converters, noise or bound management)
+    (True, 0.0): [0.0, -6.0, 0.0, 3.0],
+    (True, 0.8): [1.2, -4.4, 0.0, 0.4],
+    ("max", 0.0): [1.5, 0.0, 0.0, 3.0],
+    ("max", 0.8): [1.5, 0.0, 0.0, 0.4],
+    ("constant", 0.0): [1.0, -5.0, 0.0, 1.0],
+    ("constant", 0.8): [1.2, -4.4, 0.0, 0.4],
+    (False, 0.0): [1.0, -5.0, 0.0, 1.0],
+}
+
+
+@pytest.mark.parametrize("nm, thres", list(AIHWKIT_NM))
+def test_noise_management_types_are_aihwkit_s(nm, thres):
+    """The input is divided by max |x| (true, abs_max), max x (max: a vector without a positive entry reads 0),
+    nm_thres (constant; 1 where 0) or nothing, the first two at most nm_thres, then clipped to +-1: the values
+    measured with aihwkit 1.1.0's binary (its ABS_MAX, MAX, CONSTANT, NONE), e.g. MAX at [-2, 0.5, 0.25]:
+    [-4, 1, 0.5] clipped to [-1, 1, 0.5], W x 3, times 0.5 = 1.5."""
+    cfg = PeripheryConfig(noise_management=nm, nm_thres=thres, **{k: v for k, v in CLEAN.items() if k != "out_bound"})
+    y = analog_mvm(np.array([[1.0, 2.0, 4.0]], np.float32), NM_X, cfg, Stream(0))[:, 0]
+    np.testing.assert_allclose(y, AIHWKIT_NM[(nm, thres)], atol=1e-6)
+    if nm == "max":  # the row without a positive entry is not read: 0 even with output noise
+        noisy = PeripheryConfig(noise_management=nm, nm_thres=thres, inp_bits=None, out_bits=None)
+        assert analog_mvm(np.array([[1.0, 2.0, 4.0]], np.float32), NM_X, noisy, Stream(0))[1, 0] == 0.0
+
+
+@pytest.mark.parametrize("nm, thres", [(True, 0.0), (True, 0.5), ("max", 0.25), ("constant", 2.0), (False, 0.0)])
+def test_one_hot_column_read_is_the_read_of_a_unit_vector(nm, thres):
+    """read_one_hot (the column reads inside kernels) equals analog_mvm of the column with input [[1]] under
+    every noise-management type, bit for bit, saturating re-reads included."""
+    from aimc.devices.column_read import one_hot_settings
+    from aimc.devices.periphery import read_one_hot
+
+    col = np.linspace(-30, 30, 16, dtype=np.float32)
+    cfg = PeripheryConfig(noise_management=nm, nm_thres=thres)
+    want = analog_mvm(col[:, None], np.ones((1, 1), np.float32), cfg, Stream(3))[0]
+    out = np.empty(16, np.float32)
+    read_one_hot(col, one_hot_settings(cfg), 3, 0, out)
+    assert np.array_equal(out, want)
