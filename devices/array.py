@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from aimc.common import seeds
@@ -195,6 +197,22 @@ class ConductanceArray:
             self._redraw_apparent()
         return True
 
+    def decay_weights(self, alpha: float = 1.0) -> bool:
+        """One decay on demand (aihwkit's decay_weights(alpha)): w <- b + (w - b)(1 + alpha (scale - 1)),
+        clipped to the element's bounds (alpha 1: the decay of post_update_step); on the hidden weights with
+        write noise, then every apparent weight is redrawn. Returns whether the device decays (lifetime > 0)."""
+        if not math.isfinite(alpha):
+            raise ValueError(f"decay_weights: alpha must be finite (got {alpha})")
+        fx = self.effects
+        if fx is None or fx.decay_scale is None:
+            return False
+        lo, hi = self._contiguous_bounds()
+        scale = (1.0 + alpha * (fx.decay_scale.astype(float) - 1.0)).astype(np.float32)
+        decay_kernel(self._target, fx.reset_bias, scale, lo, hi, True)
+        if self.hidden is not None:
+            self._redraw_apparent()
+        return True
+
     def idle(self, delta_t: float, step_s: float = 1.0, drift: DriftParameter | None = None, seed: int = 0) -> None:
         """Leave the array idle for delta_t seconds: drift (devices.drift; `drift`, else the device's own),
         clipped to the element bounds, then diffusion and decay for n = delta_t / step_s optimizer steps in
@@ -202,8 +220,8 @@ class ConductanceArray:
         `post_update_step`, but clipped once at the end); on the hidden weights with write noise, then every
         apparent weight is redrawn. Draws come from (array seed, `seed`, call counter); seed 0 keeps the
         array's own diffusion stream."""
-        if delta_t < 0 or step_s <= 0:
-            raise ValueError(f"idle needs delta_t >= 0 and step_s > 0 (got {delta_t}, {step_s})")
+        if not (0 <= delta_t < math.inf and 0 < step_s < math.inf):
+            raise ValueError(f"idle: delta_t must be finite and >= 0, step_s finite and > 0 (got {delta_t}, {step_s})")
         fx = self.effects
         drift = drift if drift is not None else getattr(self.device, "drift", None)
         lo, hi = self._contiguous_bounds()

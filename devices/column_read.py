@@ -47,7 +47,8 @@ class ColumnReader(NamedTuple):
     """A tile's forward periphery as read_column takes it (from Python a plain tuple of these fields)."""
 
     periphery: tuple  # read_one_hot's settings: ideal, inp_bound, inp_bits, out_noise, out_bound, out_bits,
-    #                   bound_management, max_bm_reads (bits 0: none)
+    #                   bound_management, reads (PeripheryConfig.bm_reads), nm_scale
+    #                   (PeripheryConfig.one_hot_scale; bits 0: none)
     seed: int
     counts: np.ndarray  # ReadStream.counts, advanced in place
 
@@ -62,7 +63,8 @@ def one_hot_settings(cfg: PeripheryConfig) -> tuple:
         float(cfg.out_bound),
         int(cfg.out_bits or 0),
         bool(cfg.bound_management),
-        int(cfg.max_bm_reads),
+        int(cfg.bm_reads),
+        float(cfg.one_hot_scale),
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from aimc.common.validation import Float32Config
 
@@ -93,6 +93,8 @@ def kernel_params(ep: np.ndarray) -> np.ndarray:
 
 
 _EMPTY = np.zeros(2)
+FLOAT32_TINY = float(np.finfo(np.float32).tiny)
+"""Smallest normal float32 (about 1.2e-38): a smaller step is 0 or subnormal in the float32 kernels."""
 
 
 class DeviceBase(Float32Config):
@@ -109,6 +111,13 @@ class DeviceBase(Float32Config):
         "(multiplicative noise) or in units of the element's step "
         "(additive noise)",
     )
+
+    @field_validator("dw_min")
+    @classmethod
+    def _dw_min_is_a_float32(cls, value: float) -> float:
+        if value < FLOAT32_TINY:
+            raise ValueError(f"{value:g} underflows float32 (smallest normal number {FLOAT32_TINY:.4g})")
+        return value
 
     # -- hooks of each family ---------------------------------------------------------------------------
     def _code(self) -> int:

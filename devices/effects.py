@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, prange, uint64
-from pydantic import BaseModel, Field, model_serializer
+from pydantic import BaseModel, Field, field_validator, model_serializer
 
 from aimc.devices.device_base import DW_DOWN, DW_UP, W_MAX, W_MIN
 from aimc.devices.drift import DriftParameter
@@ -49,7 +49,8 @@ class DeviceEffects(BaseModel):
     lifetime: float = Field(
         0.0,
         ge=0,
-        description="decay toward the reset value per optimizer step: w <- b + (w - b)(1 - 1/lifetime); 0 = off",
+        description="decay toward the reset value per optimizer step: w <- b + (w - b)(1 - 1/lifetime); 0 = off, "
+        "else above 1",
     )
     lifetime_dtod: float = Field(0.0, ge=0, description="device-to-device relative std of the lifetime")
     diffusion: float = Field(0.0, ge=0, description="std of the random walk per optimizer step (weight units)")
@@ -64,6 +65,18 @@ class DeviceEffects(BaseModel):
     drift: DriftParameter = Field(
         default_factory=DriftParameter, description="power-law drift of an idle array (devices.drift); off by default"
     )
+
+    @field_validator("lifetime")
+    @classmethod
+    def _lifetime_off_or_above_one(cls, value: float) -> float:
+        """aihwkit clamps the decay factor 1 - 1/L to 0 for L <= 1: every optimizer step would reset the
+        weights to the reset value."""
+        if 0 < value <= 1:
+            raise ValueError(
+                f"{value:g} must be 0 (no decay) or above 1 optimizer step (at most 1 resets the weights to the "
+                "reset value every step)"
+            )
+        return value
 
     @model_serializer(mode="wrap")
     def _without_default_drift(self, handler):

@@ -92,6 +92,13 @@ class OneSidedArray:
             self._reduce()
         return any(done)
 
+    def decay_weights(self, alpha: float = 1.0) -> bool:
+        """One decay of both devices (ConductanceArray.decay_weights); whether any decays."""
+        done = [self.plus.decay_weights(alpha), self.minus.decay_weights(alpha)]
+        if any(done):
+            self._reduce()
+        return any(done)
+
     def idle(self, delta_t: float, step_s: float = 1.0, drift: DriftParameter | None = None, seed: int = 0) -> None:
         """Leave both devices idle for delta_t seconds (ConductanceArray.idle, each with its own parameters,
         as aihwkit 1.1.0 applies decay, diffusion and drift to each device of a unit cell); then

@@ -6,12 +6,16 @@ DAC 7 bit, input bound 1, ADC 9 bit, output bound 12, output noise 0.06, noise a
 (noise management), clipped to +-inp_bound and quantized to 2^inp_bits - 1 levels; the analog MVM adds
 N(0, out_noise^2) to every output; outputs are clipped to +-out_bound and quantized to 2^out_bits - 1
 levels; where an output saturates and bound management is on, that sample is read again with its input
-halved, up to `max_bm_reads` times. The result is scaled back to the units of x. The output noise of
-sample b comes from stream (seed, counter, b) of the caller's `devices.rng.Stream`, one counter per read
-(and per bound-management re-read).
+halved, until the input's divisor exceeds `max_bm_factor` or `max_bm_res` / the DAC's step (aihwkit's
+limits: with a 7-bit DAC the fifth read, at 1/16 of the input, is the last), and the last read is clipped.
+The result is scaled back to the units of x. The output noise of sample b comes from stream (seed, counter,
+b) of the caller's `devices.rng.Stream`, one counter per read (and per bound-management re-read).
 """
 
 from __future__ import annotations
+
+from functools import cached_property
+from typing import Literal
 
 import numpy as np
 from numba import njit, prange, uint64
@@ -31,15 +35,56 @@ class PeripheryConfig(Float32Config):
     out_bound: float = Field(12.0, gt=0, description="ADC output range +-out_bound (normalized units)")
     out_bits: int | None = Field(9, ge=1, le=24, description="ADC resolution in bits; None: no quantization")
     out_noise: float = Field(0.06, ge=0, description="std of additive output noise (normalized units)")
-    noise_management: bool = Field(True, description="scale each input vector by its absolute maximum")
+    noise_management: bool | Literal["abs_max", "max", "constant"] = Field(
+        True,
+        description="the scale each input vector is divided by: true or abs_max its max |x|, max its max x (a "
+        "vector with max x <= 0 reads 0), constant nm_thres; false none (aihwkit's NoiseManagementType)",
+    )
+    nm_thres: float = Field(
+        0.0, ge=0, description="constant: the scale (0: 1); abs_max, max: the most the scale may be (0: no limit)"
+    )
     bound_management: bool = Field(True, description="re-read saturated samples with the input halved")
-    max_bm_reads: int = Field(10, ge=1, le=30, description="most reads per sample under bound management")
+    max_bm_factor: int = Field(1000, ge=1, description="bound management stops once the input is divided by more")
+    max_bm_res: float = Field(
+        0.25, gt=0, description="bound management stops once the input's divisor exceeds max_bm_res / the DAC step"
+    )
+    max_bm_reads: int | None = Field(None, ge=1, le=30, description="at most this many reads per sample; None: no cap")
     ideal: bool = Field(False, description="exact floating-point MVM: no DAC, noise, ADC or bounds")
 
     @classmethod
     def perfect(cls) -> PeripheryConfig:
         """An exact read, y = W x."""
         return cls(ideal=True)
+
+    @property
+    def nm_code(self) -> int:
+        """noise_management as the kernels take it: 0 none, 1 abs_max, 2 max, 3 constant."""
+        nm = self.noise_management
+        return {False: 0, True: 1, "abs_max": 1, "max": 2, "constant": 3}[nm]
+
+    @property
+    def one_hot_scale(self) -> float:
+        """The noise-management scale of a one-hot input of 1 (1 unless nm_thres limits or sets it)."""
+        if self.nm_code == 0 or self.nm_thres <= 0:
+            return 1.0
+        return float(self.nm_thres) if self.nm_code == 3 else min(1.0, float(self.nm_thres))
+
+    @cached_property
+    def bm_reads(self) -> int:
+        """Reads per sample at most: 1 without bound management; else read k (from 0) divides the input by
+        2^k and is the last once 2^k > max_bm_factor or, with a DAC, 2^k > max_bm_res / (2 inp_bound /
+        (2^inp_bits - 2)) (aihwkit 1.1.0's test after each read, in float32), capped by max_bm_reads."""
+        if not self.bound_management:
+            return 1
+        cap = self.max_bm_reads or 31
+        res_limit = np.inf
+        if self.inp_bits is not None:
+            step = np.float32(2.0 * self.inp_bound) / np.float32(2.0**self.inp_bits - 2.0)
+            res_limit = float(np.float32(self.max_bm_res) / step)
+        for k in range(cap):
+            if 2.0**k > self.max_bm_factor or 2.0**k > res_limit:
+                return k + 1
+        return cap
 
 
 @njit(cache=True, inline="always")
@@ -55,20 +100,24 @@ def _quantize(v, b32, step):
 
 
 @njit(cache=True)
-def _prepare_input(x, bound, bits, noise_management):
-    """Noise management (divide each row by its max |x|), clip to +-bound, quantize to 2^bits - 1 levels
-    (bits 0: none). Returns (xq float32, scale float32 (batch,)). Under noise management a row of zeros gets
-    scale 0: its read is skipped and its output is 0, without output noise (aihwkit 1.1.0's ABS_MAX noise
-    management, measured: a zero input vector reads exactly 0 forward and backward)."""
+def _prepare_input(x, bound, bits, nm, thres):
+    """Noise management (divide each row by its scale: nm 1 max |x|, 2 max x, 3 thres (1 where 0), 0 none; for
+    1 and 2 at most thres where thres > 0), clip to +-bound, quantize to 2^bits - 1 levels (bits 0: none).
+    Returns (xq float32, scale float32 (batch,)). A row whose max |x| or max x is <= 0 gets scale 0: its read
+    is skipped and its output is 0, without output noise (aihwkit 1.1.0's binary, measured: under ABS_MAX a
+    zero input vector reads exactly 0 forward and backward; under MAX a vector without a positive entry)."""
     batch, n = x.shape
     xq = np.empty((batch, n), np.float32)
     scale = np.ones(batch, np.float32)
     step = _level_step(bound, bits)
     b32 = np.float32(bound)
-    if noise_management:
-        x_max = row_abs_max(x)
+    if nm == 1 or nm == 2:
+        x_max = row_abs_max(x) if nm == 1 else _row_max(x)
         for i in range(batch):
-            scale[i] = x_max[i]
+            v = x_max[i] if thres <= 0 else min(x_max[i], np.float32(thres))
+            scale[i] = v if v > 0 else np.float32(0.0)
+    elif nm == 3 and thres > 0:
+        scale[:] = np.float32(thres)
     for i in range(batch):
         s = scale[i] if scale[i] > 0 else np.float32(1.0)
         row = x[i]
@@ -80,6 +129,18 @@ def _prepare_input(x, bound, bits, noise_management):
             for j in range(n):
                 out[j] = min(max(row[j] / s, -b32), b32)
     return xq, scale
+
+
+@njit(cache=True)
+def _row_max(x):
+    """max_j x[i, j] per row (float32 (batch,))."""
+    out = np.empty(x.shape[0], np.float32)
+    for i in range(x.shape[0]):
+        m = x[i, 0]
+        for j in range(1, x.shape[1]):
+            m = max(m, x[i, j])
+        out[i] = m
+    return out
 
 
 @njit(cache=True, inline="always")
@@ -204,37 +265,36 @@ def _finish_rows(y, rows, row_scale, out_noise, bound, bits, check, seed, counte
 def read_one_hot(col, periphery, seed, counter, out) -> int:
     """out = the read of a column col (out,) (an array's w - reference) through the periphery with a one-hot
     input of 1: analog_mvm(col[:, None], [[1]], ...) on the calling thread, bit-identical to it (bound
-    management re-reads included; noise management divides the input 1 by 1). counter: the stream's last
-    counter; returns it after the reads (an ideal read takes none). periphery: the settings (ideal,
-    inp_bound, inp_bits, out_noise, out_bound, out_bits, bound_management, max_bm_reads), converters as
-    _read's (bits 0: none)."""
-    ideal, inp_bound, inp_bits, out_noise, out_bound, out_bits, bound_management, max_bm_reads = periphery
+    management re-reads included; noise management divides the input 1 by nm_scale). counter: the stream's
+    last counter; returns it after the reads (an ideal read takes none). periphery: the settings (ideal,
+    inp_bound, inp_bits, out_noise, out_bound, out_bits, bound_management, reads: PeripheryConfig.bm_reads,
+    nm_scale: PeripheryConfig.one_hot_scale), converters as _read's (bits 0: none)."""
+    ideal, inp_bound, inp_bits, out_noise, out_bound, out_bits, bound_management, reads, nm_scale = periphery
     if ideal:
         out[:] = col
         return counter
     b32 = np.float32(inp_bound)
     step = _level_step(inp_bound, inp_bits)
-    one = np.float32(1.0)
-    factor = one  # the input of each attempt: 1 (noise management divides it by 1), then halved
-    for attempt in range(max_bm_reads):
-        q = _quantize(factor, b32, step) if inp_bits > 0 else min(max(factor, -b32), b32)
+    s_nm = np.float32(nm_scale)
+    factor = np.float32(1.0)  # the input of each attempt: 1, then halved (divided by s_nm before the DAC)
+    for attempt in range(reads):
+        v = factor / s_nm
+        q = _quantize(v, b32, step) if inp_bits > 0 else min(max(v, -b32), b32)
         for o in range(col.shape[0]):
             out[o] = np.float32(0.0) + q * col[o]
         counter += 1
-        check = bound_management and attempt < max_bm_reads - 1  # the last attempt is clipped
-        if _finish_row(out, one / factor, out_noise, out_bound, out_bits, check, seed, counter, 0):
+        check = bound_management and attempt < reads - 1  # the last attempt is clipped
+        if _finish_row(out, s_nm / factor, out_noise, out_bound, out_bits, check, seed, counter, 0):
             return counter
         factor *= np.float32(0.5)
     return counter
 
 
 @njit(cache=True)
-def _read(
-    mat, transposed, x, inp_bound, inp_bits, noise_management, out_noise, out_bound, out_bits, check, seed, counter
-):
+def _read(mat, transposed, x, inp_bound, inp_bits, nm, thres, out_noise, out_bound, out_bits, check, seed, counter):
     """One read in one call: DAC (_prepare_input), product, output noise and ADC (_finish_rows).
     Returns (y, input scales, finished rows)."""
-    xq, scale = _prepare_input(x, inp_bound, inp_bits, noise_management)
+    xq, scale = _prepare_input(x, inp_bound, inp_bits, nm, thres)
     y = np.zeros((x.shape[0], mat.shape[1] if transposed else mat.shape[0]), np.float32)
     _product(mat, transposed, xq, y)
     done = np.empty(x.shape[0], np.bool_)
@@ -256,21 +316,24 @@ def _row_major(weight: np.ndarray) -> tuple[np.ndarray, bool]:
 def analog_mvm(weight: np.ndarray, x: np.ndarray, cfg: PeripheryConfig, stream: Stream) -> np.ndarray:
     """y[b] = weight @ x[b] read through the periphery; weight (out, in), x (batch, in) -> (batch, out).
 
-    stream: the source of the output noise (one counter per read). The common case (no saturated output)
-    is one Numba call; an ideal read is numpy's exact float32 product.
+    stream: the source of the output noise (one counter per read; an empty batch takes none). The common
+    case (no saturated output) is one Numba call; an ideal read is numpy's exact float32 product.
     """
     x = np.ascontiguousarray(x, dtype=np.float32)
+    if len(x) == 0:  # an empty batch reads nothing (and takes no counter)
+        return np.zeros((0, np.shape(weight)[0]), np.float32)
     if cfg.ideal:
         return np.ascontiguousarray(x @ np.asarray(weight, dtype=np.float32).T)
     mat, transposed = _row_major(weight)
-    check = cfg.bound_management and cfg.max_bm_reads > 1
+    check = cfg.bm_reads > 1
     y, scale, done = _read(
         mat,
         transposed,
         x,
         cfg.inp_bound,
         cfg.inp_bits or 0,
-        cfg.noise_management,
+        cfg.nm_code,
+        cfg.nm_thres,
         cfg.out_noise,
         cfg.out_bound,
         cfg.out_bits or 0,
@@ -285,18 +348,18 @@ def analog_mvm(weight: np.ndarray, x: np.ndarray, cfg: PeripheryConfig, stream: 
 
 def _reread_saturated(y, x, todo, scale, cfg, mat, transposed, stream) -> None:
     """Bound management: read the saturated rows `todo` of y again with their input halved once more per
-    attempt, up to cfg.max_bm_reads reads in all (the last one is clipped); y is finished in place."""
+    attempt, up to cfg.bm_reads reads in all (the last one is clipped); y is finished in place."""
     inp_bits, out_bits = cfg.inp_bits or 0, cfg.out_bits or 0
     factor = np.float32(1.0)
-    for attempt in range(1, cfg.max_bm_reads):
+    for attempt in range(1, cfg.bm_reads):
         if len(todo) == 0:
             break
         factor *= np.float32(0.5)
-        xs, _ = _prepare_input(x[todo] * (factor / scale[todo])[:, None], cfg.inp_bound, inp_bits, False)
+        xs, _ = _prepare_input(x[todo] * (factor / scale[todo])[:, None], cfg.inp_bound, inp_bits, 0, 0.0)
         ys = np.zeros((len(todo), y.shape[1]), np.float32)
         _product(mat, transposed, xs, ys)
         y[todo] = ys
-        check = attempt < cfg.max_bm_reads - 1
+        check = attempt < cfg.bm_reads - 1
         done = np.empty(len(todo), np.bool_)
         _finish_rows(
             y,

@@ -113,6 +113,12 @@ class AnalogTile:
         if any([a.post_update_step() for a in self.arrays]):
             self.invalidate()
 
+    def decay_weights(self, alpha: float = 1.0) -> None:
+        """One decay of every array on demand, aihwkit's `decay_weights(alpha)` (ConductanceArray.
+        decay_weights); nothing where the device has no lifetime."""
+        if any([a.decay_weights(alpha) for a in self.arrays]):
+            self.invalidate()
+
     def idle(self, delta_t: float, step_s: float = 1.0, drift: DriftParameter | None = None, seed: int = 0) -> None:
         """Leave every array idle for delta_t seconds (ConductanceArray.idle: drift, diffusion, decay)."""
         for a in self.arrays:

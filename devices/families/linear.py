@@ -112,11 +112,11 @@ def soft_bounds_pmax(
 
 @njit(cache=True, inline="always")
 def step(up, k, w, er, j, consts, grid, tab_up, tab_dn, F):
-    """Mean step magnitude max(dw (1 - gamma w), 0) of element j of the row er, dw and gamma of direction k
+    """Mean step magnitude dw max(1 - gamma w, 0) of element j of the row er, dw and gamma of direction k
     (0 up, 1 down) (as `response_step.element_step`, which gives k and j as unsigned offsets and w in the
-    float type F)."""
+    float type F); a negative dw (aihwkit without enforce_consistency) steps the wrong way."""
     dw = F(er[j, U_DW_UP + k])
-    return max(dw * (F(1.0) - F(er[j, U_GAMMA_UP + k]) * w), F(0.0))
+    return dw * max(F(1.0) - F(er[j, U_GAMMA_UP + k]) * w, F(0.0))
 
 
 @njit(cache=True, inline="always")

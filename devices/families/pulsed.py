@@ -23,7 +23,9 @@ from aimc.devices.families.fitting import MeasuredRange, by_field, span
 class PulsedDevice(DeviceBase, DeviceEffects):
     """aihwkit 1.1.0's PulsedDevice: the fields and draws every aihwkit family shares."""
 
-    dw_min_dtod: float = Field(0.3, ge=0, lt=1, description="device-to-device relative std of the step size")
+    dw_min_dtod: float = Field(
+        0.3, ge=0, description="device-to-device relative std of the step size (below 1 unless log-normal)"
+    )
     dw_min_dtod_log_normal: bool = Field(
         False, description="draw the step gain as exp(dw_min_dtod xi), log-normal, instead of 1 + dw_min_dtod xi"
     )
@@ -48,7 +50,35 @@ class PulsedDevice(DeviceBase, DeviceEffects):
     def _check_bounds(self):
         if not self.w_min < self.w_max:
             raise ValueError(f"w_min ({self.w_min}) must be below w_max ({self.w_max})")
+        if not self.dw_min_dtod_log_normal and self.dw_min_dtod >= 1:
+            raise ValueError(
+                f"dw_min_dtod: {self.dw_min_dtod:g} must be below 1 with the normal spread 1 + dw_min_dtod xi "
+                "(the log-normal spread, dw_min_dtod_log_normal, takes any)"
+            )
+        self._check_scales()
         return self
+
+    def _check_scales(self) -> None:
+        """Refuse noise and steps on the wrong scale for the weight range r = w_max - w_min: a step below
+        float32's resolution at the bounds (lost in every addition), write noise (write_noise_std dw_min) or
+        diffusion per step above r (the weights become noise). aihwkit's presets stay far inside: the largest
+        write noise, ReRamArrayHfO2's, is 0.27 of a range of 2."""
+        span = self.w_max - self.w_min
+        resolution = float(np.finfo(np.float32).eps) * max(abs(self.w_max), abs(self.w_min))
+        if self.dw_min < resolution:
+            raise ValueError(
+                f"dw_min: {self.dw_min:g} is below float32's resolution {resolution:.3g} at the bounds "
+                f"[{self.w_min:g}, {self.w_max:g}]: a step would be lost in every addition"
+            )
+        if self.write_noise_std * self.dw_min > span:
+            raise ValueError(
+                f"write_noise_std: {self.write_noise_std:g} x dw_min = {self.write_noise_std * self.dw_min:.3g} "
+                f"exceeds the weight range w_max - w_min = {span:g} (write_noise_std is in units of dw_min)"
+            )
+        if self.diffusion > span:
+            raise ValueError(
+                f"diffusion: {self.diffusion:g} per step exceeds the weight range w_max - w_min = {span:g}"
+            )
 
     def _additive(self) -> bool:
         return False
@@ -69,8 +99,8 @@ class PulsedDevice(DeviceBase, DeviceEffects):
         dw_down = (-max(self.up_down, 0.0) + gain - r) * self.dw_min
         if self.enforce_consistency:
             dw_up, dw_down = np.abs(dw_up), np.abs(dw_down)
-        ep[..., DW_UP] = np.maximum(dw_up, 0.0)
-        ep[..., DW_DOWN] = np.maximum(dw_down, 0.0)
+        ep[..., DW_UP] = dw_up  # without enforce_consistency a negative step stays: its pulses move the wrong way
+        ep[..., DW_DOWN] = dw_down
         hi = self.w_max * (1.0 + self.w_max_dtod * z())
         lo = self.w_min * (1.0 + self.w_min_dtod * z())
         if self.enforce_consistency:  # sign-consistent bounds (aihwkit 1.1.0's binary: b_max >= 0 >= b_min)

@@ -68,8 +68,8 @@ class SoftBoundsReference(Reference, PulsedDevice):
         slope_dn = factor(self.slope_down_dtod) * dn / np.where(ok, -lo, 1.0)  # drawn first, as aihwkit
         slope_up = factor(self.slope_up_dtod) * up / np.where(ok, hi, 1.0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            ep[..., W_MAX] = np.where(ok & (slope_up > 0), up / slope_up, hi)
-            ep[..., W_MIN] = np.where(ok & (slope_dn > 0), -dn / slope_dn, lo)
+            ep[..., W_MAX] = np.where(ok & (slope_up != 0), up / slope_up, hi)
+            ep[..., W_MIN] = np.where(ok & (slope_dn != 0), -dn / slope_dn, lo)
             hi, lo = ep[..., W_MAX], ep[..., W_MIN]
             ep[..., GAMMA_UP] = np.where(hi > 0, 1.0 / np.abs(hi), 0.0)
             ep[..., GAMMA_DOWN] = np.where(lo < 0, 1.0 / np.abs(lo), 0.0)

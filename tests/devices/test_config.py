@@ -20,7 +20,7 @@ BAD_VALUES = {
     "linear": ("c", 1.5),
     "power": ("gamma", 0.0),
     "exponential": ("gamma_dtod", -0.1),
-    "ConstantStep": ("dw_min_dtod", 1.5),
+    "ConstantStep": ("dw_min_dtod", -0.5),
     "LinearStep": ("gamma_up_dtod", -1.0),
     "SoftBounds": ("gamma_up", 2.0),
     "ExpStep": ("up_down", 1.5),

@@ -116,10 +116,13 @@ def test_decay_lifetime_spread_varies_the_lifetime_and_short_lives_reset_in_one_
     life = 1 / (1 - scale[scale > 0])
     assert life.mean() == pytest.approx(10.0 * (1 + 0.0), rel=0.01)
     assert life.std() == pytest.approx(3.0, rel=0.03)
-    short = _array((5, 5), lifetime=0.5, reset=0.2, **WIDE)
+    short = _array((20, 20), lifetime=1.5, lifetime_dtod=1.0, reset=0.2, **WIDE)  # lifetime <= 1 is refused
+    dead = short.effects.decay_scale == 0  # L <= 1: P(1.5 (1 + xi) <= 1) = Phi(-1/3) = 37%
+    assert dead.mean() == pytest.approx(0.37, abs=0.08)
     short.set_weights(np.full(short.shape, -0.4))
     short.post_update_step()
-    np.testing.assert_allclose(short.w, 0.2, rtol=1e-6)
+    np.testing.assert_allclose(short.w[dead], 0.2, rtol=1e-6)
+    assert (short.w[~dead] < 0.2).all()
 
 
 def test_diffusion_std_grows_as_sqrt_of_calls():
@@ -184,3 +187,17 @@ def test_corrupt_devices_are_stuck_within_the_range():
     before = arr.w.copy()
     arr.pulse(np.full(arr.shape, 7))
     assert np.array_equal(arr.w[stuck], before[stuck]) and np.all(arr.w[~stuck] > before[~stuck])
+
+
+@pytest.mark.parametrize("alpha, want", [(1.0, 0.48), (0.5, 0.49), (2.0, 0.46), (30.0, -0.1)])
+def test_decay_weights_alpha_is_aihwkit_s(alpha, want):
+    """AnalogTile.decay_weights(alpha): w <- b + (w - b)(1 + alpha (s - 1)), s = 1 - 1/lifetime, clipped;
+    aihwkit 1.1.0's tile.decay_weights(alpha) from 0.5 with lifetime 20 and reset 0.1 (measured: 0.48, 0.49,
+    0.46, -0.1)."""
+    dev = parse_device(dict(kind="ConstantStep", lifetime=20.0, reset=0.1, reset_std=0.0, **NO_SPREAD))
+    tile = AnalogTile(3, 4, dev)
+    tile.set_weight(np.full((3, 4), 0.5, np.float32))
+    tile.decay_weights(alpha)
+    np.testing.assert_allclose(tile.weight(), want, atol=1e-6)
+    with pytest.raises(ValueError, match="decay_weights: alpha must be finite"):
+        tile.decay_weights(float("nan"))

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+
 import numpy as np
 import pytest
+from aihwkit_helpers import PYTHON as AIHWKIT
 
 from aimc.devices import ConductanceArray, PeripheryConfig, analog_mvm, parse_device
 from aimc.devices.rng import Stream
@@ -196,3 +200,114 @@ def test_product_blocks_are_exact_and_independent_of_the_thread_count(transposed
                     assert np.array_equal(read(w, x[b : b + 1])[0], ys[0][b])
     finally:
         numba.set_num_threads(before)
+
+
+BM_TARGETS = [6.4, 12.8, 25.6, 51.2, 102.4, 204.8, 409.6, 819.2, 1638.4, 2048.0, 1e5, -2048.0]
+BM_LIMITS = {
+    "default": {},
+    "no DAC": dict(inp_bits=None),
+    "max_bm_factor 10": dict(inp_bits=None, max_bm_factor=10),
+    "max_bm_res 1": dict(max_bm_res=1.0, out_bits=None),
+}
+
+
+def _bm_reads(targets, cfg: PeripheryConfig) -> list[float]:
+    """The noise-free read of W x = t for each target t: 16 inputs of 1, 16 weights t / 16."""
+    x = np.ones((1, 16), np.float32)
+    return [float(analog_mvm(np.full((1, 16), t / 16, np.float32), x, cfg, Stream(0))[0, 0]) for t in targets]
+
+
+@pytest.mark.parametrize("bits, reads", [(2, 1), (3, 1), (4, 2), (6, 4), (7, 5), (9, 7), (None, 11)])
+def test_bound_management_stops_at_aihwkit_limits(bits, reads):
+    """Read k divides the input by 2^k and is the last once 2^k > max_bm_res / DAC step (step 2 / (2^bits - 2))
+    or 2^k > max_bm_factor (1000: 11 reads without a DAC); a saturating read then reads out_bound 2^(reads-1)."""
+    cfg = PeripheryConfig(inp_bits=bits, out_noise=0.0, out_bits=None)
+    assert cfg.bm_reads == reads
+    assert _bm_reads([1e6], cfg) == [12.0 * 2 ** (reads - 1)]
+    assert PeripheryConfig(inp_bits=bits, max_bm_reads=2).bm_reads == min(reads, 2)
+    assert PeripheryConfig(inp_bits=bits, bound_management=False).bm_reads == 1
+
+
+def test_bound_management_keeps_a_coarse_input_instead_of_rounding_it_to_zero():
+    """A true output of 2048 with R1's periphery: the fifth read (input 1/16, on the 7-bit DAC 4 steps of 1/63)
+    saturates and is clipped to 12 * 16 = 192, not halved on until the DAC rounds the input to 0."""
+    assert _bm_reads([2048.0], PeripheryConfig(out_noise=0.0)) == [192.0]
+
+
+@pytest.mark.skipif(not AIHWKIT.exists(), reason=f"no aihwkit interpreter at {AIHWKIT}")
+@pytest.mark.parametrize("case", list(BM_LIMITS))
+def test_bound_management_matches_aihwkit(case):
+    """aihwkit 1.1.0's forward read (its IOParameters, output noise 0) of the same W x, from 6.4 to 2048 and
+    beyond, with its default limits and with each changed."""
+    io = {"out_noise": 0.0}
+    kw = BM_LIMITS[case]
+    for ours, theirs in (("inp_bits", "inp_res"), ("out_bits", "out_res")):
+        if ours in kw:
+            io[theirs] = -1.0
+    io.update({k: v for k, v in kw.items() if k.startswith("max_bm")})
+    spec = json.dumps({"targets": BM_TARGETS, "io": io})
+    out = subprocess.run([str(AIHWKIT), "-c", BM_SCRIPT, spec], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    theirs = json.loads(out.stdout.strip().splitlines()[-1])
+    ours = _bm_reads(BM_TARGETS, PeripheryConfig(out_noise=0.0, **kw))
+    np.testing.assert_allclose(ours, theirs, rtol=2e-6)
+
+
+BM_SCRIPT = r"""
+import json, sys
+import torch
+from aihwkit.simulator.configs import SingleRPUConfig
+from aihwkit.simulator.configs.devices import ConstantStepDevice
+from aihwkit.simulator.tiles import AnalogTile
+spec = json.loads(sys.argv[1])
+cfg = SingleRPUConfig(device=ConstantStepDevice(w_max=1e4, w_min=-1e4, w_max_dtod=0.0, w_min_dtod=0.0))
+for k, v in spec["io"].items():
+    setattr(cfg.forward, k, v)
+out = []
+for t in spec["targets"]:
+    tile = AnalogTile(1, 16, cfg, bias=False)
+    tile.set_weights(torch.full((1, 16), t / 16))
+    out.append(float(tile.forward(torch.ones(1, 16))[0, 0]))
+print(json.dumps(out))
+"""
+
+
+NM_X = np.array([[-2.0, 0.5, 0.25], [-2.0, -1.0, -0.5], [0.0, 0.0, 0.0], [3.0, 1.0, -0.5]], np.float32)
+AIHWKIT_NM = {  # aihwkit 1.1.0's forward of W = [1, 2, 4] at the rows NM_X (no converters, noise or bound management)
+    (True, 0.0): [0.0, -6.0, 0.0, 3.0],
+    (True, 0.8): [1.2, -4.4, 0.0, 0.4],
+    ("max", 0.0): [1.5, 0.0, 0.0, 3.0],
+    ("max", 0.8): [1.5, 0.0, 0.0, 0.4],
+    ("constant", 0.0): [1.0, -5.0, 0.0, 1.0],
+    ("constant", 0.8): [1.2, -4.4, 0.0, 0.4],
+    (False, 0.0): [1.0, -5.0, 0.0, 1.0],
+}
+
+
+@pytest.mark.parametrize("nm, thres", list(AIHWKIT_NM))
+def test_noise_management_types_are_aihwkit_s(nm, thres):
+    """The input is divided by max |x| (true, abs_max), max x (max: a vector without a positive entry reads 0),
+    nm_thres (constant; 1 where 0) or nothing, the first two at most nm_thres, then clipped to +-1: the values
+    measured with aihwkit 1.1.0's binary (its ABS_MAX, MAX, CONSTANT, NONE), e.g. MAX at [-2, 0.5, 0.25]:
+    [-4, 1, 0.5] clipped to [-1, 1, 0.5], W x 3, times 0.5 = 1.5."""
+    cfg = PeripheryConfig(noise_management=nm, nm_thres=thres, **{k: v for k, v in CLEAN.items() if k != "out_bound"})
+    y = analog_mvm(np.array([[1.0, 2.0, 4.0]], np.float32), NM_X, cfg, Stream(0))[:, 0]
+    np.testing.assert_allclose(y, AIHWKIT_NM[(nm, thres)], atol=1e-6)
+    if nm == "max":  # the row without a positive entry is not read: 0 even with output noise
+        noisy = PeripheryConfig(noise_management=nm, nm_thres=thres, inp_bits=None, out_bits=None)
+        assert analog_mvm(np.array([[1.0, 2.0, 4.0]], np.float32), NM_X, noisy, Stream(0))[1, 0] == 0.0
+
+
+@pytest.mark.parametrize("nm, thres", [(True, 0.0), (True, 0.5), ("max", 0.25), ("constant", 2.0), (False, 0.0)])
+def test_one_hot_column_read_is_the_read_of_a_unit_vector(nm, thres):
+    """read_one_hot (the column reads inside kernels) equals analog_mvm of the column with input [[1]] under
+    every noise-management type, bit for bit, saturating re-reads included."""
+    from aimc.devices.column_read import one_hot_settings
+    from aimc.devices.periphery import read_one_hot
+
+    col = np.linspace(-30, 30, 16, dtype=np.float32)
+    cfg = PeripheryConfig(noise_management=nm, nm_thres=thres)
+    want = analog_mvm(col[:, None], np.ones((1, 1), np.float32), cfg, Stream(3))[0]
+    out = np.empty(16, np.float32)
+    read_one_hot(col, one_hot_settings(cfg), 3, 0, out)
+    assert np.array_equal(out, want)
