@@ -55,7 +55,7 @@ def _run(args: argparse.Namespace) -> int:
         spread=not args.no_spread,
         source=", ".join(args.traces),
         method=args.method,
-        progress=not args.quiet,
+        progress=not args.quiet and sys.stderr.isatty(),
         intervals=args.intervals,
         n_boot=args.bootstrap,
         seed=args.seed,
@@ -172,5 +172,5 @@ def register(sub) -> None:
     p.add_argument("--no-spread", action="store_true", help="skip the device-to-device spread estimate")
     p.add_argument("--elements", type=int, default=64, help="elements simulated for the report's bands (1 to 4096)")
     p.add_argument("--seed", type=int, default=0, help="seed of the report's simulated elements and of the bootstrap")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (bars are drawn only on a terminal)")
     p.set_defaults(func=_run)

@@ -104,3 +104,15 @@ def test_cli_anchor(tmp_path):
     assert summary["data"]["anchor"] == 0.5 and summary["quality"]["anchor"]["used"] == 0.5
     assert summary["quality"]["anchor"]["anchor"] < 0.5  # the estimate, recorded beside the anchor used
     assert "used 0.500" in (tmp_path / "fit" / "report.html").read_text()
+
+
+def test_cli_fit_draws_no_progress_bar_into_a_redirected_stream(tmp_path, capsys):
+    from aimc.calibration import write_csv
+    from aimc.commands.cli import main
+
+    tr = measure_cycles(ConstantStep(dw_min=0.01, dw_min_dtod=0.0), n_pulses=100, n_cycles=1, n_devices=2, seed=2)
+    csv = write_csv(tr, tmp_path / "cs.csv")
+    args = ["fit", str(csv), "--out", str(tmp_path / "fit"), "--families", "ConstantStep", "--no-spread"]
+    assert main([*args, "--elements", "4"]) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err and "\x1b" not in err  # no tqdm frames where stderr is not a terminal
