@@ -49,7 +49,9 @@ def test_a_matrix_reads_back_what_was_written(tmp_path_factory, labels, steps, p
     runs=st.lists(st.tuples(gaps, st.sampled_from([1, -1]), st.integers(0, 100)), min_size=1, max_size=4),
     data=st.data(),
 )
-def test_runs_join_per_device_two_pulses_apart_with_their_direction(tmp_path_factory, runs, data):
+def test_runs_join_per_device_two_pulses_apart_and_a_run_after_one_of_its_direction_starts_unpulsed(
+    tmp_path_factory, runs, data
+):
     folder = tmp_path_factory.mktemp("r")
     paths, want_p, want_s, want_g = [], [], [], []
     for k, (steps, sign, start) in enumerate(runs):
@@ -61,7 +63,8 @@ def test_runs_join_per_device_two_pulses_apart_with_their_direction(tmp_path_fac
         paths.append(path)
         offset = want_p[-1] + 2 if want_p else 0
         want_p += [offset + p - pulses[0] for p in pulses]
-        want_s += [sign] * len(pulses)
+        after_same = k > 0 and runs[k - 1][1] == sign  # its first read follows no pulse of this run
+        want_s += [0 if after_same else sign] + [sign] * (len(pulses) - 1)
         want_g += g
     t = read_runs(paths)
     assert t.devices == ("D1",) and t.pulse.tolist() == want_p
