@@ -7,7 +7,11 @@ mean accuracy at each time and per setting the mean and spread over the seeds, t
 standard error of the mean.
 
     python3 examples/inference_hwa.py [--out runs/inference_hwa] [--seeds 5] [--epochs 5] [--repeats 10]
-                                      [--std-dev 0.2] [--data mnist --data-path DIR]
+                                      [--std-dev 0.2] [--injection KEY=VALUE ...] [--data mnist --data-path DIR]
+
+--injection replaces the injection's modifier by config overrides, e.g. `--injection
+inference.modifier.type=pcm_noise inference.modifier.pcm_t_inference=3.15576e7` (PCM programming noise and
+one year of drift in every training forward pass).
 """
 
 from __future__ import annotations
@@ -25,6 +29,17 @@ TIMES = ["1s", "1d", "1y"]
 SETTINGS = {"no_injection": {"inference.modifier.type": "none"}, "injection": {}}
 
 
+def _override(item: str) -> tuple[str, object]:
+    """KEY=VALUE -> (KEY, VALUE as a number where it reads as one)."""
+    key, sep, value = item.partition("=")
+    if not sep:
+        raise SystemExit(f"--injection: {item!r} is not KEY=VALUE")
+    try:
+        return key, float(value)
+    except ValueError:
+        return key, value
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="runs/inference_hwa")
@@ -36,6 +51,9 @@ def main() -> None:
     p.add_argument(
         "--std-dev", type=float, default=None, help="the injection's modifier.std_dev (default: the config's)"
     )
+    p.add_argument(
+        "--injection", nargs="+", default=None, metavar="KEY=VALUE", help="the injection setting's overrides"
+    )
     a = p.parse_args()
     base = read_toml(CONFIG)
     common = {"epochs": a.epochs} if a.epochs else {}
@@ -44,6 +62,8 @@ def main() -> None:
     settings = dict(SETTINGS)
     if a.std_dev is not None:
         settings["injection"] = {"inference.modifier.std_dev": a.std_dev}
+    if a.injection:
+        settings["injection"] = dict(_override(item) for item in a.injection)
     acc: dict[str, dict[str, list[float]]] = {}
     for setting, overrides in settings.items():
         for seed in range(a.seeds):
