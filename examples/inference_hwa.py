@@ -88,8 +88,10 @@ def main() -> None:
     sem = std / len(gains) ** 0.5
     spread = max(100 * statistics.stdev(acc[s]["1y"]) for s in acc)
     print(f"\npaired gain at 1 y per seed: {', '.join(f'{g:+.2f}' for g in gains)} points")
-    print(f"mean {mean:+.2f}, std {std:.2f}, standard error {sem:.2f} (mean / s.e. = {mean / sem:.1f}); "
-          f"largest seed std of a setting {spread:.2f} points")
+    print(
+        f"mean {mean:+.2f}, std {std:.2f}, standard error {sem:.2f} (mean / s.e. = {mean / sem:.1f}); "
+        f"largest seed std of a setting {spread:.2f} points"
+    )
 
 
 if __name__ == "__main__":
