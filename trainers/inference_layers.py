@@ -13,8 +13,6 @@ Backward: grad_x = read_backward(W_k^T, d), grad_W = d^T x (digital, the optimiz
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -46,6 +44,16 @@ def split_sizes(size: int, most: int) -> list[int]:
 def _slices(sizes: list[int]) -> list[slice]:
     starts = [sum(sizes[:i]) for i in range(len(sizes))]
     return [slice(a, a + n) for a, n in zip(starts, sizes)]
+
+
+def _times(y: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    """y * s, in place (y is a fresh read) where no gradient is recorded: the same float32 products."""
+    return y * s if torch.is_grad_enabled() and (y.requires_grad or s.requires_grad) else y.mul_(s)
+
+
+def _plus(y: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """y + b, in place (y is a fresh read or sum) where no gradient is recorded: the same float32 sums."""
+    return y + b if torch.is_grad_enabled() and (y.requires_grad or b.requires_grad) else y.add_(b)
 
 
 class GridTile:
@@ -126,7 +134,7 @@ class InferenceLayer(nn.Module):
         cfg = self.tile_config
         x = x2d[:, tile.cols]
         if tile.read is not None and not self.training:
-            return _PeripheryMatmul.apply(x, tile.read, cfg, tile) * tile.alpha
+            return _times(_PeripheryMatmul.apply(x, tile.read, cfg, tile), tile.alpha)
         if self.training:
             clip_(self.weight.data[tile.rows, tile.cols], cfg.clip)
         w = self.weight[tile.rows, tile.cols]
@@ -143,10 +151,10 @@ class InferenceLayer(nn.Module):
             parts: dict[int, torch.Tensor] = {}
             for tile in self.tiles:
                 part = self._tile_read(tile, x2d)
-                parts[tile.rows.start] = parts[tile.rows.start] + part if tile.rows.start in parts else part
+                parts[tile.rows.start] = _plus(parts[tile.rows.start], part) if tile.rows.start in parts else part
             y = torch.cat([parts[k] for k in sorted(parts)], dim=1)
-        y = y * self.out_scale
-        return y + self.bias if self.bias is not None else y
+        y = _times(y, self.out_scale)
+        return _plus(y, self.bias) if self.bias is not None else y
 
     def digital_weight(self) -> torch.Tensor:
         """The layer's weight in the units of its digital counterpart: s * W (no noise)."""
@@ -209,14 +217,30 @@ class InferenceConv2d(InferenceLayer):
         x = x.unsqueeze(0) if unbatched else x
         if x.dim() != 4 or x.shape[1] != self.in_channels:
             raise ValueError(f"InferenceConv2d: expects (B, {self.in_channels}, H, W) input, got {tuple(x.shape)}")
-        cols = F.unfold(x.to(torch.float32), self.kernel_size, self.dilation, self.padding, self.stride)
-        h, w = (
-            math.floor((size + 2 * p - d * (k - 1) - 1) / s + 1)
-            for size, k, s, p, d in zip(x.shape[2:], self.kernel_size, self.stride, self.padding, self.dilation)
-        )
-        y = self._matmul(cols.transpose(1, 2).reshape(-1, self.in_features))
+        rows, h, w = self._patches(x.to(torch.float32))
+        y = self._matmul(rows)
+        # (B h w, out) viewed as (B, out, h, w): channels-last strides, no copy
         y = y.reshape(len(x), h * w, self.out_features).transpose(1, 2).reshape(len(x), self.out_features, h, w)
         return y[0] if unbatched else y
+
+    def _patches(self, x: torch.Tensor) -> tuple[torch.Tensor, int, int]:
+        """The input patches as rows (B h w, C kh kw), F.unfold's values in its feature order; and h, w. Without
+        a gradient to x they are gathered by one strided copy from a view of x (no (B, C kh kw, h w)
+        intermediate to transpose); with one by F.unfold, whose backward (fold) sums overlapping patches in
+        the order that training results rest on."""
+        (kh, kw), (sh, sw), (ph, pw), (dh, dw) = self.kernel_size, self.stride, self.padding, self.dilation
+        if torch.is_grad_enabled() and x.requires_grad:
+            cols = F.unfold(x, self.kernel_size, self.dilation, self.padding, self.stride)
+            h, w = (
+                (size + 2 * p - d * (k - 1) - 1) // s + 1
+                for size, k, s, p, d in zip(x.shape[2:], self.kernel_size, self.stride, self.padding, self.dilation)
+            )
+            return cols.transpose(1, 2).reshape(-1, self.in_features), h, w
+        if ph or pw:
+            x = F.pad(x, (pw, pw, ph, ph))
+        v = x.unfold(2, dh * (kh - 1) + 1, sh).unfold(3, dw * (kw - 1) + 1, sw)[..., ::dh, ::dw]
+        h, w = v.shape[2], v.shape[3]
+        return v.permute(0, 2, 3, 1, 4, 5).reshape(-1, self.in_features), h, w
 
     def to_digital(self) -> nn.Conv2d:
         """The equivalent nn.Conv2d (s * W, the bias)."""

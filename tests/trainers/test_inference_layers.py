@@ -28,6 +28,24 @@ def test_exact_tiles_equal_the_digital_model():
     torch.testing.assert_close(trainers.to_digital(model)(x), ref, rtol=1e-5, atol=1e-5)
 
 
+def test_conv_patches_without_gradient_equal_unfold_and_torch_conv():
+    """Without a gradient the patches are a strided gather, with one F.unfold: the same reads, bit for bit,
+    and torch's convolution (padding, stride, dilation, a 3 x 5 kernel, inputs split over tiles)."""
+    torch.manual_seed(0)
+    conv = nn.Conv2d(3, 6, (3, 5), stride=(2, 1), padding=(1, 2), dilation=(1, 2))
+    x = torch.randn(2, 3, 11, 13)
+    ref = conv(x).detach()
+    layer = trainers.convert(nn.Sequential(conv), InferenceTileConfig(**EXACT, mapping=dict(max_input_size=20)))[0]
+    with torch.no_grad():
+        gathered = layer(x)
+    unfolded = layer(x.clone().requires_grad_()).detach()
+    assert len(layer.tiles) == 3
+    assert torch.equal(gathered, unfolded)
+    torch.testing.assert_close(gathered, ref, rtol=1e-5, atol=1e-5)
+    with torch.no_grad():
+        torch.testing.assert_close(layer(x[0]), ref[0], rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("columnwise", [False, True])
 def test_weight_scaling_maps_the_abs_max_to_omega(columnwise):
     model = _model()
