@@ -173,6 +173,12 @@ def _key_rows(num: dict, wmap: WeightMap | None, fit: dict | None = None) -> lis
             "units of the range (0: linear)",
         ],
         [
+            "NeuroSim A / P_max (LTP, LTD)",
+            f"{_g(num['crossing']['A_over_Pmax_LTP'], '.3g')}, {_g(num['crossing']['A_over_Pmax_LTD'], '.3g')}",
+            "A of G = B (1 - e^(-P/A)) + G_min fitted to the same normalised curves, over their pulse count "
+            "(small: saturating; 1000: linear)",
+        ],
+        [
             "symmetric point (w)",
             num["symmetric_point"],
             f"elements mean {_fmt(sp['symmetric_point']['mean'])}, std {_fmt(sp['symmetric_point']['std'])}",

@@ -14,6 +14,7 @@ import math
 import warnings
 
 import numpy as np
+from scipy.optimize import minimize_scalar
 
 from aimc.calibration.protocols import measure_cycles
 from aimc.devices import ConductanceArray, DeviceConfig
@@ -38,12 +39,27 @@ def implicit_penalty(w: np.ndarray, g_over_f: np.ndarray, w_sym: float) -> np.nd
     return cum - np.interp(w_sym, w, cum)
 
 
+def neurosim_a(x: np.ndarray, y: np.ndarray) -> float:
+    """NeuroSim's normalised non-linearity A / P_max of a normalised curve y(x) (x = P / P_max and y from 0 to
+    1): the r of the least-squares fit of y = (1 - e^(-x/r)) / (1 - e^(-1/r)), the curve of G(P) = B (1 -
+    e^(-P/A)) + G_min with B = (G_max - G_min) / (1 - e^(-P_max/A)) (DNN+NeuroSim), searched over 1e-3 <=
+    r <= 1e3 in log r; 1e3 stands for a straight line."""
+
+    def sse(log_r: float) -> float:
+        r = math.exp(log_r)
+        return float(np.sum((y - np.expm1(-x / r) / math.expm1(-1.0 / r)) ** 2))
+
+    res = minimize_scalar(sse, bounds=(math.log(1e-3), math.log(1e3)), method="bounded", options={"xatol": 1e-8})
+    return float(math.exp(res.x))
+
+
 def crossing(device: DeviceConfig, n_grid: int = 4001) -> dict:
     """Pulses the mean step needs to cross the range, and the non-linearity of the potentiation (LTP) and
     depression (LTD) curves, in the continuum limit: P(w) = integral of dw / step(w) from the starting bound
     to within dw_min / 2 of the other (a soft bound is approached only asymptotically). NL is the largest
     distance of the normalised curve (w - start) / range against P / P_total from the straight line, a
-    fraction of the range (0: a constant step)."""
+    fraction of the range (0: a constant step); A_over_Pmax is NeuroSim's A / P_max of the same curve
+    normalised to end at 1 (`neurosim_a`)."""
     lo, hi = device.bounds
     half = 0.5 * device.dw_min
     out = {}
@@ -53,7 +69,9 @@ def crossing(device: DeviceConfig, n_grid: int = 4001) -> dict:
         p = np.concatenate([[0.0], np.cumsum(0.5 * (1 / step[1:] + 1 / step[:-1]) * np.abs(np.diff(w)))])
         frac = np.abs(w - a) / (hi - lo)
         out[f"pulses_{name}"] = float(p[-1])
-        out[f"NL_{'LTP' if name == 'up' else 'LTD'}"] = float(np.max(np.abs(frac - p / p[-1] * frac[-1])))
+        label = "LTP" if name == "up" else "LTD"
+        out[f"NL_{label}"] = float(np.max(np.abs(frac - p / p[-1] * frac[-1])))
+        out[f"A_over_Pmax_{label}"] = neurosim_a(p / p[-1], frac / frac[-1])
     return out
 
 
