@@ -131,6 +131,23 @@ def _extrapolated(fit: dict | None) -> str:
     return f" (from an extrapolated bound: {', '.join(names)})" if names else ""
 
 
+def _measured_rows(num: dict) -> list[list]:
+    """NL and NeuroSim's A / P_max of the fitted curves between the ends of the measured range (LTP, LTD),
+    where the numbers come from a fit."""
+    c = num.get("crossing_measured")
+    if c is None:
+        return []
+    note = "the fitted curves between the ends of the measured range, as the measured LTP/LTD pair runs"
+    return [
+        ["NL over the measured range (LTP, LTD)", f"{_g(c['NL_LTP'], '.3g')}, {_g(c['NL_LTD'], '.3g')}", note],
+        [
+            "NeuroSim A / P_max over the measured range (LTP, LTD)",
+            f"{_g(c['A_over_Pmax_LTP'], '.3g')}, {_g(c['A_over_Pmax_LTD'], '.3g')}",
+            f"{note}; P_max: {_g(c['pulses_up'], '.4g')}, {_g(c['pulses_down'], '.4g')} pulses",
+        ],
+    ]
+
+
 def _key_rows(num: dict, wmap: WeightMap | None, fit: dict | None = None) -> list[list]:
     """The key numbers of a device; beside those that rest on a bound the fit extrapolated, the flag."""
     sp = num["spread"]
@@ -172,6 +189,13 @@ def _key_rows(num: dict, wmap: WeightMap | None, fit: dict | None = None) -> lis
             "largest distance of the normalised potentiation (depression) curve from a straight line, in "
             "units of the range (0: linear)",
         ],
+        [
+            "NeuroSim A / P_max (LTP, LTD)",
+            f"{_g(num['crossing']['A_over_Pmax_LTP'], '.3g')}, {_g(num['crossing']['A_over_Pmax_LTD'], '.3g')}",
+            "A of G = B (1 - e^(-P/A)) + G_min fitted to the same normalised curves, over their pulse count "
+            "(small: saturating; 1000: linear)",
+        ],
+        *_measured_rows(num),
         [
             "symmetric point (w)",
             num["symmetric_point"],
@@ -405,7 +429,8 @@ def _write_report(specs: list, out: Path, n_elements: int, seed: int, title: str
         )
 
     for s in tqdm(subjects, desc="report", unit="device", disable=not progress, file=sys.stderr):
-        num = device_numbers(s.device, n_elements=n_elements, seed=seed)
+        measured = (s.fit or {}).get("data", {}).get("bounds_plateau")
+        num = device_numbers(s.device, n_elements=n_elements, seed=seed, measured=measured)
         slug = _slug(s.name)
         nums.append((s.name, num))
         numbers[s.name] = {"numbers": num, "weight_map": s.weight_map.as_dict() if s.weight_map else None, "fit": s.fit}

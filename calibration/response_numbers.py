@@ -14,6 +14,7 @@ import math
 import warnings
 
 import numpy as np
+from scipy.optimize import minimize_scalar
 
 from aimc.calibration.protocols import measure_cycles
 from aimc.devices import ConductanceArray, DeviceConfig
@@ -38,22 +39,44 @@ def implicit_penalty(w: np.ndarray, g_over_f: np.ndarray, w_sym: float) -> np.nd
     return cum - np.interp(w_sym, w, cum)
 
 
-def crossing(device: DeviceConfig, n_grid: int = 4001) -> dict:
+def neurosim_a(x: np.ndarray, y: np.ndarray) -> float:
+    """NeuroSim's normalised non-linearity A / P_max of a normalised curve y(x) (x = P / P_max and y from 0 to
+    1): the r of the least-squares fit of y = (1 - e^(-x/r)) / (1 - e^(-1/r)), the curve of G(P) = B (1 -
+    e^(-P/A)) + G_min with B = (G_max - G_min) / (1 - e^(-P_max/A)) (DNN+NeuroSim), searched over 1e-3 <=
+    r <= 1e3 in log r; 1e3 stands for a straight line."""
+
+    def sse(log_r: float) -> float:
+        r = math.exp(log_r)
+        return float(np.sum((y - np.expm1(-x / r) / math.expm1(-1.0 / r)) ** 2))
+
+    res = minimize_scalar(sse, bounds=(math.log(1e-3), math.log(1e3)), method="bounded", options={"xatol": 1e-8})
+    return float(math.exp(res.x))
+
+
+def crossing(device: DeviceConfig, n_grid: int = 4001, measured: tuple[float, float] | None = None) -> dict:
     """Pulses the mean step needs to cross the range, and the non-linearity of the potentiation (LTP) and
     depression (LTD) curves, in the continuum limit: P(w) = integral of dw / step(w) from the starting bound
     to within dw_min / 2 of the other (a soft bound is approached only asymptotically). NL is the largest
     distance of the normalised curve (w - start) / range against P / P_total from the straight line, a
-    fraction of the range (0: a constant step)."""
-    lo, hi = device.bounds
+    fraction of the range (0: a constant step); A_over_Pmax is NeuroSim's A / P_max of the same curve
+    normalised to end at 1 (`neurosim_a`). measured: the weight range (lo, hi) the reads cover; the curves then
+    run between its ends where those lie inside the bounds, as a measured LTP/LTD pair does."""
+    b_lo, b_hi = device.bounds
     half = 0.5 * device.dw_min
+    lo, hi = (b_lo, b_hi) if measured is None else (max(b_lo, measured[0]), min(b_hi, measured[1]))
+    if not lo < hi:
+        raise ValueError(f"measured range {measured} does not overlap the bounds ({b_lo}, {b_hi})")
     out = {}
-    for name, q, a, b in (("up", device.q_plus, lo, hi - half), ("down", device.q_minus, hi, lo + half)):
+    ends = (("up", device.q_plus, lo, min(hi, b_hi - half)), ("down", device.q_minus, hi, max(lo, b_lo + half)))
+    for name, q, a, b in ends:
         w = np.linspace(a, b, n_grid)
         step = np.maximum(q(w) * device.dw_min, 1e-12 * device.dw_min)
         p = np.concatenate([[0.0], np.cumsum(0.5 * (1 / step[1:] + 1 / step[:-1]) * np.abs(np.diff(w)))])
         frac = np.abs(w - a) / (hi - lo)
         out[f"pulses_{name}"] = float(p[-1])
-        out[f"NL_{'LTP' if name == 'up' else 'LTD'}"] = float(np.max(np.abs(frac - p / p[-1] * frac[-1])))
+        label = "LTP" if name == "up" else "LTD"
+        out[f"NL_{label}"] = float(np.max(np.abs(frac - p / p[-1] * frac[-1])))
+        out[f"A_over_Pmax_{label}"] = neurosim_a(p / p[-1], frac / frac[-1])
     return out
 
 
@@ -63,9 +86,15 @@ def _zero(v: float, scale: float) -> float:
 
 
 def device_numbers(
-    device: DeviceConfig, n_elements: int = 64, seed: int = 0, n_grid: int = 201, max_pulses: int = 2000
+    device: DeviceConfig,
+    n_elements: int = 64,
+    seed: int = 0,
+    n_grid: int = 201,
+    max_pulses: int = 2000,
+    measured: tuple[float, float] | None = None,
 ) -> dict:
-    """The report numbers of one device (weight units), with the curves behind them.
+    """The report numbers of one device (weight units), with the curves behind them; measured: the weight
+    range a fit's reads cover, which adds "crossing_measured" (`crossing` between its ends).
 
     n_elements elements drawn with the device's spread give the bands (5th to 95th percentile); the traces
     are n_cycles = 2 cycles of min(1.5 n_states, max_pulses) up then down pulses from the low state, read
@@ -110,7 +139,9 @@ def device_numbers(
         device, n_pulses=n_pulses, n_cycles=2, n_devices=n_elements, seed=seed, g_mid=0.0, g_scale=1.0, unit="a.u."
     )
     reads = tr.conductance.reshape(n_elements, -1)
+    extra = {} if measured is None else {"crossing_measured": crossing(device, measured=measured)}
     return {
+        **extra,
         "kind": device.kind,
         "device": device.model_dump(mode="json"),
         "bounds": [lo, hi],
