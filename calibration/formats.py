@@ -72,6 +72,7 @@ def _pulse(cell: str, where: str, column: int) -> int:
 def read_runs(paths: list[str | os.PathLike]) -> TraceSet:
     """Potentiation / depression runs, one two-column file each (module docstring)."""
     by_device: dict[str, list[tuple[int, int, float, int, int]]] = {}
+    direction: dict[str, int] = {}  # each device's direction of its last run
     unit = None
     for n_file, path in enumerate(map(Path, paths)):
         meta, rows = _rows(path)
@@ -101,7 +102,8 @@ def read_runs(paths: list[str | os.PathLike]) -> TraceSet:
         dev = by_device.setdefault(label, [])
         offset = dev[-1][0] + 2 if dev else 0  # a gap after the previous run: no increment across runs
         start = reads[0][0]
-        first = 0 if dev and dev[-1][1] == sign else sign  # a same-direction pair across runs would join them
+        first = 0 if direction.get(label) == sign else sign  # a same-direction pair across runs would join them
+        direction[label] = sign
         dev += [(offset + p - start, sign if j else first, g, ln, n_file) for j, (p, g, ln) in enumerate(reads)]
     rows = [(d, *r) for d, runs in enumerate(by_device.values()) for r in runs]
     fields = [("d", np.int64), ("p", np.int64), ("s", np.int8), ("g", float), ("n", np.int64), ("f", np.int64)]

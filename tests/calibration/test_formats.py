@@ -107,3 +107,12 @@ def test_cli_format_runs(tmp_path):
     bad = tmp_path / "bad_up.csv"
     bad.write_text("pulse,conductance [uS]\n0,1.0\n1,abc\n")
     assert main(["fit", str(bad), "--format", "runs", "--out", str(tmp_path / "x"), "--quiet"]) == 2
+
+
+def test_every_run_after_one_of_its_direction_starts_unpulsed(tmp_path):
+    paths = []
+    for k in range(3):  # three one-read runs up: no read follows a known pulse
+        paths.append(tmp_path / f"D1_{k}.csv")
+        paths[-1].write_text("# polarity: +1\npulse,conductance [uS]\n0,1.0\n")
+    t = read_runs(paths)
+    assert t.polarity.tolist() == [1, 0, 0] and t.pulse.tolist() == [0, 2, 4]
