@@ -65,6 +65,8 @@ from aimc.devices.presets import PRESETS, Preset, expand_preset_table, get_prese
 from aimc.devices.response import DEVICE_KINDS, DEVICE_TAGS, DeviceConfig, device_schema, parse_device  # noqa: E402
 from aimc.devices.rng import Stream  # noqa: E402
 from aimc.devices.tile import AnalogTile  # noqa: E402
+from aimc.devices.unit_cell_array import UnitCellArray  # noqa: E402
+from aimc.devices.unit_cells import ReferenceUnitCell, VectorUnitCell  # noqa: E402
 from aimc.devices.update import UpdateConfig  # noqa: E402
 
 CACHED_MODULES = (
@@ -122,10 +124,13 @@ __all__ = [
     "PowStep",
     "PowStepReference",
     "Power",
+    "ReferenceUnitCell",
     "SoftBounds",
     "SoftBoundsReference",
     "Tabulated",
+    "UnitCellArray",
     "UpdateConfig",
+    "VectorUnitCell",
     "analog_mvm",
     "Preset",
     "Stream",
