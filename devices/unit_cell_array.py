@@ -148,7 +148,10 @@ class UnitCellArray:
         self.counter += 1
         if self.device.update_policy == "ALL":
             for a in self.parts:
-                self._shared_update(a, x, d, settings) if pulsed else update_array(a.handle(), x, d, settings, False)
+                if pulsed:
+                    self._shared_update(a, x, d, settings)
+                else:
+                    update_array(a.handle(), x, d, settings, False)
         else:
             which = self._devices_of(x.shape[0])
             for k, a in enumerate(self.parts):
