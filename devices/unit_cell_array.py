@@ -92,6 +92,12 @@ class UnitCellArray:
             a.set_weights(weights if keep else np.zeros_like(weights))
         self._reduce()
 
+    def set_device_weights(self, k: int, weights: np.ndarray) -> None:
+        """Write device k's w_k alone (clipped to its bounds), e.g. a reference cell's reference device (aihwkit's
+        set_hidden_update_index(1) before set_weights); a tile holding this array needs `invalidate()` after."""
+        self.parts[k].set_weights(np.asarray(weights, np.float32))
+        self._reduce()
+
     def post_update_step(self) -> bool:
         """The devices' once-per-step effects (diffusion, decay); whether any was applied."""
         done = [a.post_update_step() for a in self.parts]
