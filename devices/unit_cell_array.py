@@ -26,6 +26,7 @@ from aimc.devices.update import UpdateConfig
 
 POLICY_DRAWS = 0x7C1  # a SINGLE_RANDOM cell's device choices
 SHARED_TRAINS = 0x7C2  # the pulse trains an ALL cell's devices share
+WRITE_NOISE_KEYS = 1 << 40  # counters of an ALL cell's write-noise redraws start here
 
 
 class UnitCellArray:
@@ -153,9 +154,9 @@ class UnitCellArray:
         before = self.pulses
         self.counter += 1
         if self.device.update_policy == "ALL":
-            for a in self.parts:
+            for k, a in enumerate(self.parts):
                 if pulsed:
-                    self._shared_update(a, x, d, settings)
+                    self._shared_update(k, x, d, settings)
                 else:
                     update_array(a.handle(), x, d, settings, False)
         else:
@@ -169,14 +170,15 @@ class UnitCellArray:
         self._reduce()
         return self.pulses - before
 
-    def _shared_update(self, a: ConductanceArray, x, d, settings) -> None:
-        """The pulsed update of device `a` with the trains of the cell's seed and call counter (shared by
-        every device of an ALL cell); its write noise keyed by a counter of its own."""
+    def _shared_update(self, k: int, x, d, settings) -> None:
+        """The pulsed update of device k with the trains of the cell's seed and call counter (shared by every
+        device of an ALL cell); its write-noise redraw keyed by WRITE_NOISE_KEYS + its own counter * n + k, a
+        stream of its own (the cell's counters stay far below WRITE_NOISE_KEYS)."""
+        a = self.parts[k]
         w, app, _, wn, params, _, _, _ = a.handle()
-        wn_counter = a.next_counter() if wn.shape[0] > 0 else 0
-        a.add_pulses(
-            pulsed_update_kernel(w, x, d, settings, params, self.train_seed, self.counter, app, wn, wn_counter)
-        )
+        wn_counter = WRITE_NOISE_KEYS + a.next_counter() * len(self.parts) + k if wn.shape[0] > 0 else 0
+        n = pulsed_update_kernel(w, x, d, settings, params, self.train_seed, self.counter, app, wn, wn_counter)
+        a.add_pulses(n)
 
     # -- state --------------------------------------------------------------------------------------------
     def state_dict(self) -> dict:

@@ -69,6 +69,17 @@ def test_all_policy_moves_every_device_and_reads_the_mean():
         assert tile.forward_weight()[0, 0] == (w0 + w1) / 2
 
 
+def test_all_policy_shares_trains_but_not_write_noise():
+    """ALL on two equal devices with write noise: the same pulses reach both (equal hidden weights), their
+    apparent weights are redrawn independently."""
+    noisy = ConstantStep(dw_min=1 / 16, w_max=1.0, w_min=-1.0, write_noise_std=2.0, **NO_SPREAD)
+    tile = AnalogTile(4, 3, VectorUnitCell(devices=[noisy, noisy]), update=BL)
+    tile.update(np.ones((2, 3), np.float32), -np.ones((2, 4), np.float32), 0.125)
+    a, b = tile.arrays[0].parts
+    np.testing.assert_array_equal(a.hidden, b.hidden)
+    assert np.all(a.hidden > 0) and not np.any(a.w == b.w)
+
+
 def test_gamma_vec_weights_the_devices():
     """W = sum_k gamma_k w_k, and set_weights writes W into each device (so W reads back as 2.3 W here)."""
     cell = VectorUnitCell(devices=TWO, gamma_vec=[0.3, 2.0])
