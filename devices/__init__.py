@@ -61,10 +61,19 @@ from aimc.devices.jit_cache import flush_stale  # noqa: E402
 from aimc.devices.one_sided import OneSided  # noqa: E402
 from aimc.devices.one_sided_array import OneSidedArray  # noqa: E402
 from aimc.devices.periphery import PeripheryConfig, analog_mvm  # noqa: E402
-from aimc.devices.presets import PRESETS, Preset, expand_preset_table, get_preset, load_device  # noqa: E402
+from aimc.devices.presets import (  # noqa: E402
+    PRESETS,
+    UNIT_CELL_PRESETS,
+    Preset,
+    expand_preset_table,
+    get_preset,
+    load_device,
+)
 from aimc.devices.response import DEVICE_KINDS, DEVICE_TAGS, DeviceConfig, device_schema, parse_device  # noqa: E402
 from aimc.devices.rng import Stream  # noqa: E402
 from aimc.devices.tile import AnalogTile  # noqa: E402
+from aimc.devices.unit_cell_array import UnitCellArray  # noqa: E402
+from aimc.devices.unit_cells import ReferenceUnitCell, VectorUnitCell  # noqa: E402
 from aimc.devices.update import UpdateConfig  # noqa: E402
 
 CACHED_MODULES = (
@@ -122,10 +131,14 @@ __all__ = [
     "PowStep",
     "PowStepReference",
     "Power",
+    "ReferenceUnitCell",
     "SoftBounds",
     "SoftBoundsReference",
     "Tabulated",
+    "UNIT_CELL_PRESETS",
+    "UnitCellArray",
     "UpdateConfig",
+    "VectorUnitCell",
     "analog_mvm",
     "Preset",
     "Stream",

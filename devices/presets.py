@@ -23,6 +23,7 @@ from aimc.devices.families.soft_bounds_reference import SoftBoundsReference
 from aimc.devices.one_sided import OneSided
 from aimc.devices.periphery import PeripheryConfig
 from aimc.devices.response import DeviceConfig, parse_device
+from aimc.devices.unit_cells import VectorUnitCell
 from aimc.devices.update import UpdateConfig
 
 
@@ -362,12 +363,34 @@ PRESETS["aihwkit_pcm"] = Preset(
 )
 
 
+# aihwkit 1.1.0's ReRamES2Preset ... Idealized4Preset: 2 or 4 devices of one aihwkit device preset per cross point
+# (VectorUnitCell), one device drawn at random per update cycle (SINGLE_RANDOM), W their mean. A table of their own:
+# PRESETS holds the single devices and the one-sided cell (the presets every fingerprint of scripts/fingerprints.py
+# covers); get_preset and load_device resolve both.
+UNIT_CELL_PRESETS: dict[str, Preset] = {}
+for _name, _ak in (
+    ("reram_es", "ReRamES"),
+    ("reram_sb", "ReRamSB"),
+    ("capacitor", "Capacitor"),
+    ("ecram", "EcRam"),
+    ("ecram_mo", "EcRamMO"),
+    ("idealized", "Idealized"),
+):
+    for _n in (2, 4):
+        UNIT_CELL_PRESETS[f"aihwkit_{_name}_{_n}"] = Preset(
+            VectorUnitCell(devices=[PRESETS[f"aihwkit_{_name}"].device] * _n, update_policy="SINGLE_RANDOM"),
+            f"{_n} devices of aihwkit_{_name} per cross point, one updated per cycle at random, W their mean",
+            _AIHWKIT + f"{_ak}{_n}Preset (VectorUnitCell of {_n} {_ak}PresetDevice, SINGLE_RANDOM)",
+        )
+
+
 def get_preset(name: str) -> DeviceConfig:
     """The device config of preset `name`."""
+    known = {**PRESETS, **UNIT_CELL_PRESETS}
     try:
-        return PRESETS[name].device
+        return known[name].device
     except KeyError:
-        raise ConfigError(f"unknown device preset {name!r}; known: {', '.join(PRESETS)}") from None
+        raise ConfigError(f"unknown device preset {name!r}; known: {', '.join(known)}") from None
 
 
 def expand_preset_table(table: dict) -> dict:
@@ -392,12 +415,12 @@ def load_device(spec: str | dict | DeviceConfig) -> DeviceConfig:
     import tomllib
     from pathlib import Path
 
-    if isinstance(spec, (DeviceBase, OneSided)):
+    if isinstance(spec, (DeviceBase, OneSided, VectorUnitCell)):
         return spec
     if isinstance(spec, dict):
         return parse_device(expand_preset_table(spec))
-    if spec in PRESETS:
-        return PRESETS[spec].device
+    if spec in PRESETS or spec in UNIT_CELL_PRESETS:
+        return get_preset(spec)
     path = Path(spec)
     if path.suffix.lower() in (".json", ".toml"):
         if not path.is_file():

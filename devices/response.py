@@ -3,8 +3,8 @@
 The families (devices.families, one module per step law): R1's paper families (`ideal`, `linear`, `power`,
 `exponential`), aihwkit 1.1.0's pulsed families (`ConstantStep`, `LinearStep`, `SoftBounds`, `ExpStep`,
 `PowStep`, `PiecewiseStep`) and reference devices (`SoftBoundsReference`, `PowStepReference`), a measured
-response on a grid (`tabulated`) and aihwkit's one-sided unit cell of two such devices (devices.one_sided:
-`OneSided`).
+response on a grid (`tabulated`), aihwkit's one-sided unit cell of two such devices (devices.one_sided:
+`OneSided`) and its unit cells of several devices (devices.unit_cells: `VectorUnitCell`, `ReferenceUnitCell`).
 aihwkit's families carry its write noise, decay, diffusion, reset, corrupt devices (devices.effects) and
 drift of an idle array (devices.drift).
 """
@@ -25,6 +25,7 @@ from aimc.devices.families.power import Power, PowStep, PowStepReference
 from aimc.devices.families.soft_bounds_reference import SoftBoundsReference
 from aimc.devices.families.table import PiecewiseStep, Tabulated
 from aimc.devices.one_sided import OneSided
+from aimc.devices.unit_cells import ReferenceUnitCell, VectorUnitCell
 
 DEVICE_CLASSES = (
     Ideal,
@@ -41,6 +42,8 @@ DEVICE_CLASSES = (
     PowStepReference,
     Tabulated,
     OneSided,
+    VectorUnitCell,
+    ReferenceUnitCell,
 )
 """Every device config class, one per `kind`."""
 DeviceConfig = Annotated[Union[DEVICE_CLASSES], Field(discriminator="kind")]
@@ -60,7 +63,7 @@ DEVICE_KINDS = (
     "tabulated",
 )
 """The response families of one element (a OneSided cell holds two elements of one of them)."""
-DEVICE_TAGS = (*DEVICE_KINDS, "OneSided")
+DEVICE_TAGS = (*DEVICE_KINDS, "OneSided", "VectorUnitCell", "ReferenceUnitCell")
 """Every `kind` of the device union, left out of error paths (`tile.device.tau`, not `tile.device.power.tau`)."""
 _ADAPTER = TypeAdapter(DeviceConfig)
 _FAMILIES = {cls.model_fields["kind"].default: cls for cls in DEVICE_CLASSES}

@@ -27,6 +27,8 @@ from aimc.devices.one_sided_array import OneSidedArray
 from aimc.devices.periphery import PeripheryConfig, analog_mvm
 from aimc.devices.response import DeviceConfig
 from aimc.devices.threshold import threshold_counts, threshold_counts_cols
+from aimc.devices.unit_cell_array import UnitCellArray
+from aimc.devices.unit_cells import VectorUnitCell
 from aimc.devices.update import UpdateConfig
 
 
@@ -94,7 +96,13 @@ class AnalogTile:
         arrays = self.arrays[: len(gains)]
         for n in range(len(arrays), len(gains)):
             device = self.array_devices[n] if n < len(self.array_devices) else self.device
-            make = OneSidedArray if isinstance(device, OneSided) else ConductanceArray
+            make = (
+                OneSidedArray
+                if isinstance(device, OneSided)
+                else UnitCellArray
+                if isinstance(device, VectorUnitCell)
+                else ConductanceArray
+            )
             arrays.append(make(self.out_size, self.in_size, device, seed=seeds.array_seed(self.seed, n)))
         self.arrays = arrays
         self.gains = np.asarray(gains, dtype=np.float32)
