@@ -19,7 +19,7 @@ def _fmt(v: float) -> str:
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:
-    from aimc.devices.presets import PRESETS
+    from aimc.devices.presets import PRESETS, UNIT_CELL_PRESETS
 
     rows = [("name", "family", "states", "dw_min", "w_min", "w_max", "w_sym", "description")]
     for name, p in PRESETS.items():
@@ -40,9 +40,13 @@ def _cmd_devices(args: argparse.Namespace) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+    print("\nunit cells of several devices (VectorUnitCell):")
+    width = max(map(len, UNIT_CELL_PRESETS))
+    for name, p in UNIT_CELL_PRESETS.items():
+        print(f"{name.ljust(width)}  {p.description}")
     if args.sources:
         print()
-        for name, p in PRESETS.items():
+        for name, p in {**PRESETS, **UNIT_CELL_PRESETS}.items():
             print(f"{name}:\n{p.sources()}")
     return 0
 

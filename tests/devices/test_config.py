@@ -12,7 +12,16 @@ import pytest
 from conftest import FAMILY_CONFIGS
 
 from aimc.common.errors import ConfigError
-from aimc.devices import DEVICE_KINDS, PRESETS, PeripheryConfig, UpdateConfig, device_schema, load_device, parse_device
+from aimc.devices import (
+    DEVICE_KINDS,
+    PRESETS,
+    UNIT_CELL_PRESETS,
+    PeripheryConfig,
+    UpdateConfig,
+    device_schema,
+    load_device,
+    parse_device,
+)
 
 # a value out of range (or of the wrong kind) for one field of each family
 BAD_VALUES = {
@@ -188,6 +197,9 @@ def test_cli_devices_lists_every_preset(tmp_path):
         row = next(line for line in lines if line.split()[:1] == [name])
         assert p.device.kind in row and f"{p.device.n_states:.0f}" in row.split()
         assert f"{name}:\n{p.sources()}" in out.stdout and p.source in p.sources()
+    for name, p in UNIT_CELL_PRESETS.items():
+        assert any(line.split()[:1] == [name] and p.description in line for line in lines)
+        assert f"{name}:\n{p.sources()}" in out.stdout
 
 
 def test_cli_version(tmp_path):
