@@ -12,7 +12,11 @@ from scipy import optimize, stats
 from aimc.calibration.families import Family
 from aimc.calibration.increment_kernels import noise_form, single_pulse_jacobian
 from aimc.calibration.pulse_data import PulseData
-from aimc.devices import DeviceConfig, Tabulated, parse_device
+from aimc.devices import DeviceConfig, Tabulated, limit_blas_threads, parse_device
+
+# scipy's own OpenBLAS, loaded by the import above, would run the least squares' SVDs on spinning threads (4-5x the
+# CPU time of one thread for the 9000 x 6 Jacobian of one device: docs/performance.md)
+limit_blas_threads()
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 MAX_NFEV = 60  # least-squares iterations per starting point

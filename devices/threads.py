@@ -24,19 +24,25 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController, threadpool_limits
 
 from aimc.common.errors import ConfigError
 
-_BLAS_LIMIT = None
+_BLAS_LIMITED: set[str] = set()  # file paths of the BLAS libraries the limit was applied to
 
 
 def limit_blas_threads() -> None:
-    """Apply the BLAS thread limit once per process (AIMC_BLAS_THREADS, default 1; 0 leaves BLAS alone)."""
-    global _BLAS_LIMIT
+    """Apply the BLAS thread limit (AIMC_BLAS_THREADS, default 1; 0 leaves BLAS alone) to each BLAS library
+    loaded since the last call, once per library: scipy loads an OpenBLAS of its own with its first import
+    (`calibration.family_fit` calls this after it), and a limit set by the user on a library seen before stays."""
     n = int(os.environ.get("AIMC_BLAS_THREADS", "1"))
-    if _BLAS_LIMIT is None and n > 0:
-        _BLAS_LIMIT = threadpool_limits(limits=n, user_api="blas")
+    if n <= 0:
+        return
+    found = ThreadpoolController().select(user_api="blas").lib_controllers
+    new = [lib.filepath for lib in found if lib.filepath not in _BLAS_LIMITED]
+    if new:
+        threadpool_limits(limits=dict.fromkeys(new, n))
+        _BLAS_LIMITED.update(new)
 
 
 def check_kernel_threads(n: int, field: str = "threads") -> None:
