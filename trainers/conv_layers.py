@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from aimc.trainers.config import TileConfig
-from aimc.trainers.layers import AnalogLayer
+from aimc.trainers.layers import AnalogLayer, refuse_unmappable
 
 
 class AnalogConv(AnalogLayer):
@@ -103,9 +103,7 @@ class AnalogConv(AnalogLayer):
 
     @classmethod
     def from_digital(cls, conv: nn.Module, cfg: TileConfig, seed: int = 0) -> AnalogConv:
-        why = cls.unsupported(conv)
-        if why is not None:
-            raise ValueError(f"{cls.__name__} cannot take {conv}: {why}")
+        refuse_unmappable(cls, conv)
         m = cls(
             conv.in_channels,
             conv.out_channels,
@@ -247,9 +245,7 @@ class AnalogConvTranspose(AnalogConv):
 
     @classmethod
     def from_digital(cls, conv: nn.Module, cfg: TileConfig, seed: int = 0) -> AnalogConvTranspose:
-        why = cls.unsupported(conv)
-        if why is not None:
-            raise ValueError(f"{cls.__name__} cannot take {conv}: {why}")
+        refuse_unmappable(cls, conv)
         m = cls(
             conv.in_channels,
             conv.out_channels,

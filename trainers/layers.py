@@ -475,3 +475,10 @@ class AnalogLinear(AnalogLayer):
 def analog_layers(model: nn.Module) -> list[AnalogLayer]:
     """The analog layers of a model, in module order (the order optimizer state refers to)."""
     return [m for m in model.modules() if isinstance(m, AnalogLayer)]
+
+
+def refuse_unmappable(layer_cls: type, module: nn.Module) -> None:
+    """Raise a ValueError naming `module` and the reason where `layer_cls.unsupported(module)` gives one."""
+    why = layer_cls.unsupported(module)
+    if why is not None:
+        raise ValueError(f"{layer_cls.__name__} cannot take {module}: {why}")

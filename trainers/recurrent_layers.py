@@ -17,7 +17,7 @@ from torch import nn
 
 from aimc.common import seeds
 from aimc.trainers.config import TileConfig
-from aimc.trainers.layers import AnalogLinear
+from aimc.trainers.layers import AnalogLinear, refuse_unmappable
 
 
 class AnalogRNNBase(nn.Module):
@@ -121,9 +121,7 @@ class AnalogRNNBase(nn.Module):
 
     @classmethod
     def from_digital(cls, rnn: nn.RNNBase, cfg: TileConfig, seed: int = 0) -> AnalogRNNBase:
-        why = cls.unsupported(rnn)
-        if why is not None:
-            raise ValueError(f"{cls.__name__} cannot take {rnn}: {why}")
+        refuse_unmappable(cls, rnn)
         m = cls(
             rnn.input_size,
             rnn.hidden_size,
