@@ -120,19 +120,25 @@ class AnalogRNNBase(nn.Module):
         return None
 
     @classmethod
+    def digital_options(cls, rnn: nn.RNNBase) -> dict:
+        """The constructor options of this kind that the torch module carries beyond the shared ones."""
+        return {}
+
+    @classmethod
     def from_digital(cls, rnn: nn.RNNBase, cfg: TileConfig, seed: int = 0) -> AnalogRNNBase:
         refuse_unmappable(cls, rnn)
         m = cls(
             rnn.input_size,
             rnn.hidden_size,
             rnn.num_layers,
-            rnn.bias,
-            rnn.batch_first,
-            rnn.dropout,
-            rnn.bidirectional,
-            cfg,
-            seed,
+            bias=rnn.bias,
+            batch_first=rnn.batch_first,
+            dropout=rnn.dropout,
+            bidirectional=rnn.bidirectional,
+            tile_config=cfg,
+            seed=seed,
             init=False,
+            **cls.digital_options(rnn),
         )
         m.set_weights(rnn)
         return m
@@ -219,22 +225,8 @@ class AnalogRNN(AnalogRNNBase):
         super().__init__(input_size, hidden_size, num_layers, *args, **kw)
 
     @classmethod
-    def from_digital(cls, rnn: nn.RNNBase, cfg: TileConfig, seed: int = 0) -> AnalogRNN:
-        m = cls(
-            rnn.input_size,
-            rnn.hidden_size,
-            rnn.num_layers,
-            rnn.nonlinearity,
-            rnn.bias,
-            rnn.batch_first,
-            rnn.dropout,
-            rnn.bidirectional,
-            cfg,
-            seed,
-            init=False,
-        )
-        m.set_weights(rnn)
-        return m
+    def digital_options(cls, rnn: nn.RNNBase) -> dict:
+        return {"nonlinearity": rnn.nonlinearity}
 
     def cell(self, gi, gh, h):
         return torch.tanh(gi + gh) if self.nonlinearity == "tanh" else torch.relu(gi + gh)
