@@ -102,20 +102,26 @@ class AnalogConv(AnalogLayer):
         return None
 
     @classmethod
+    def digital_options(cls, conv: nn.Module) -> dict:
+        """The constructor options of this kind that the torch module carries beyond the shared ones."""
+        return {}
+
+    @classmethod
     def from_digital(cls, conv: nn.Module, cfg: TileConfig, seed: int = 0) -> AnalogConv:
         refuse_unmappable(cls, conv)
         m = cls(
             conv.in_channels,
             conv.out_channels,
             conv.kernel_size,
-            conv.stride,
-            conv.padding,
-            conv.dilation,
-            conv.bias is not None,
-            cfg,
-            seed,
+            stride=conv.stride,
+            padding=conv.padding,
+            dilation=conv.dilation,
+            bias=conv.bias is not None,
+            tile_config=cfg,
+            seed=seed,
             groups=conv.groups,
             init=False,
+            **cls.digital_options(conv),
         )
         m.set_weights(m.weight_matrix(conv.weight), conv.bias)
         return m
@@ -244,24 +250,8 @@ class AnalogConvTranspose(AnalogConv):
         return why
 
     @classmethod
-    def from_digital(cls, conv: nn.Module, cfg: TileConfig, seed: int = 0) -> AnalogConvTranspose:
-        refuse_unmappable(cls, conv)
-        m = cls(
-            conv.in_channels,
-            conv.out_channels,
-            conv.kernel_size,
-            conv.stride,
-            conv.padding,
-            conv.output_padding,
-            conv.groups,
-            conv.bias is not None,
-            conv.dilation,
-            cfg,
-            seed,
-            init=False,
-        )
-        m.set_weights(m.weight_matrix(conv.weight), conv.bias)
-        return m
+    def digital_options(cls, conv: nn.Module) -> dict:
+        return {"output_padding": conv.output_padding}
 
     def digital_twin(self) -> nn.Module:
         return self.digital(
