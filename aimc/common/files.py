@@ -4,6 +4,8 @@ infinity). In the neutral base so that every layer writes the same way."""
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 import os
 import tempfile
@@ -58,6 +60,16 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     """Write text (UTF-8) to `path` atomically (`atomic_open`)."""
     return atomic_write_bytes(path, text.encode())
+
+
+def atomic_write_csv(path: str | os.PathLike, rows: list[dict], columns: tuple[str, ...]) -> Path:
+    """rows (dicts holding every column) as CSV with a header of `columns`, written atomically."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(columns)
+    for r in rows:
+        w.writerow([r[c] for c in columns])
+    return atomic_write_text(path, buf.getvalue())
 
 
 def json_safe(value: Any) -> Any:

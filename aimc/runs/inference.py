@@ -16,8 +16,6 @@ inference_draws.csv (every draw) and inference.png / .pdf into the output folder
 
 from __future__ import annotations
 
-import csv
-import io
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +26,7 @@ from torch import nn
 from aimc import trainers
 from aimc.common.errors import ConfigError
 from aimc.common.figures import PALETTE, figure_style, pyplot, save_figure
-from aimc.common.files import atomic_write_text
+from aimc.common.files import atomic_write_csv
 from aimc.config import ExperimentConfig, parse_time
 from aimc.datasets import load_dataset
 from aimc.runs.network import build, evaluate
@@ -110,8 +108,8 @@ def inference_evaluation(
     rows = summary(draws, seconds)
     out = Path(out_dir) if out_dir is not None else root
     out.mkdir(parents=True, exist_ok=True)
-    write_csv(rows, COLUMNS, out / "inference.csv")
-    write_csv(draws, DRAW_COLUMNS, out / "inference_draws.csv")
+    atomic_write_csv(out / "inference.csv", rows, COLUMNS)
+    atomic_write_csv(out / "inference_draws.csv", draws, DRAW_COLUMNS)
     write_figure(rows, reference, out / "inference.png", f"{cfg.name}: accuracy after programming ({repeats} draws)")
     return rows, reference
 
@@ -124,16 +122,6 @@ def summary(draws: list[dict], seconds: list[tuple[str, float]]) -> list[dict]:
         std = statistics.stdev(accs) if len(accs) > 1 else 0.0
         rows.append(dict(zip(COLUMNS, (name, t, statistics.fmean(accs), std, min(accs), max(accs), len(accs)))))
     return rows
-
-
-def write_csv(rows: list[dict], columns: tuple[str, ...], path: Path) -> None:
-    """rows as CSV with `columns`, written atomically."""
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(columns)
-    for r in rows:
-        w.writerow([r[c] for c in columns])
-    atomic_write_text(path, buf.getvalue())
 
 
 def write_figure(rows: list[dict], reference: float, path: Path, title: str) -> None:

@@ -14,8 +14,6 @@ Writes RUN_FOLDER/retention.csv (one row per algorithm and time) and retention.p
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,7 @@ import torch
 
 from aimc.common.errors import ConfigError
 from aimc.common.figures import COLUMN_WIDTH, PALETTE, figure_style, pyplot, save_figure
-from aimc.common.files import atomic_write_text
+from aimc.common.files import atomic_write_csv
 from aimc.config import ExperimentConfig, parse_time, validate_config
 from aimc.data_sources import load_data
 from aimc.devices.drift import DriftParameter
@@ -129,7 +127,7 @@ def retention(
                     progress(f"{label} t={name} seed {s}: accuracy {100 * acc:.2f}%, compensated {100 * comp:.2f}%")
     if not rows:
         raise ConfigError(f"{str(root)!r}: no run of the comparison finished (each diverged): no trained model to keep")
-    write_table(rows, root / "retention.csv")
+    atomic_write_csv(root / "retention.csv", rows, COLUMNS)
     fields = drift.model_dump(exclude_defaults=True) if drift is not None else None
     how = (
         "the devices' own drift"
@@ -138,16 +136,6 @@ def retention(
     )
     write_figure(rows, root / "retention.png", f"{cfg.name}: retention, {how}", digital)
     return rows
-
-
-def write_table(rows: list[dict], path: Path) -> None:
-    """retention.csv (COLUMNS), written atomically."""
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(COLUMNS)
-    for r in rows:
-        w.writerow([r[c] for c in COLUMNS])
-    atomic_write_text(path, buf.getvalue())
 
 
 def write_figure(rows: list[dict], path: Path, title: str, digital: set[str]) -> None:
