@@ -24,7 +24,7 @@ from aimc.devices.periphery import analog_mvm
 from aimc.devices.pulsed_set import NO_SET
 from aimc.devices.response_step import DW_DOWN, DW_UP, W_MAX, W_MIN
 from aimc.devices.rng import Stream
-from aimc.devices.update import UpdateConfig, mean_update
+from aimc.devices.update import UpdateConfig, checked_batch, mean_update
 
 
 class OneSidedArray:
@@ -120,12 +120,7 @@ class OneSidedArray:
         and the refresh runs after every cycle whose count is a multiple of refresh_every (times the batch
         size with units_in_mbatch). Returns pulses fired, the refresh's rewrites and resets included."""
         cfg = cfg or UpdateConfig()
-        x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, self.shape[1])
-        d = np.ascontiguousarray(d, dtype=np.float32).reshape(-1, self.shape[0])
-        if x.shape[0] != d.shape[0]:
-            raise ValueError(f"x has {x.shape[0]} samples, d has {d.shape[0]}")
-        if not (np.isfinite(x).all() and np.isfinite(d).all()):
-            raise ValueError("x or d holds NaN or infinity; the weights were left as they were")
+        x, d = checked_batch(x, d, self.shape)
         cell = self.device
         batch = x.shape[0]
         period = cell.refresh_every * (batch if cell.units_in_mbatch else 1)

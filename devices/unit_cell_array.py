@@ -22,7 +22,7 @@ from aimc.devices.drift import DriftParameter
 from aimc.devices.kernel_bundles import update_settings
 from aimc.devices.pulsed_update import pulsed_update_kernel
 from aimc.devices.unit_cells import VectorUnitCell
-from aimc.devices.update import UpdateConfig
+from aimc.devices.update import UpdateConfig, checked_batch
 
 POLICY_DRAWS = 0x7C1  # a SINGLE_RANDOM cell's device choices
 SHARED_TRAINS = 0x7C2  # the pulse trains an ALL cell's devices share
@@ -143,12 +143,7 @@ class UnitCellArray:
         """W -= lr d^T x from a mini-batch x (batch, in), d (batch, out), each sample one update cycle routed
         by the update policy. Returns pulses fired."""
         cfg = cfg or UpdateConfig()
-        x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, self.shape[1])
-        d = np.ascontiguousarray(d, dtype=np.float32).reshape(-1, self.shape[0])
-        if x.shape[0] != d.shape[0]:
-            raise ValueError(f"x has {x.shape[0]} samples, d has {d.shape[0]}")
-        if not (np.isfinite(x).all() and np.isfinite(d).all()):
-            raise ValueError("x or d holds NaN or infinity; the weights were left as they were")
+        x, d = checked_batch(x, d, self.shape)
         settings = update_settings(lr, self.granularity, cfg)
         pulsed = cfg.mode == "pulsed"
         before = self.pulses

@@ -25,6 +25,18 @@ class UpdateConfig(Float32Config):
     update_bl_management: bool = Field(True, description="shorten BL to ceil(lr max|x| max|d| / dw_min)")
 
 
+def checked_batch(x: np.ndarray, d: np.ndarray, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """x (batch, in) and d (batch, out) of an update of an array of `shape` (out, in), as contiguous float32;
+    a sample-count mismatch or a NaN or infinity raises ValueError before any weight changes."""
+    x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, shape[1])
+    d = np.ascontiguousarray(d, dtype=np.float32).reshape(-1, shape[0])
+    if x.shape[0] != d.shape[0]:
+        raise ValueError(f"x has {x.shape[0]} samples, d has {d.shape[0]}")
+    if not (np.isfinite(x).all() and np.isfinite(d).all()):
+        raise ValueError("x or d holds NaN or infinity; the weights were left as they were")
+    return x, d
+
+
 def train_plan(x: np.ndarray, d: np.ndarray, lr: float, dw_min: float, cfg: UpdateConfig):
     """Per-sample pulse-train lengths and probability scales for the update W -= lr d x^T (aihwkit 1.1.0,
     PulsedUpdateMetaParameter::performUpdateManagement).
