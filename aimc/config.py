@@ -146,6 +146,13 @@ class ExperimentConfig(BaseModel):
         description="hardware-aware training: the model's layers on inference tiles of this config, trained by "
         "digital SGD (trainer.algorithm = 'sgd') with its weight modifier; evaluate with `aimc inference`",
     )
+    device: str = Field(
+        "cpu",
+        pattern=r"^(cpu|cuda(:[0-9]+)?)$",
+        description="where the model trains: 'cpu', or a CUDA GPU ('cuda', 'cuda:1'; needs pip install "
+        "'aimc[gpu]'; digital SGD, analog_sgd, tiki_taka, residual, multi_tile; docs/gpu.md). Checkpoints "
+        "load on either",
+    )
     threads: int = Field(
         1,
         ge=1,

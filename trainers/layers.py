@@ -34,6 +34,7 @@ from torch import nn
 
 from aimc.common import seeds
 from aimc.devices import AnalogTile
+from aimc.trainers.analog_matmul import AnalogMatmul
 from aimc.trainers.config import TileConfig
 from aimc.trainers.state import check_device, device_identity, state_to_numpy, state_to_torch
 
@@ -47,43 +48,6 @@ class TileBlock:
     r1: int
     c0: int
     c1: int
-
-
-# ------------------------------------------------------------------------------------------------------
-# autograd bridge
-# ------------------------------------------------------------------------------------------------------
-
-
-class _AnalogMatmul(torch.autograd.Function):
-    """y = read(W, x) (+ bias) forward; grad_x = read(W^T, d) and grad_bias = sum_b d backward; saves x
-    and d on the layer. The digital bias is added here rather than by a torch op after the bridge: one
-    autograd node per layer instead of two (about 20 us less per layer and step on R1's FCN, measured
-    2026-12-03 at commit 469ee17)."""
-
-    @staticmethod
-    def forward(
-        ctx, x: torch.Tensor, anchor: torch.Tensor, bias: torch.Tensor | None, layer: AnalogLayer, save: bool
-    ) -> torch.Tensor:
-        xn = x.detach().contiguous().numpy()
-        y, xe = layer._read_forward(xn)
-        if bias is not None:
-            y += bias.detach().numpy()
-        ctx.layer = layer
-        ctx.slot = layer._save_x(xe) if save else -1
-        return torch.from_numpy(y)
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        layer = ctx.layer
-        d = grad.detach().contiguous().numpy()
-        if ctx.slot >= 0:
-            layer._save_d(ctx.slot, d)
-        gx = gb = None
-        if ctx.needs_input_grad[0]:
-            gx = torch.from_numpy(layer._read_backward(d))
-        if ctx.needs_input_grad[2]:
-            gb = grad.sum(0)
-        return gx, None, gb, None, None
 
 
 LIVE_LAYERS: weakref.WeakSet[AnalogLayer] = weakref.WeakSet()
@@ -153,6 +117,7 @@ class AnalogLayer(nn.Module):
             self.register_parameter("out_scale", None)
         # a grad-requiring anchor so that backward runs even when the input needs no gradient
         self._anchor = torch.empty(0, requires_grad=True)
+        self.gpu_tiles = False  # the tiles are devices.gpu.tile.GpuTiles (move_tiles): reads take tensors
         self._xs: list[np.ndarray] = []
         self._ds: list[np.ndarray | None] = []
         self.algorithm: str | None = None  # set by the optimizer that prepared the tiles
@@ -186,41 +151,50 @@ class AnalogLayer(nn.Module):
             db = d if self.n_row_blocks == 1 else d[:, b.r0 : b.r1]
             yield bi, b, xb, db
 
+    def _zeros(self, like, shape: tuple[int, int]):
+        """A float32 zero array of `shape` of the kind of `like`: numpy, or a tensor on its device (GPU tiles)."""
+        if isinstance(like, torch.Tensor):
+            return torch.zeros(shape, dtype=torch.float32, device=like.device)
+        return np.zeros(shape, np.float32)
+
     def _extend(self, x: np.ndarray) -> np.ndarray:
         if not self.analog_bias:
             return x
-        xe = np.empty((x.shape[0], self.in_ext), np.float32)
+        xe = self._zeros(x, (x.shape[0], self.in_ext))
         xe[:, : self.in_features] = x
         xe[:, self.in_features] = 1.0
         return xe
 
-    def _read_forward(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def read_forward(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(y (batch, out) = the tiles' forward reads summed over each row of the grid, the extended x)."""
-        xe = self._extend(x.astype(np.float32, copy=False))
+        xe = self._extend(x.to(torch.float32) if isinstance(x, torch.Tensor) else x.astype(np.float32, copy=False))
         if len(self.blocks) == 1:
             return self.blocks[0].tile.forward(xe), xe
-        y = np.zeros((len(xe), self.out_features), np.float32)
+        y = self._zeros(xe, (len(xe), self.out_features))
         for b in self.blocks:
             y[:, b.r0 : b.r1] += b.tile.forward(xe[:, b.c0 : b.c1])
         return y, xe
 
-    def _read_backward(self, d: np.ndarray) -> np.ndarray:
+    def read_backward(self, d: np.ndarray) -> np.ndarray:
         """grad_x (batch, in) = the tiles' backward reads summed over each column of the grid."""
         if len(self.blocks) == 1:
             z = self.blocks[0].tile.backward(d)
             return z[:, : self.in_features] if self.analog_bias else z
-        z = np.zeros((len(d), self.in_ext), np.float32)
+        z = self._zeros(d, (len(d), self.in_ext))
         for b in self.blocks:
             z[:, b.c0 : b.c1] += b.tile.backward(d[:, b.r0 : b.r1])
-        return np.ascontiguousarray(z[:, : self.in_features]) if self.analog_bias else z
+        if not self.analog_bias:
+            return z
+        z = z[:, : self.in_features]
+        return z.contiguous() if self.gpu_tiles else np.ascontiguousarray(z)
 
     # -- saved x and d ----------------------------------------------------------------------------------
-    def _save_x(self, x: np.ndarray) -> int:
+    def save_x(self, x: np.ndarray) -> int:
         self._xs.append(x)
         self._ds.append(None)
         return len(self._xs) - 1
 
-    def _save_d(self, slot: int, d: np.ndarray) -> None:
+    def save_d(self, slot: int, d: np.ndarray) -> None:
         if slot < len(self._ds):
             self._ds[slot] = d
             if slot + 1 >= UNCONSUMED_WARNING and not self._warned_unconsumed:
@@ -242,7 +216,8 @@ class AnalogLayer(nn.Module):
             return None
         if len(pairs) == 1:
             return pairs[0]
-        return np.concatenate([p[0] for p in pairs]), np.concatenate([p[1] for p in pairs])
+        join = torch.cat if self.gpu_tiles else np.concatenate
+        return join([p[0] for p in pairs]), join([p[1] for p in pairs])
 
     def clear_saved(self) -> None:
         self._xs, self._ds = [], []
@@ -262,24 +237,24 @@ class AnalogLayer(nn.Module):
                 f"{self.label()}: the input has dtype {x.dtype}; analog layers, like torch's, take "
                 "floating-point inputs (x.float())"
             )
-        if x.device.type != "cpu":
-            raise RuntimeError(f"{self.label()}: the input is on {x.device}; analog layers run on the CPU only")
+        if (x.device.type != "cpu") != (self.gpu_tiles and self.tiles[0].torch_device.type != "cpu"):
+            where = "a GPU" if self.gpu_tiles else "the CPU"
+            raise RuntimeError(f"{self.label()}: the input is on {x.device}, the layer's tiles on {where}")
         if (ndims is not None and x.dim() not in ndims) or x.dim() == 0 or x.shape[dim] != size:
             dims = "" if ndims is None else " or ".join(f"{n}-D" for n in ndims) + " input with "
             raise ValueError(f"{self.label()}: got an input of shape {tuple(x.shape)}, expected {dims}{size} {what}")
 
     def _apply(self, fn: Callable, recurse: bool = True):
-        """Refuse `.cuda()`, `.to(device)` off the CPU and dtype casts (`.double()`, `.half()`): the weights
-        live in the tiles' float32 numpy arrays, which such a cast would not move."""
+        """`.cuda()`, `.to(device)` move the tiles with the parameters (move_tiles); dtype casts (`.double()`,
+        `.half()`) are refused: the arrays hold float32 weights, which such a cast would not change."""
         try:
             probe = fn(torch.zeros(0))
         except (RuntimeError, AssertionError) as err:  # e.g. .cuda() on a build without CUDA
-            raise RuntimeError(f"{self.label()}: analog layers run on the CPU only ({err})") from None
-        if probe.device.type != "cpu":
-            raise RuntimeError(
-                f"{self.label()}: analog layers run on the CPU only; the tiles' arrays are numpy "
-                f"arrays (no GPU path yet): keep the model on the CPU instead of {probe.device}"
-            )
+            raise RuntimeError(f"{self.label()}: cannot move the layer ({err})") from None
+        if probe.device.type not in ("cpu", "cuda"):
+            raise RuntimeError(f"{self.label()}: analog layers run on the CPU or a CUDA GPU, not on {probe.device}")
+        if probe.device.type == "cuda" or self.gpu_tiles:
+            self.move_tiles(probe.device)
         if probe.dtype != torch.float32:
             raise TypeError(
                 f"{self.label()}: analog layers compute in float32 (the arrays hold float32 "
@@ -287,12 +262,34 @@ class AnalogLayer(nn.Module):
             )
         return super()._apply(fn, recurse)
 
+    def move_tiles(self, device: torch.device | str, gpu_kernels: bool | None = None) -> None:
+        """Put the tiles on `device`: on a CUDA device each tile becomes a devices.gpu.tile.GpuTile (its
+        arrays in tensors there, its reads and updates GPU kernels), on the CPU an AnalogTile again, with
+        its state. gpu_kernels=True with the CPU: GpuTiles on the CPU, for Numba's CUDA simulator (tests)."""
+        device = torch.device(device)
+        gpu = device.type == "cuda" if gpu_kernels is None else gpu_kernels
+        if gpu:
+            from aimc.devices.gpu.tile import GpuTile  # the GPU path loads only where it is used
+
+            def place(tile):
+                host = tile.to_host() if self.gpu_tiles else tile
+                return GpuTile(host, device)
+        else:
+
+            def place(tile):
+                return tile.to_host() if self.gpu_tiles else tile
+
+        self.blocks = [TileBlock(place(b.tile), b.r0, b.r1, b.c0, b.c1) for b in self.blocks]
+        self.gpu_tiles = gpu
+        self.clear_saved()
+
     # -- weights ----------------------------------------------------------------------------------------
     def analog_weight(self) -> np.ndarray:
         """Effective analog weight (out, in_ext) assembled from the tiles (exact, no read noise)."""
         w = np.zeros((self.out_features, self.in_ext), np.float32)
         for b in self.blocks:
-            w[b.r0 : b.r1, b.c0 : b.c1] = b.tile.forward_weight()
+            fw = b.tile.forward_weight()
+            w[b.r0 : b.r1, b.c0 : b.c1] = fw.cpu().numpy() if isinstance(fw, torch.Tensor) else fw
         return w
 
     def get_weights(self) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -379,7 +376,7 @@ class AnalogLayer(nn.Module):
         layer adds its bias itself: with_bias=False)."""
         save = torch.is_grad_enabled() and self.training
         bias = self.bias if self.out_scale is None and with_bias else None
-        return _AnalogMatmul.apply(x2d, self._anchor, bias, self, save)
+        return AnalogMatmul.apply(x2d, self._anchor, bias, self, save)
 
     # -- state ------------------------------------------------------------------------------------------
     def get_extra_state(self):

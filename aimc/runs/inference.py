@@ -54,7 +54,7 @@ def trained_model(source: str | Path) -> tuple[ExperimentConfig, nn.Module]:
     state = RunFolder(root).load_checkpoint(ckpt)
     if state is None:
         raise ConfigError(f"{str(root)!r}: the run has no checkpoint")
-    model, _ = build(cfg)
+    model, _ = build(cfg.model_copy(update={"device": "cpu"}))  # evaluated on the CPU
     model.load_state_dict(state["model"])
     return cfg, model.eval()
 

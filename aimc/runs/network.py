@@ -36,7 +36,19 @@ def build(
         model = trainers.convert(model, cfg.inference, layers=analog_layer_names(model, cfg.model), seed=cfg.seed)
     elif cfg.trainer.algorithm != "sgd":
         model = trainers.convert(model, cfg.tile, layers=analog_layer_names(model, cfg.model), seed=cfg.seed)
-    return model, trainers.build_optimizer(model, cfg.trainer)
+    return model.to(training_device(cfg.device)), trainers.build_optimizer(model, cfg.trainer)
+
+
+def training_device(name: str) -> torch.device:
+    """The torch device of the config's `device`; ValueError naming the field where CUDA is asked for and torch
+    sees no GPU."""
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            f"device = {name!r}: torch sees no CUDA GPU here (a CUDA build of torch, a GPU and "
+            "pip install 'aimc[gpu]' are needed; docs/gpu.md)"
+        )
+    return device
 
 
 def analog_layer_names(model: nn.Module, cfg: NetworkConfig) -> list[str] | None:
@@ -113,12 +125,16 @@ def costs_of(opt: Any) -> dict[str, Any]:
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch: int) -> tuple[float, float]:
-    """(mean cross-entropy loss in nats, accuracy in [0, 1]) on (x, y)."""
+def evaluate(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch: int, device: str = "cpu"
+) -> tuple[float, float]:
+    """(mean cross-entropy loss in nats, accuracy in [0, 1]) on (x, y), the model on `device` (batches are
+    moved there)."""
     model.eval()
     loss, correct = 0.0, 0
     for i in range(0, len(y), batch):
-        out = model(x[i : i + batch])
-        loss += float(F.cross_entropy(out, y[i : i + batch], reduction="sum"))
-        correct += int((out.argmax(1) == y[i : i + batch]).sum())
+        yb = y[i : i + batch].to(device)
+        out = model(x[i : i + batch].to(device))
+        loss += float(F.cross_entropy(out, yb, reduction="sum"))
+        correct += int((out.argmax(1) == yb).sum())
     return loss / len(y), correct / len(y)

@@ -63,7 +63,7 @@ def _accuracies(
 ) -> tuple[float, float, float]:
     """(accuracy, compensated accuracy, mean compensation scale) of the trained model idle for `seconds`."""
     x, y, n_classes = data
-    model, _ = build(cfg, tuple(x.shape[1:]), n_classes)
+    model, _ = build(cfg.model_copy(update={"device": "cpu"}), tuple(x.shape[1:]), n_classes)  # idles on the CPU
     model.load_state_dict(state["model"])
     tiles = analog_tiles(model)
     if not tiles:

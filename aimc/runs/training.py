@@ -136,7 +136,7 @@ def _train(
     log = MetricLog(cfg, run.root)  # flushed after every record, closed when the run ends
 
     def record(epoch: int, train_loss: float | None, seconds: float) -> dict[str, Any]:
-        test_loss, acc = evaluate(model, x_test, y_test, cfg.eval_batch_size)
+        test_loss, acc = evaluate(model, x_test, y_test, cfg.eval_batch_size, cfg.device)
         rec = {
             "epoch": epoch,
             "train_loss": train_loss,
@@ -199,6 +199,7 @@ def _train(
         for step, (xb, yb) in bar:
             between_steps()
             opt.zero_grad()
+            xb, yb = xb.to(cfg.device), yb.to(cfg.device)
             loss = F.cross_entropy(model(xb), yb)
             value = loss.item()
             if not math.isfinite(value) or value > cfg.max_loss:

@@ -56,6 +56,8 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     metrics = error = tb = None
     try:
         cfg = validate_config(task["config"], where=f"run {task['config_hash']}")
+        if cfg.device == "cuda":
+            _pick_gpu()
         if cfg.hash() != task["config_hash"]:
             raise RuntimeError(
                 f"this worker's aimc {aimc.__version__} gives the config hash {cfg.hash()}, the "
@@ -77,6 +79,29 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
         "pid": os.getpid(),
         "aimc_version": aimc.__version__,
     }
+
+
+WORKER_SLOT: int | None = None
+"""This process's place in a local pool (0, 1, ...; set by the pool's initializer), None elsewhere."""
+
+
+def _pick_gpu() -> None:
+    """Make GPU (slot mod GPUs) torch's current device, where several are visible: a pool's worker k, or Dask
+    worker named k, trains its runs on GPU k mod GPUs, so a sweep uses every GPU of a machine."""
+    import torch
+
+    count = torch.cuda.device_count()
+    if count < 2:
+        return
+    slot = WORKER_SLOT
+    if slot is None:
+        try:
+            from distributed import get_worker
+
+            slot = int(get_worker().name)
+        except (ImportError, ValueError, TypeError):
+            return
+    torch.cuda.set_device(slot % count)
 
 
 def _failed(task: dict[str, Any], error: str) -> dict[str, Any]:
@@ -164,10 +189,15 @@ class InlineExecutor(Executor):
         return future.result()
 
 
-def _exit_with_parent(parent: int) -> None:
-    """Pool initializer: a daemon thread ends this worker once its driver (`parent`) is gone. A driver that
-    is killed (SIGKILL, out of memory) cannot shut its pool down, and its workers would go on training the
-    runs in flight into the folders a rerun uses."""
+def _start_worker(parent: int, slots: Any) -> None:
+    """Pool initializer: take the next worker slot (WORKER_SLOT, from the shared counter `slots`), and start a
+    daemon thread that ends this worker once its driver (`parent`) is gone. A driver that is killed (SIGKILL,
+    out of memory) cannot shut its pool down, and its workers would go on training the runs in flight into
+    the folders a rerun uses."""
+    global WORKER_SLOT
+    with slots.get_lock():
+        WORKER_SLOT = slots.value
+        slots.value += 1
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -196,11 +226,12 @@ class LocalExecutor(Executor):
 
     def _submit(self, task: dict[str, Any]) -> cf.Future:
         if self._pool is None:
+            spawn = multiprocessing.get_context("spawn")
             self._pool = cf.ProcessPoolExecutor(
                 self.workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_exit_with_parent,
-                initargs=(os.getpid(),),
+                mp_context=spawn,
+                initializer=_start_worker,
+                initargs=(os.getpid(), spawn.Value("i", 0)),
             )
         fut = self._pool.submit(execute_run, task)
         self._owner[fut] = self._pool

@@ -21,6 +21,7 @@ class AnalogSGD(AnalogOptimizer):
     W <- W + dW F(W) - |dW| G(W), dW = -lr grad)."""
 
     config = AnalogSGDConfig
+    runs_on_gpu = True
 
     def update_block(self, li, bi, block, x, d):
         self.gradient_update(block, x, d, 0)

@@ -60,6 +60,7 @@ class AnalogOptimizer(torch.optim.Optimizer):
 
     config: type[AlgorithmConfig]
     algorithm = "base"
+    runs_on_gpu = False  # whether its steps run on GPU tiles (trainers.layers.AnalogLayer.move_tiles)
 
     def __init_subclass__(cls, **kwargs):
         """An optimizer class that sets `config` is the algorithm of that config's name."""
@@ -129,6 +130,12 @@ class AnalogOptimizer(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        if not self.runs_on_gpu and any(layer.gpu_tiles for layer in self.layers):
+            raise ValueError(
+                f"{self.algorithm} trains on the CPU only (on a GPU: analog_sgd, tiki_taka, residual, "
+                "multi_tile; docs/gpu.md): "
+                "keep the model on the CPU"
+            )
         batches = [layer.pop_batch() for layer in self.layers]
         self._check_finite(batches)
         for group in self.param_groups:
@@ -166,7 +173,8 @@ class AnalogOptimizer(torch.optim.Optimizer):
                     )
         for layer, batch in zip(self.layers, batches):
             for what, v in zip(("input x", "gradient d"), batch or ()):
-                if not math.isfinite(float(v.sum())) and not np.isfinite(v).all():
+                finite = torch.isfinite(v) if isinstance(v, torch.Tensor) else np.isfinite(v)  # GPU tiles: tensors
+                if not math.isfinite(float(v.sum())) and not finite.all():
                     raise ValueError(
                         f"step refused: the {what} of analog layer "
                         f"{self.model_names.get(id(layer), '?')!r} holds NaN or infinity; no "

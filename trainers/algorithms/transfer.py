@@ -91,6 +91,12 @@ class TransferOptimizer(AnalogOptimizer):
             self.counts["resets"] = 0
 
     @property
+    def runs_on_gpu(self) -> bool:
+        """Transfers by column reads and pulsed updates run on GPU tiles; a digital buffer (TTv2, residual v2,
+        mixed precision) or a tracked reference (RIDER) keeps its state on the CPU."""
+        return self.buffer is None and self.reference is None
+
+    @property
     def reset_prob(self) -> float:
         """with_reset_prob of the config (0 where the algorithm has none)."""
         return float(getattr(self.cfg, "with_reset_prob", 0.0))
