@@ -3,13 +3,13 @@
 For each device (a preset, a device file, or a fit output): its numbers (`response_numbers`) and figures
 (`report_figures`); for a fit also the parameter table with intervals, the family ranking, the residual
 diagnostics, noise and device-to-device spread. Several devices side by side get one table and an overlay
-figure.
+figure. The page is the jinja2 template templates/report.html (autoescaped), shipped with the package: this
+module computes every value as text, the template lays them out.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import json
 import math
 import os
@@ -17,8 +17,10 @@ import re
 import shutil
 import sys
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
+import jinja2
 from tqdm import tqdm
 
 from aimc.calibration.aihwkit_export import aihwkit_snippet
@@ -101,6 +103,15 @@ def _fit_name(source: str, kind: str) -> str:
     return f"{Path(files[0]).stem if files else 'fit'}{more} ({kind})"
 
 
+@cache
+def _template() -> jinja2.Template:
+    """The report page's template; autoescaped, so names and labels from user files stay text."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True, keep_trailing_newline=True
+    )
+    return env.get_template("report.html")
+
+
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "device"
 
@@ -110,18 +121,17 @@ def _g(v, spec: str = ".4g") -> str:
     return format(v, spec) if isinstance(v, (int, float)) and math.isfinite(v) else "not computed"
 
 
-def _fmt(v) -> str:
+def _cell(v) -> str:
+    """A table cell's text: "-" for a missing value, a float in 4 significant digits."""
     if v is None:
         return "-"
     if isinstance(v, float):
         return f"{v:.4g}"
-    return html.escape(str(v))
+    return str(v)
 
 
-def _table(rows: list[list], head: list[str]) -> str:
-    out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
-    out += ["<tr>" + "".join(f"<td>{_fmt(c)}</td>" for c in r) + "</tr>" for r in rows]
-    return "\n".join(out) + "</table>"
+def _cells(rows: list[list]) -> list[list[str]]:
+    return [[_cell(c) for c in row] for row in rows]
 
 
 def _extrapolated(fit: dict | None) -> str:
@@ -164,18 +174,18 @@ def _key_rows(num: dict, wmap: WeightMap | None, fit: dict | None = None) -> lis
         [
             "dynamic range (w)",
             num["dynamic_range"],
-            f"elements {_fmt(sp['dynamic_range']['p5'])} .. {_fmt(sp['dynamic_range']['p95'])}",
+            f"elements {_cell(sp['dynamic_range']['p5'])} .. {_cell(sp['dynamic_range']['p95'])}",
         ],
         [
             "dw_min (w)",
             num["dw_min"],
-            f"step at mid range: mean {_fmt(sp['step_at_mid_range']['mean'])}, "
-            f"std {_fmt(sp['step_at_mid_range']['std'])}",
+            f"step at mid range: mean {_cell(sp['step_at_mid_range']['mean'])}, "
+            f"std {_cell(sp['step_at_mid_range']['std'])}",
         ],
         [
             "number of states (range / dw_min)",
             f"{_g(num['n_states'])}{extra}",
-            f"elements {_fmt(sp['n_states']['p5'])} .. {_fmt(sp['n_states']['p95'])}",
+            f"elements {_cell(sp['n_states']['p5'])} .. {_cell(sp['n_states']['p95'])}",
         ],
         [
             "pulses to cross the range (up, down)",
@@ -199,7 +209,7 @@ def _key_rows(num: dict, wmap: WeightMap | None, fit: dict | None = None) -> lis
         [
             "symmetric point (w)",
             num["symmetric_point"],
-            f"elements mean {_fmt(sp['symmetric_point']['mean'])}, std {_fmt(sp['symmetric_point']['std'])}",
+            f"elements mean {_cell(sp['symmetric_point']['mean'])}, std {_cell(sp['symmetric_point']['std'])}",
         ],
         [
             "max |G|",
@@ -248,9 +258,11 @@ def fit_flags(fit: dict, num: dict) -> list[str]:
     return out
 
 
-def _quality_html(q: dict | None) -> str:
+def _quality(q: dict | None) -> dict | None:
+    """The data quality section of a fit: its rows (item, count, note) and the outlier increments (None: no
+    quality record)."""
     if not q:
-        return ""
+        return None
     rows = [
         ["increments used", q["n_pairs_used"], f"{q['n_multi_pulse']} of them span k > 1 pulses"],
         [
@@ -292,16 +304,13 @@ def _quality_html(q: dict | None) -> str:
         )
     if q["sparse_devices"]:
         rows.append(["devices with too few increments", len(q["sparse_devices"]), ", ".join(q["sparse_devices"])])
-    out = "<h4>Data quality</h4>" + _table(rows, ["item", "count", "note"])
-    if q["outliers"]:
-        out += _table(
-            [[o["at"], o["after"], o["polarity"], o["pulses"], o["increment"], o["expected"]] for o in q["outliers"]],
-            ["outlier read", "previous read", "pulse", "k", "increment (w)", "expected (w)"],
-        )
-    return out
+    outliers = [[o["at"], o["after"], o["polarity"], o["pulses"], o["increment"], o["expected"]] for o in q["outliers"]]
+    return {"rows": _cells(rows), "outliers": _cells(outliers)}
 
 
-def _fit_html(fit: dict, imgs: list[str], num: dict) -> str:
+def _fit_section(fit: dict, figures: dict[str, dict], num: dict) -> dict:
+    """The fit section of a device: its numbers as text, the `figures` (data, residuals, ranking, overlay:
+    `_figure` records) and the warnings of `fit_flags`."""
     best = fit["families"][fit["best"]]
     flags = best.get("flags", {})
     prm = [
@@ -309,8 +318,7 @@ def _fit_html(fit: dict, imgs: list[str], num: dict) -> str:
             p,
             v,
             best["stderr"][p],
-            best["ci95"][p][0] if best["ci95"][p][0] is not None else None,
-            best["ci95"][p][1] if best["ci95"][p][1] is not None else None,
+            *best["ci95"][p],
             flags.get(p, "yes"),
         ]
         for p, v in best["params"].items()
@@ -345,39 +353,24 @@ def _fit_html(fit: dict, imgs: list[str], num: dict) -> str:
     ]
     spread = fit["spread"]
     sp_rows = [[k, v] for k, v in spread.get("dtod", {}).items()]
-    warn = fit_flags(fit, num)
-    parts = [
-        f"<h3>Fit: best family {html.escape(fit['best'])} (by {fit['criterion'].upper()}), "
-        f"{fit['data']['n_increments']} increments from {fit['data']['n_devices']} devices</h3>",
-        "".join(f"<p><b>Warning:</b> {html.escape(w)}</p>" for w in warn),
-        _quality_html(fit.get("quality")),
-        "<h4>Measured traces and the fitted device under the same pulses</h4>",
-        imgs[3] if len(imgs) > 3 else "",
-        imgs[0],
-        "<h4>Family ranking</h4>",
-        _table(rank, ["family", "k", "rmse", "r2", "AIC", "BIC", "dAIC", "dBIC", "Akaike weight"]),
-        imgs[2],
-        f"<h4>Parameters ({html.escape(fit.get('method', 'pooled'))} fit; 95% intervals: "
-        f"{html.escape(best.get('interval', 'Jacobian sandwich, normal'))})</h4>",
-        _table(prm, ["parameter", "value", "std error", "95% low", "95% high", "identified"]),
-        "<h4>Residual diagnostics</h4>",
-        _table(diag_rows, ["diagnostic", "value"]),
-        imgs[1],
-        "<h4>Noise</h4>",
-        _table(noise_rows, ["quantity", "value", "std error"]),
-        "<h4>Device-to-device spread</h4>",
-        _table(sp_rows, ["field", "value"]) if sp_rows else f"<p>{html.escape(spread.get('message', ''))}</p>",
-        "<h4>The fitted device in IBM aihwkit 1.1.0</h4>",
-        f"<pre>{html.escape(aihwkit_snippet(fit['device_file']['device']))}</pre>",
-    ]
-    return "\n".join(parts)
-
-
-_CSS = (
-    "body{font-family:sans-serif;max-width:1250px;margin:auto;padding:1em}table{border-collapse:collapse;"
-    "margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;font-size:13px;text-align:left}"
-    "img{max-width:100%}h2{border-bottom:2px solid #444}"
-)
+    return {
+        "best": fit["best"],
+        "criterion": fit["criterion"].upper(),
+        "n_increments": fit["data"]["n_increments"],
+        "n_devices": fit["data"]["n_devices"],
+        "warnings": fit_flags(fit, num),
+        "quality": _quality(fit.get("quality")),
+        "figures": figures,
+        "ranking": _cells(rank),
+        "method": fit.get("method", "pooled"),
+        "interval": best.get("interval", "Jacobian sandwich, normal"),
+        "params": _cells(prm),
+        "diagnostics": _cells(diag_rows),
+        "noise": _cells(noise_rows),
+        "spread": _cells(sp_rows),
+        "spread_message": spread.get("message", ""),
+        "aihwkit": aihwkit_snippet(fit["device_file"]["device"]),
+    }
 
 
 def write_report(
@@ -417,16 +410,14 @@ def _write_report(specs: list, out: Path, n_elements: int, seed: int, title: str
     names = [s.name for s in subjects]
     if len(set(names)) < len(names):
         subjects = [Subject(f"{k + 1}. {s.name}", s.device, s.weight_map, s.fit) for k, s in enumerate(subjects)]
-    numbers, sections, nums = {}, [], []
+    numbers, devices, nums = {}, [], []
 
-    def img(fig, stem: str) -> str:
+    def figure(fig, stem: str) -> dict[str, str]:
+        """Write `fig` as out/stem.png and .pdf; its record for the page: the stem and the PNG in base64."""
         files = rendered(fig)
         for fmt, data in files.items():
             atomic_write_bytes(out / f"{stem}.{fmt}", data)
-        return (
-            f'<p><img alt="{html.escape(stem)}" src="data:image/png;base64,'
-            f'{base64.b64encode(files["png"]).decode()}"></p>'
-        )
+        return {"stem": stem, "data": base64.b64encode(files["png"]).decode()}
 
     for s in tqdm(subjects, desc="report", unit="device", disable=not progress, file=sys.stderr):
         measured = (s.fit or {}).get("data", {}).get("bounds_plateau")
@@ -434,59 +425,37 @@ def _write_report(specs: list, out: Path, n_elements: int, seed: int, title: str
         slug = _slug(s.name)
         nums.append((s.name, num))
         numbers[s.name] = {"numbers": num, "weight_map": s.weight_map.as_dict() if s.weight_map else None, "fit": s.fit}
-        part = [
-            f"<h2>{html.escape(s.name)}</h2>",
-            _table(_key_rows(num, s.weight_map, s.fit), ["quantity", "value", "note"]),
-            img(fig_traces(num, s.weight_map), f"{slug}_traces"),
-            img(fig_response(num), f"{slug}_response"),
-            img(fig_steps(num), f"{slug}_steps"),
-            img(fig_penalty(num), f"{slug}_penalty"),
-        ]
+        device = {
+            "name": s.name,
+            "key_rows": _cells(_key_rows(num, s.weight_map, s.fit)),
+            "figures": [
+                figure(fig_traces(num, s.weight_map), f"{slug}_traces"),
+                figure(fig_response(num), f"{slug}_response"),
+                figure(fig_steps(num), f"{slug}_steps"),
+                figure(fig_penalty(num), f"{slug}_penalty"),
+            ],
+            "fit": None,
+            "config": json.dumps(num["device"], indent=1),
+        }
         if s.fit:
-            part.append(
-                _fit_html(
-                    s.fit,
-                    [
-                        img(fig_fit_data(s.fit), f"{slug}_fit_data"),
-                        img(fig_fit_residuals(s.fit), f"{slug}_fit_residuals"),
-                        img(fig_fit_ranking(s.fit), f"{slug}_fit_ranking"),
-                    ]
-                    + (
-                        [img(fig_fit_overlay(s.fit, s.weight_map), f"{slug}_fit_overlay")]
-                        if s.fit.get("overlay")
-                        else []
-                    ),
-                    num,
-                )
-            )
-        part.append(
-            f"<details><summary>device config</summary><pre>"
-            f"{html.escape(json.dumps(num['device'], indent=1))}</pre></details>"
-        )
-        sections.append("\n".join(part))
-    head = ""
+            figs = {
+                "data": figure(fig_fit_data(s.fit), f"{slug}_fit_data"),
+                "residuals": figure(fig_fit_residuals(s.fit), f"{slug}_fit_residuals"),
+                "ranking": figure(fig_fit_ranking(s.fit), f"{slug}_fit_ranking"),
+            }
+            if s.fit.get("overlay"):
+                figs["overlay"] = figure(fig_fit_overlay(s.fit, s.weight_map), f"{slug}_fit_overlay")
+            device["fit"] = _fit_section(s.fit, figs, num)
+        devices.append(device)
+    compare = None
     if len(subjects) > 1:
         keys = ["kind", "dynamic_range", "dw_min", "n_states", "symmetric_point"]
         rows = [[k] + [n[k] for _, n in nums] for k in keys]
         rows.append(["max |G|"] + [n["asymmetry"]["max_abs_G"] for _, n in nums])
         rows.append(["(G/F)' at w_sym"] + [n["penalty"]["stiffness_at_symmetric_point"] for _, n in nums])
         rows.append(["std of symmetric point"] + [n["spread"]["symmetric_point"]["std"] for _, n in nums])
-        head = (
-            "<h2>Side by side</h2>"
-            + _table(rows, ["quantity"] + [s.name for s in subjects])
-            + img(fig_compare(nums), "compare")
-        )
-    page = (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>"
-        "<p>Weights in weight units unless a conductance map is given. Drift and penalty follow R1 "
-        "(Wu et al., NeurIPS 2025, arXiv:2502.06309, Theorem 1): Analog SGD drifts by -alpha E|grad| G(w) "
-        "per step and minimises "
-        "f + &lt;E|grad|, R_c&gt;. The families ideal, linear, power and exponential are R1's; ConstantStep, "
-        "LinearStep, SoftBounds, ExpStep, PowStep and PiecewiseStep are IBM aihwkit 1.1.0's; tabulated is a "
-        "measured step table. "
-        "Bands: 5th to 95th percentile over the drawn elements.</p>"
-        f"{head}{''.join(sections)}</body></html>"
-    )
+        names = [s.name for s in subjects]
+        compare = {"names": names, "rows": _cells(rows), "figure": figure(fig_compare(nums), "compare")}
+    page = _template().render(title=title, compare=compare, devices=devices)
     atomic_write_text(out / "report.json", json.dumps(json_safe(numbers), indent=1) + "\n")
     return atomic_write_text(out / "report.html", page)
