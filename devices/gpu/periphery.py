@@ -46,8 +46,8 @@ def dac_kernel(x, rows, scale, factor, bound, bits, xq):
         s = scale[r] if scale[r] > 0 else np.float32(1.0)
         v = x[r, j] / s
     b32 = np.float32(bound)
-    if bits > 0:
-        xq[k, j] = quantize(v, b32, level_step(bound, bits))
+    if bits > 0:  # np.float32: a float32 under the simulator too, where a call returns a Python float
+        xq[k, j] = quantize(v, b32, np.float32(level_step(bound, bits)))
     else:
         xq[k, j] = min(max(v, -b32), b32)
 

@@ -91,6 +91,38 @@ def test_analog_mvm_equals_cpu_where_the_product_is_exact(name, transposed):
         assert not y_cpu[1].any() and (cfg.nm_code == 1 or not y_cpu[2].any())
 
 
+DIAGONAL_CONFIGS = {
+    "default": PeripheryConfig(),
+    "nm_max": PeripheryConfig(noise_management="max"),
+    "nm_abs_max_thres": PeripheryConfig(nm_thres=0.8),
+    "nm_constant": PeripheryConfig(noise_management="constant", nm_thres=1.3),
+    "dac4_adc6": PeripheryConfig(inp_bits=4, out_bits=6, out_bound=20.0),
+}
+
+
+@needs_kernels
+@pytest.mark.parametrize("name", list(DIAGONAL_CONFIGS))
+def test_analog_mvm_equals_cpu_for_a_diagonal_weight(name):
+    """General float32 inputs (some on the 7-bit DAC's level edges) through a diagonal weight: every product
+    sum has one nonzero term, so it is exact, and the whole read equals the CPU's bit for bit. Weight 16 on
+    input 0, the largest input of the even samples: their outputs reach 16 and saturate the bound 12, and
+    they are read again; weight 8 elsewhere (the odd samples' first read is their only one)."""
+    cfg = DIAGONAL_CONFIGS[name]
+    rng = np.random.default_rng(8)
+    x = rng.normal(0, 1, (8, 10)).astype(np.float32)
+    scale = np.abs(x).max(axis=1)
+    step = np.float32(2.0 / 126.0)
+    edges = ((np.arange(32).reshape(8, 4) - 15.5) * step).astype(np.float32)
+    x[:, 0] = np.where(np.arange(8) % 2 == 0, scale, np.float32(0.25) * scale)
+    x[1::2, 5] = scale[1::2]
+    x[:, 1:5] = scale[:, None] * edges  # x / max |x| on or next to a DAC level edge
+    w = np.diag(np.where(np.arange(10) == 0, 16.0, 8.0)).astype(np.float32)
+    y_cpu, y_gpu, c_cpu, c_gpu = _reads(w, x, cfg)
+    np.testing.assert_array_equal(y_gpu, y_cpu)
+    assert c_gpu == c_cpu
+    assert name == "dac4_adc6" or c_cpu > 1
+
+
 @needs_kernels
 @pytest.mark.parametrize("cfg", [PeripheryConfig.perfect(), PeripheryConfig(inp_bits=None, out_bits=None, out_noise=0)])
 def test_analog_mvm_product_within_its_rounding_bound(cfg):
