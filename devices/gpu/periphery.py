@@ -8,9 +8,9 @@ CPU's own `devices.periphery.finish_row`: a sample's noise comes from its stream
 drawn in order over its outputs (the ziggurat takes a varying number of draws, so draw j has no index of its
 own). Saturated samples are read again, with their input halved per attempt, as the CPU reads them: the
 same stream counters (one per read) and the same stream keys, so everything but the product's summation order
-equals the CPU's result. The product's rounding (relative 1e-6 of sum_k |W_ok||xq_k|, a few float32 ulps of
-that sum for the sizes of a tile) can move an output across an ADC level edge or bound management's
-saturation test, where the CPU's float32 sum sits within that distance of the edge.
+equals the CPU's result. Each product is within (n - 1) 2^-24 sum_k |W_ok xq_k| of the exact sum (n inputs,
+any summation order), so the two differ by at most twice that: an output can land on the other side of an
+ADC level edge, or of bound management's saturation test, only where the exact sum lies that close to it.
 """
 
 from __future__ import annotations
