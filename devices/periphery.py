@@ -88,15 +88,16 @@ class PeripheryConfig(Float32Config):
 
 
 @njit(cache=True, inline="always")
-def _level_step(bound, bits):
+def level_step(bound, bits):
     """Step between the 2^bits - 1 levels of a converter over +-bound (float32; 1 for bits 0: none)."""
     return np.float32(2.0 * bound / (2.0**bits - 2.0)) if bits > 0 else np.float32(1.0)
 
 
 @njit(cache=True, inline="always")
-def _quantize(v, b32, step):
-    """v clipped to +-b32 and rounded to the nearest level (a DAC or ADC conversion)."""
-    return np.float32(np.rint(min(max(v, -b32), b32) / step)) * step
+def quantize(v, b32, step):
+    """v clipped to +-b32 and rounded to the nearest level (a DAC or ADC conversion). round(., 0) rounds half to
+    even as np.rint (a NaN stays NaN) and compiles for the CUDA target too (devices.gpu.periphery)."""
+    return np.float32(round(min(max(v, -b32), b32) / step, 0)) * step
 
 
 @njit(cache=True)
@@ -109,7 +110,7 @@ def _prepare_input(x, bound, bits, nm, thres):
     batch, n = x.shape
     xq = np.empty((batch, n), np.float32)
     scale = np.ones(batch, np.float32)
-    step = _level_step(bound, bits)
+    step = level_step(bound, bits)
     b32 = np.float32(bound)
     if nm == 1 or nm == 2:
         x_max = row_abs_max(x) if nm == 1 else _row_max(x)
@@ -124,7 +125,7 @@ def _prepare_input(x, bound, bits, nm, thres):
         out = xq[i]
         if bits > 0:
             for j in range(n):
-                out[j] = _quantize(row[j] / s, b32, step)
+                out[j] = quantize(row[j] / s, b32, step)
         else:
             for j in range(n):
                 out[j] = min(max(row[j] / s, -b32), b32)
@@ -224,17 +225,18 @@ def _product(mat, transposed, xq, y) -> None:
 
 
 @njit(cache=True, inline="always")
-def _finish_row(out, s, out_noise, bound, bits, check, seed, counter, i) -> bool:
+def finish_row(out, s, out_noise, bound, bits, check, seed, counter, i) -> bool:
     """Add out_noise * N(0, 1) to the output row `out` (from stream (seed, counter, i)); unless `check` finds
     a saturated output (|y| >= bound), clip, quantize and multiply it by s in place. Returns whether the row
     is finished (False: saturated, left for a re-read). s = 0 (a row of zeros under noise management): the
     row is 0."""
     n = out.shape[0]
     if s == 0:
-        out[:] = 0
+        for j in range(n):
+            out[j] = 0
         return True
     b32 = np.float32(bound)
-    step = _level_step(bound, bits)
+    step = level_step(bound, bits)
     if out_noise > 0:
         rs = stream_seed(uint64(seed), uint64(counter), uint64(i))
         for j in range(n):
@@ -246,7 +248,7 @@ def _finish_row(out, s, out_noise, bound, bits, check, seed, counter, i) -> bool
                 return False
     if bits > 0:
         for j in range(n):
-            out[j] = _quantize(out[j], b32, step) * s
+            out[j] = quantize(out[j], b32, step) * s
     else:
         for j in range(n):
             out[j] = min(max(out[j], -b32), b32) * s
@@ -255,10 +257,10 @@ def _finish_row(out, s, out_noise, bound, bits, check, seed, counter, i) -> bool
 
 @njit(cache=True, parallel=True)
 def _finish_rows(y, rows, row_scale, out_noise, bound, bits, check, seed, counter, done) -> None:
-    """_finish_row for the rows `rows` of y (row i from stream (seed, counter, i)), row rows[k] scaled by
+    """finish_row for the rows `rows` of y (row i from stream (seed, counter, i)), row rows[k] scaled by
     row_scale[k]; done[k]: that row finished (True) or saturated (False, left for a re-read)."""
     for k in prange(len(rows)):
-        done[k] = _finish_row(y[rows[k]], row_scale[k], out_noise, bound, bits, check, seed, counter, rows[k])
+        done[k] = finish_row(y[rows[k]], row_scale[k], out_noise, bound, bits, check, seed, counter, rows[k])
 
 
 @njit(cache=True)
@@ -271,20 +273,21 @@ def read_one_hot(col, periphery, seed, counter, out) -> int:
     nm_scale: PeripheryConfig.one_hot_scale), converters as _read's (bits 0: none)."""
     ideal, inp_bound, inp_bits, out_noise, out_bound, out_bits, bound_management, reads, nm_scale = periphery
     if ideal:
-        out[:] = col
+        for o in range(col.shape[0]):
+            out[o] = col[o]
         return counter
     b32 = np.float32(inp_bound)
-    step = _level_step(inp_bound, inp_bits)
+    step = level_step(inp_bound, inp_bits)
     s_nm = np.float32(nm_scale)
     factor = np.float32(1.0)  # the input of each attempt: 1, then halved (divided by s_nm before the DAC)
     for attempt in range(reads):
         v = factor / s_nm
-        q = _quantize(v, b32, step) if inp_bits > 0 else min(max(v, -b32), b32)
+        q = quantize(v, b32, step) if inp_bits > 0 else min(max(v, -b32), b32)
         for o in range(col.shape[0]):
             out[o] = np.float32(0.0) + q * col[o]
         counter += 1
         check = bound_management and attempt < reads - 1  # the last attempt is clipped
-        if _finish_row(out, s_nm / factor, out_noise, out_bound, out_bits, check, seed, counter, 0):
+        if finish_row(out, s_nm / factor, out_noise, out_bound, out_bits, check, seed, counter, 0):
             return counter
         factor *= np.float32(0.5)
     return counter
