@@ -23,7 +23,7 @@ from aimc.devices.gpu import runtime
 from aimc.devices.kernel_bundles import update_settings
 from aimc.devices.normals import BLOCK, fill_normals, normal_at
 from aimc.devices.presets import get_preset
-from aimc.devices.pulsed_update import pulsed_update_kernel
+from aimc.devices.pulsed_update import SERIAL_PULSES, pulsed_update_kernel
 
 SEED_COUNTER = 5
 WN_COUNTER = 6
@@ -135,6 +135,13 @@ def test_pulsed_update_equals_the_cpu_kernel_without_noise(kind):
     dev = parse_device(FAMILY_CONFIGS[kind])
     assert dev.draw((1, 1), np.random.default_rng(0)).kernel[6] == 0.0
     assert _compare(dev, *SETTINGS["negative lr, BL 9"]) > 0
+
+
+@needs_kernels
+def test_pulsed_update_equals_the_cpu_kernel_past_64_samples():
+    """70 samples: the CPU kernel visits a row's samples by 64-bit masks, the GPU thread one by one, in the
+    same order; over SERIAL_PULSES pulses the CPU kernel fires its rows in parallel."""
+    assert _compare(parse_device(SPREAD_CONFIGS["SoftBounds"]), *SETTINGS["BL management"], batch=70) > SERIAL_PULSES
 
 
 @needs_kernels
