@@ -92,6 +92,23 @@ def sin_cos_octant(y):
     return s, c
 
 
+@njit(cache=True, inline="always", fastmath=FASTMATH)
+def normal_pair(key, pair):
+    """The two float32 normals (first, second) of pair `pair` of the stream keyed by the 64-bit `key`."""
+    h = mix64(key + uint64(pair) * GOLDEN)
+    v = uint32(h >> uint64(33))
+    bits = uint32(h)
+    u = (np.float32(np.int32(v)) + np.float32(0.5)) * np.float32(2.0**-31)
+    r = math.sqrt(np.float32(-2.0) * log_unit(u))
+    s, c = sin_cos_octant(np.float32(np.int32(bits & uint32(0xFFFFFFF8))) * np.float32(2.0**-32))
+    swap = (bits & uint32(4)) != 0
+    a = s if swap else c
+    b = c if swap else s
+    first = bits_float(float_bits(r * a) ^ (bits << uint32(31)))
+    second = bits_float(float_bits(r * b) ^ ((bits & uint32(2)) << uint32(30)))
+    return first, second
+
+
 @njit(cache=True, fastmath=FASTMATH)
 def fill_normals(out, start, count, key, first) -> None:
     """out[start:start + count] = normals first .. first + count - 1 of the stream keyed by the 64-bit
@@ -102,14 +119,15 @@ def fill_normals(out, start, count, key, first) -> None:
         seconds = out[base + PAIRS : base + BLOCK]
         pair0 = first // 2 + PAIRS * blk
         for k in range(PAIRS):
-            h = mix64(key + uint64(pair0 + k) * GOLDEN)
-            v = uint32(h >> uint64(33))
-            bits = uint32(h)
-            u = (np.float32(np.int32(v)) + np.float32(0.5)) * np.float32(2.0**-31)
-            r = np.sqrt(np.float32(-2.0) * log_unit(u))
-            s, c = sin_cos_octant(np.float32(np.int32(bits & uint32(0xFFFFFFF8))) * np.float32(2.0**-32))
-            swap = (bits & uint32(4)) != 0
-            a = s if swap else c
-            b = c if swap else s
-            firsts[k] = bits_float(float_bits(r * a) ^ (bits << uint32(31)))
-            seconds[k] = bits_float(float_bits(r * b) ^ ((bits & uint32(2)) << uint32(30)))
+            firsts[k], seconds[k] = normal_pair(key, pair0 + k)
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def normal_at(key, k):
+    """Normal k of the stream keyed by the 64-bit `key` (float32): the value fill_normals puts at index k,
+    computed alone (a GPU thread reads its stream's normals by index, without a buffer). Not inlined by
+    Numba: a Numba inline takes the caller's fastmath flags, and without FASTMATH's contractions the value
+    differs from fill_normals' in the last bit."""
+    pair = k // BLOCK * PAIRS + k % PAIRS
+    first, second = normal_pair(key, pair)
+    return first if k % BLOCK < PAIRS else second

@@ -9,12 +9,17 @@ and slot, the columns that fire, the form the coincidence stage (devices.coincid
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit, prange, uint32, uint64
 
 from aimc.devices.bits import lowest_bit
 from aimc.devices.loops import row_abs_max, total
 from aimc.devices.rng import bits31_at, stream_seed, uniform_step
+
+NOT_FINITE = "update: x or d holds a NaN or an infinity"
+"""The error of an update whose x or d is not finite."""
 
 
 @njit(cache=True)
@@ -29,10 +34,29 @@ def _power_int(q: float, n: int) -> float:
     return out
 
 
+@njit(cache=True, inline="always")
+def sample_plan(xm, dm, lr, granularity, desired_bl, managed, bl_management):
+    """The train plan of one sample (devices.update.train_plan documents it) from the largest |x| and |d| of
+    the sample, xm and dm (finite); managed: update or BL management on. Returns (BL, x_scale, d_scale),
+    (0, 0, 0) where xm, dm or lr is 0. The train length min(max(ceil(k), 1), desired_bl) with k =
+    lr xm dm / granularity takes ceil only below desired_bl, where it is a small integer."""
+    if xm <= 0.0 or dm <= 0.0 or lr <= 0.0:
+        return 0, 0.0, 0.0
+    k = lr * xm * dm / granularity
+    n = desired_bl
+    if bl_management and k < desired_bl:
+        n = max(math.ceil(k), 1)
+    base = math.sqrt(lr / (granularity * n))
+    ratio = 1.0
+    if managed:  # balance with d's maximum, shrunk where the sample saturates (x keeps its full scale)
+        ratio = math.sqrt(xm / (dm * min(1.0, desired_bl / k)))
+    return n, base / ratio, base * ratio
+
+
 @njit(cache=True)
 def plan_kernel(x, d, lr, granularity, desired_bl, update_management, bl_management):
-    """Pulse-train lengths and probability scales per sample (devices.update.train_plan documents them);
-    x, d C-contiguous float32; lr >= 0. Returns (bl int32 (B,), x_scale (B,), d_scale (B,)).
+    """Pulse-train lengths and probability scales per sample (sample_plan); x, d C-contiguous float32;
+    lr >= 0. Returns (bl int32 (B,), x_scale (B,), d_scale (B,)).
     Raises ValueError where x or d is not finite (a NaN would give a train length of NaN)."""
     batch = x.shape[0]
     bl = np.zeros(batch, np.int32)
@@ -44,19 +68,9 @@ def plan_kernel(x, d, lr, granularity, desired_bl, update_management, bl_managem
     for b in range(batch):
         xm = float(x_max[b])
         dm = float(d_max[b])
-        if not (np.isfinite(xm) and np.isfinite(dm)):
-            raise ValueError("update: x or d holds a NaN or an infinity")
-        if xm <= 0.0 or dm <= 0.0 or lr <= 0.0:
-            continue
-        k = lr * xm * dm / granularity
-        n = min(max(np.ceil(k), 1.0), desired_bl) if bl_management else desired_bl
-        base = np.sqrt(lr / (granularity * n))
-        ratio = 1.0
-        if managed:  # balance with d's maximum, shrunk where the sample saturates (x keeps its full scale)
-            ratio = np.sqrt(xm / (dm * min(1.0, desired_bl / k)))
-        bl[b] = n
-        x_scale[b] = base / ratio
-        d_scale[b] = base * ratio
+        if not (math.isfinite(xm) and math.isfinite(dm)):
+            raise ValueError(NOT_FINITE)
+        bl[b], x_scale[b], d_scale[b] = sample_plan(xm, dm, lr, granularity, desired_bl, managed, bl_management)
     return bl, x_scale, d_scale
 
 
@@ -113,15 +127,15 @@ def fill_train(values, b, scale, length, seed, counter, stream, masks) -> None:
             continue
         m = uint32(0)
         if p < 0.25:
-            log_q = np.log1p(-p)
+            log_q = math.log1p(-p)
             # first pulse: P(T = t | T < BL) = q^t p / (1 - q^BL); (u - none) / (1 - none) is uniform
-            t = min(int(np.log1p(-(u - none)) / log_q), length - 1)
+            t = min(int(math.log1p(-(u - none)) / log_q), length - 1)
             while True:
                 m |= uint32(1) << uint32(t)
                 if t + 1 >= length:
                     break
                 u, s = uniform_step(s)
-                t += 1 + int(np.log(u) / log_q)
+                t += 1 + int(math.log(u) / log_q)
                 if t >= length:
                     break
         else:

@@ -116,7 +116,14 @@ def _interp(t: float, grid: np.ndarray, table: np.ndarray) -> float:
         return table[0]
     if t >= grid[n - 1]:
         return table[n - 1]
-    k = np.searchsorted(grid, t) - 1
+    lo, hi = 0, n - 1  # grid[lo] < t <= grid[hi]: bisect to the cell k with grid[k] < t <= grid[k + 1]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if grid[mid] < t:
+            lo = mid
+        else:
+            hi = mid
+    k = lo
     f = (t - grid[k]) / (grid[k + 1] - grid[k])
     return table[k] + f * (table[k + 1] - table[k])
 
