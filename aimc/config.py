@@ -226,6 +226,8 @@ def canonical_json(cfg: BaseModel) -> str:
         for key in keys:
             if key in data[section] and data[section][key] == _default(fields[key]):
                 del data[section][key]
+    if data.get("device") == "cpu":  # added later; a GPU run keeps it (its sums may round apart from the CPU's)
+        del data["device"]
     data["data"].pop("workers", None)  # who draws the batches changes no result
     data.pop("log", None)  # where metrics are logged changes no result
     data.pop("retention", None)  # evaluated after training

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from aimc.devices.gpu.array import GpuArray
+from aimc.devices.gpu.effective_weight import effective_weight
 from aimc.devices.gpu.periphery import analog_mvm
 from aimc.devices.tile import AnalogTile
 from aimc.devices.update import UpdateConfig
@@ -90,12 +91,9 @@ class GpuTile:
         return self._w
 
     def weight(self) -> torch.Tensor:
-        """The effective weight, summed array by array in float32 as devices.effective_weight does."""
-        acc = torch.zeros(self.out_size, self.in_size, dtype=torch.float32, device=self.torch_device)
-        for g, a in zip(self.gains, self.arrays):
-            if g != 0:
-                acc += np.float32(g) * (a.w - a.reference)
-        return acc
+        """The effective weight sum_n gains[n] (w_n - reference_n) (float32, out x in) on the device."""
+        out = torch.empty(self.out_size, self.in_size, dtype=torch.float32, device=self.torch_device)
+        return effective_weight(out, [a.w for a in self.arrays], [a.reference for a in self.arrays], self.gains)
 
     # -- reads --------------------------------------------------------------------------------------------
     def forward(self, x: torch.Tensor) -> torch.Tensor:
