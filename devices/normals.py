@@ -106,7 +106,7 @@ def fill_normals(out, start, count, key, first) -> None:
             v = uint32(h >> uint64(33))
             bits = uint32(h)
             u = (np.float32(np.int32(v)) + np.float32(0.5)) * np.float32(2.0**-31)
-            r = np.sqrt(np.float32(-2.0) * log_unit(u))
+            r = math.sqrt(np.float32(-2.0) * log_unit(u))
             s, c = sin_cos_octant(np.float32(np.int32(bits & uint32(0xFFFFFFF8))) * np.float32(2.0**-32))
             swap = (bits & uint32(4)) != 0
             a = s if swap else c

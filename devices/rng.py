@@ -139,13 +139,13 @@ def _normal_tail(s: uint64, hz: int, iz: int) -> tuple[float, uint64]:
             while True:
                 u1, s = uniform_step(s)
                 u2, s = uniform_step(s)
-                x = -np.log(u1) / ZIG_R
-                y = -np.log(u2)
+                x = -math.log(u1) / ZIG_R
+                y = -math.log(u2)
                 if y + y >= x * x:
                     break
             return (ZIG_R + x if hz > 0 else -ZIG_R - x), s
         u, s = uniform_step(s)
-        if ZIG_F[iz] + u * (ZIG_F[iz - 1] - ZIG_F[iz]) < np.exp(-0.5 * x * x):
+        if ZIG_F[iz] + u * (ZIG_F[iz - 1] - ZIG_F[iz]) < math.exp(-0.5 * x * x):
             return x, s
         s = s + GOLDEN
         hz = _int32_at(s)

@@ -6,6 +6,7 @@ Config: aihwkit 1.1.0's ExpStep.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -81,7 +82,7 @@ def step(up, k, w, er, j, consts, grid, tab_up, tab_dn, F):
         return zero
     sg = one - F(2.0) * F(k)
     z = 2.0 * consts[2] * float(w) / float(span) + consts[3]
-    return dw * F(max(1.0 - consts[k] * np.exp(float(sg) * float(er[j, U_GAMMA_UP + k]) * z), 0.0))
+    return dw * F(max(1.0 - consts[k] * math.exp(float(sg) * float(er[j, U_GAMMA_UP + k]) * z), 0.0))
 
 
 @njit(cache=True, inline="always")

@@ -7,6 +7,7 @@ Config: R1's `exponential`.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -24,7 +25,7 @@ CODE = EXP_R1
 def expm1(x: float) -> float:
     """exp(x) - 1 as the kernels compute it (the C library's, where numpy may use a SIMD one that differs
     in the last bit): for constants that stand in for a kernel's own evaluation."""
-    return np.expm1(x)
+    return math.expm1(x)
 
 
 class Exponential(UpDownGamma):
@@ -89,8 +90,8 @@ def step(up, k, w, er, j, consts, grid, tab_up, tab_dn, F):
     g64 = np.float64(g)
     denom = consts[uint64(1) + k]
     if denom != denom:
-        denom = np.expm1(g64)
-    return dw * F(np.expm1(g64 * np.float64(v)) / denom)
+        denom = math.expm1(g64)
+    return dw * F(math.expm1(g64 * np.float64(v)) / denom)
 
 
 @njit(cache=True, inline="always")

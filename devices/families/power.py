@@ -7,6 +7,7 @@ distances in units of b_max - b_min) and its PowStepReference (the PowStep eleme
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -171,7 +172,7 @@ def step(up, k, w, er, j, consts, grid, tab_up, tab_dn, F):
     if g == F(2.0):
         return dw * v * v
     if g == F(0.5):
-        return dw * np.sqrt(v)
+        return dw * math.sqrt(v)
     return dw * v**g  # pow is the slow path: the exponents of R1's devices above skip it
 
 
