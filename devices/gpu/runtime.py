@@ -48,12 +48,7 @@ def kernel_args(*args) -> tuple:
     """args with every torch tensor (also inside tuples, such as a parameter bundle) replaced by its
     kernel_array; other values as they are."""
     return tuple(
-        kernel_array(a)
-        if isinstance(a, torch.Tensor)
-        else kernel_args(*a)
-        if isinstance(a, tuple)
-        else a
-        for a in args
+        kernel_array(a) if isinstance(a, torch.Tensor) else kernel_args(*a) if isinstance(a, tuple) else a for a in args
     )
 
 
