@@ -24,18 +24,24 @@ def expected_update_kernel(w, dw, granularity, params, seed, counter, pulsed) ->
     n mean steps at the current w plus noise of n pulses' variance, then clipped; params the elements'
     ElementKernelParams (devices.kernel_bundles). Returns pulses fired; adds the elements with n > 0 to the
     set `pulsed` (devices.pulsed_set; where it has rows: write noise)."""
+    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
     rows = w.shape[0]
     fired = np.empty(rows, np.int64)
     for i in prange(rows):
-        fired[i] = expected_update_row(w, dw, granularity, params, seed, counter, pulsed, i)
+        fired[i] = expected_update_row(
+            w, dw, granularity, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, pulsed, i
+        )
     return total(fired)
 
 
 @njit(cache=True, inline="always")
-def expected_update_row(w, dw, granularity, params, seed, counter, pulsed, i) -> int:
+def expected_update_row(
+    w, dw, granularity, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, pulsed, i
+) -> int:
     """Row i of expected_update_kernel, from its own stream (seed, counter, i): the CPU kernel runs the rows
-    in parallel, the GPU twin (devices.gpu.expected_update) one row per thread. Returns the row's pulses."""
-    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
+    in parallel, the GPU twin (devices.gpu.expected_update) one row per thread. Returns the row's pulses. Takes
+    the ElementKernelParams' fields, unpacked once outside the parallel loop (the bundle unpacked per row made a
+    512 x 512 update of aihwkit_reram_es 3% slower, one thread, 2026-12-06)."""
     fired = 0
     rs = stream_seed(uint64(seed), uint64(counter), uint64(i))
     er = ep[i]

@@ -20,7 +20,10 @@ def expected_update_kernel(w, dw, granularity, params, seed, counter, pulsed, fi
     i = cuda.grid(1)
     if i >= w.shape[0]:
         return
-    fired[i] = expected_update_row(w, dw, granularity, params, seed, counter, pulsed, i)
+    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
+    fired[i] = expected_update_row(
+        w, dw, granularity, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, pulsed, i
+    )
 
 
 def expected_update(
