@@ -8,9 +8,13 @@ CPU and take CPU tensors as numpy views: the same code paths on the same data.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from unittest import mock
+
 import numpy as np
 import torch
 from numba import config, cuda, typeof
+from numba.cuda.simulator.args import ArgHint
 
 THREADS = 128
 """Threads per block of a one-dimensional launch (a multiple of the 32-thread warp)."""
@@ -55,10 +59,19 @@ def launch(kernel, n: int, *args) -> None:
         return
     blocks = (n + THREADS - 1) // THREADS
     if simulated():
-        kernel[blocks, THREADS](*kernel_args(*args))
+        kernel[blocks, THREADS](*(_Shared(a) if isinstance(a, np.ndarray) else a for a in kernel_args(*args)))
         return
     stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
     kernel[blocks, THREADS, stream](*kernel_args(*args))
+
+
+class _Shared(ArgHint):
+    """A numpy array the simulator hands to the kernel as it is, not as a copy wrapped in its own array type:
+    the kernel may then pass it to the @njit functions it calls (the simulator runs them compiled for the
+    CPU, which takes numpy arrays only), and two arguments that share memory (w as its own base) stay one."""
+
+    def to_device(self, retr, stream=0):
+        return self.value
 
 
 def to_device(a: np.ndarray | torch.Tensor, device: torch.device | str) -> torch.Tensor:
@@ -69,6 +82,12 @@ def to_device(a: np.ndarray | torch.Tensor, device: torch.device | str) -> torch
 def ptx(kernel, *args) -> str:
     """The PTX of a cuda.jit `kernel` for arguments like args (numpy arrays and scalars, typed as Numba
     types them), compiled for PTX_CAPABILITY without a GPU (needs NVVM: numba-cuda's cu12 extra).
-    A kernel that does not compile for the GPU raises here, on a machine without one."""
-    code, _ = cuda.compile_ptx(kernel.py_func, tuple(typeof(a) for a in args), cc=PTX_CAPABILITY)
+    A kernel that does not compile for the GPU raises here, on a machine without one. The @njit functions
+    the kernel calls compile for the GPU of the current context, which a machine without one lacks: they
+    compile for PTX_CAPABILITY too."""
+    from numba.cuda import dispatcher
+
+    target = SimpleNamespace(compute_capability=PTX_CAPABILITY)
+    with mock.patch.object(dispatcher, "get_current_device", lambda: target):  # the @njit functions it calls
+        code, _ = cuda.compile_ptx(kernel.py_func, tuple(typeof(a) for a in args), cc=PTX_CAPABILITY)
     return code

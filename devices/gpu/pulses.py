@@ -1,0 +1,76 @@
+"""Pulses fired one at a time into chosen elements on a GPU: the twins of devices.pulses.pulse_kernel and
+pulse_columns_kernel (column transfers, threshold pulses, programming), one thread per row.
+
+A row draws the cycle-to-cycle noise of its pulses from its own stream (seed, counter, row), element after
+element in column order, so a row is one thread; a pulse is devices.pulses.noisy_pulse in float32, as on
+the CPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import cuda, njit, uint64
+
+from aimc.devices.gpu.runtime import launch
+from aimc.devices.pulses import noisy_pulse
+from aimc.devices.rng import normal_step, stream_seed
+
+
+@njit(cache=True, inline="always")
+def element_pulses(w, n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s):
+    """|n| pulses into element j of the row er at weight w, up for n > 0, down for n < 0, each with its normal
+    from state s (where sigma > 0), in float32. Returns (new w, next state)."""
+    up = n > 0
+    noisy = sigma > 0.0
+    v = np.float32(w)
+    for _ in range(abs(n)):
+        xi = 0.0
+        if noisy:
+            xi, s = normal_step(s)
+        v = noisy_pulse(v, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi, np.float32, noisy)
+    return v, s
+
+
+@njit(cache=True)
+def row_pulses(w, counts, cols, params, seed, counter, i) -> int:
+    """Fire counts[i, j] signed pulses into the elements j of `cols` (increasing) of row i from the row's
+    stream (seed, counter, i). Returns the row's pulses."""
+    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
+    s = stream_seed(uint64(seed), uint64(counter), uint64(i))
+    er = ep[i]
+    fired = 0
+    for c in range(cols.shape[0]):
+        j = cols[c]
+        n = counts[i, j]
+        if n != 0:
+            v, s = element_pulses(float(w[i, j]), n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
+            w[i, j] = v
+            fired += abs(n)
+    return fired
+
+
+@cuda.jit
+def pulse_kernel(w, counts, cols, params, seed, counter, fired):
+    """Thread i: the pulses of row i (row_pulses), their number into fired[i]."""
+    i = cuda.grid(1)
+    if i >= w.shape[0]:
+        return
+    fired[i] = row_pulses(w, counts, cols, params, seed, counter, i)
+
+
+def pulse(w: torch.Tensor, counts: torch.Tensor, params: tuple, seed: int, counter: int) -> int:
+    """devices.pulses.pulse_kernel on tensors: counts[i, j] (int64) signed pulses into every element of w
+    (out, in) float32, in place; params the ElementKernelParams with tensors for arrays. Returns pulses fired."""
+    cols = torch.arange(w.shape[1], dtype=torch.int64, device=w.device)
+    return pulse_columns(w, counts, cols, params, seed, counter)
+
+
+def pulse_columns(
+    w: torch.Tensor, counts: torch.Tensor, cols: torch.Tensor, params: tuple, seed: int, counter: int
+) -> int:
+    """devices.pulses.pulse_columns_kernel on tensors: pulse where only the columns `cols` (int64, increasing)
+    of counts may be nonzero (the same weights). Returns pulses fired."""
+    fired = torch.empty(w.shape[0], dtype=torch.int64, device=w.device)
+    launch(pulse_kernel, w.shape[0], w, counts, cols, params, int(seed), int(counter), fired)
+    return int(fired.sum())
