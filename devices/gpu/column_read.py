@@ -12,11 +12,8 @@ from __future__ import annotations
 import torch
 from numba import cuda
 
-from aimc.devices import column_read
+from aimc.devices.column_read import read_column
 from aimc.devices.gpu.runtime import launch
-from aimc.devices.gpu.shared_functions import kernel_callable
-
-read_column = kernel_callable(column_read.read_column)
 
 
 @cuda.jit

@@ -19,13 +19,9 @@ import numpy as np
 import torch
 from numba import cuda
 
-from aimc.devices import periphery as cpu_periphery
 from aimc.devices.gpu.runtime import launch
-from aimc.devices.gpu.shared_functions import kernel_callable
-from aimc.devices.periphery import PeripheryConfig, level_step, quantize
+from aimc.devices.periphery import PeripheryConfig, finish_row, level_step, quantize
 from aimc.devices.rng import Stream
-
-finish_row = kernel_callable(cpu_periphery.finish_row)
 
 
 @cuda.jit

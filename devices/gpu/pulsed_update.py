@@ -164,6 +164,15 @@ def _zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> 
     return torch.zeros(shape, dtype=dtype, device=device)
 
 
+def plan(x: torch.Tensor, d: torch.Tensor, settings: tuple) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The train plan of an update (devices.pulse_trains.plan_kernel) on the GPU: (bl int32, x_scale float64,
+    d_scale float64), each (B,), for x (B, in), d (B, out) float32 tensors with finite values and the
+    UpdateSettings tuple `settings`."""
+    out = tuple(_zeros((x.shape[0],), dtype, x.device) for dtype in (torch.int32, torch.float64, torch.float64))
+    launch(plan_kernel, x.shape[0], (x, d), settings, out)
+    return out
+
+
 def pulsed_update(w, x, d, settings, params, seed, counter, app, wn, wn_counter) -> int:
     """W -= lr d^T x on the GPU, as devices.pulsed_update.pulsed_update_kernel: w (out, in), x (B, in),
     d (B, out) float32 tensors, app and wn float32 tensors (wn the write-noise std as (1, 1), or without
@@ -175,9 +184,8 @@ def pulsed_update(w, x, d, settings, params, seed, counter, app, wn, wn_counter)
     batch, rows, cols = x.shape[0], w.shape[0], w.shape[1]
     dev = w.device
     inputs = (x, d)
-    plan = tuple(_zeros((batch,), dtype, dev) for dtype in (torch.int32, torch.float64, torch.float64))
-    launch(plan_kernel, batch, inputs, settings, plan)
-    max_bl = max(int(plan[0].max().item()), 1) if batch > 0 else 1
+    trains_plan = plan(x, d, settings)
+    max_bl = max(int(trains_plan[0].max().item()), 1) if batch > 0 else 1
     trains = (
         _zeros((batch, cols), torch.uint32, dev),
         _zeros((batch, rows), torch.uint32, dev),
@@ -185,7 +193,7 @@ def pulsed_update(w, x, d, settings, params, seed, counter, app, wn, wn_counter)
         _zeros((batch, max_bl), torch.int32, dev),
         _zeros((batch, max_bl), torch.int32, dev),
     )
-    launch(trains_kernel, 2 * batch, inputs, plan, int(seed), int(counter), trains)
+    launch(trains_kernel, 2 * batch, inputs, trains_plan, int(seed), int(counter), trains)
     lr = settings[0]
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     fired = _zeros((rows,), torch.int64, dev)

@@ -76,7 +76,7 @@ class _Shared(ArgHint):
 
 def to_device(a: np.ndarray | torch.Tensor, device: torch.device | str) -> torch.Tensor:
     """A tensor on `device` holding a copy of a (numpy array or tensor), dtype kept."""
-    return torch.as_tensor(np.ascontiguousarray(a) if isinstance(a, np.ndarray) else a).to(device).clone()
+    return torch.from_numpy(np.array(a)).to(device) if isinstance(a, np.ndarray) else a.to(device).clone()
 
 
 def ptx(kernel, *args) -> str:

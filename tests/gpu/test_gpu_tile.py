@@ -41,11 +41,33 @@ def test_pulsed_updates_equal_the_cpu_tile_bit_for_bit(device):
     for _ in range(3):
         x, d = _batch(rng, 4, 5, 6)
         assert gpu.update(_t(x), _t(d), 0.2) == cpu.update(x, d, 0.2)
+    _assert_same_state(gpu, cpu)
+
+
+def _assert_same_state(gpu: GpuTile, cpu: AnalogTile) -> None:
     for mine, theirs in zip(gpu.state_dict()["arrays"], cpu.state_dict()["arrays"]):
         for key in ("w", "reference", "hidden"):
             if key in theirs:
                 np.testing.assert_array_equal(mine[key], theirs[key])
         assert mine["counter"] == theirs["counter"] and mine["pulses"] == theirs["pulses"]
+
+
+EFFECTS = dict(preset="aihwkit_reram_es", diffusion=0.01, lifetime=20.0, reset=0.05, reset_dtod=0.5)
+"""aihwkit's ReRAM ExpStep preset (write noise, cycle noise, spread) with diffusion and a decay."""
+
+
+def test_write_noise_diffusion_decay_and_pulses_equal_the_cpu_tile_bit_for_bit():
+    cpu = AnalogTile(6, 70, load_device(EFFECTS), seed=5)  # 70 columns: two words of a pulsed set
+    gpu = GpuTile(copy.deepcopy(cpu), DEVICE)
+    rng = np.random.default_rng(6)
+    for _ in range(2):
+        x, d = _batch(rng, 3, 70, 6)
+        assert gpu.update(_t(x), _t(d), 0.3) == cpu.update(x, d, 0.3)
+        gpu.post_update_step()
+        cpu.post_update_step()
+    counts = rng.integers(-3, 4, (6, 70)) * (rng.uniform(size=(6, 70)) < 0.3)
+    assert gpu.pulse(counts) == cpu.pulse(counts)
+    _assert_same_state(gpu, cpu)
 
 
 def test_expected_updates_match_the_cpu_tile_to_a_pulse():
@@ -102,7 +124,7 @@ def test_a_model_on_gpu_tiles_trains_as_on_the_cpu_and_its_state_loads_on_either
             loss = nn.functional.cross_entropy(m(x.to(DEVICE) if m is gpu else x), y.to(DEVICE) if m is gpu else y)
             loss.backward()
             opt.step()
-            step.append(float(loss))
+            step.append(loss.item())
         losses.append(step)
     np.testing.assert_allclose(*np.array(losses).T, rtol=1e-4)
     w_cpu = [layer.analog_weight() for layer in T.analog_layers(cpu)]

@@ -15,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from numba.cuda import dispatcher
 
 from aimc.devices.column_read import one_hot_settings, read_column
 from aimc.devices.effective_weight import effective_weight_kernel
@@ -228,36 +227,25 @@ def test_effective_weight_equals_cpu_kernel():
     np.testing.assert_array_equal(out.cpu().numpy(), expected)
 
 
-@pytest.fixture
-def ptx_device(monkeypatch):
-    """numba-cuda compiles a kernel's non-inlined device functions (an @njit function it calls) for the current
-    GPU's compute capability: stand in a device of runtime.PTX_CAPABILITY where there is none."""
-
-    class Device:
-        compute_capability = runtime.PTX_CAPABILITY
-
-    monkeypatch.setattr(dispatcher, "get_current_device", lambda: Device())
-
-
 F32_2D = np.zeros((3, 4), np.float32)
 ROWS = np.zeros(3, np.int64)
 SCALES = np.zeros(3, np.float32)
 
 
 @needs_ptx
-def test_dac_kernel_compiles(ptx_device):
+def test_dac_kernel_compiles():
     assert "dac_kernel" in runtime.ptx(dac_kernel, F32_2D, ROWS, SCALES, np.float32(1.0), 1.0, 7, F32_2D)
 
 
 @needs_ptx
-def test_adc_kernel_compiles(ptx_device):
+def test_adc_kernel_compiles():
     done = np.zeros(3, np.bool_)
     code = runtime.ptx(adc_kernel, F32_2D, ROWS, SCALES, np.float32(0.5), 0.06, 12.0, 9, True, SEED, 3, done)
     assert "adc_kernel" in code
 
 
 @needs_ptx
-def test_column_reads_kernel_compiles(ptx_device):
+def test_column_reads_kernel_compiles():
     reader = (one_hot_settings(PeripheryConfig()), SEED, np.zeros(2, np.int64))
     code = runtime.ptx(column_reads_kernel, F32_2D, F32_2D, ROWS, reader, F32_2D, F32_2D)
     assert "column_reads_kernel" in code

@@ -5,16 +5,12 @@ three kernels compile to PTX."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from unittest import mock
-
 import numpy as np
 import pytest
 import torch
 from conftest import FAMILY_CONFIGS, SPREAD_CONFIGS
 from gpu_helpers import needs_kernels, needs_ptx, on_device
 from numba import njit, typeof
-from numba.cuda import dispatcher as cuda_dispatcher
 
 from aimc.devices import ConductanceArray, UpdateConfig, parse_device
 from aimc.devices.device_base import CONST, EXP_R1, EXP_STEP, LINEAR, POWER, SOFT_REF, TABLE
@@ -196,23 +192,14 @@ def _numpy_args(write_noise: bool) -> dict[str, tuple]:
     }
 
 
-def _ptx(kernel, *args) -> str:
-    """runtime.ptx with numba-cuda's device-function compilation targeting runtime.PTX_CAPABILITY: it asks the
-    current device for its compute capability when a kernel calls an @njit function, and there is no device
-    without a GPU."""
-    fake = SimpleNamespace(compute_capability=runtime.PTX_CAPABILITY)
-    with mock.patch.object(cuda_dispatcher, "get_current_device", lambda: fake):
-        return runtime.ptx(kernel, *args)
-
-
 @needs_ptx
 def test_plan_kernel_compiles():
-    assert "plan_kernel" in _ptx(gpu.plan_kernel, *_numpy_args(False)["plan"])
+    assert "plan_kernel" in runtime.ptx(gpu.plan_kernel, *_numpy_args(False)["plan"])
 
 
 @needs_ptx
 def test_trains_kernel_compiles():
-    assert "trains_kernel" in _ptx(gpu.trains_kernel, *_numpy_args(False)["trains"])
+    assert "trains_kernel" in runtime.ptx(gpu.trains_kernel, *_numpy_args(False)["trains"])
 
 
 @needs_ptx
@@ -220,4 +207,4 @@ def test_coincidences_kernel_compiles():
     """With write noise and without: the same argument types."""
     on, off = _numpy_args(True)["coincidences"], _numpy_args(False)["coincidences"]
     assert [typeof(a) for a in on] == [typeof(a) for a in off]
-    assert "coincidences_kernel" in _ptx(gpu.coincidences_kernel, *on)
+    assert "coincidences_kernel" in runtime.ptx(gpu.coincidences_kernel, *on)
