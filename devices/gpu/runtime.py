@@ -58,8 +58,10 @@ def launch(kernel, n: int, *args) -> None:
     if n <= 0:
         return
     blocks = (n + THREADS - 1) // THREADS
-    if simulated():
-        kernel[blocks, THREADS](*(_Shared(a) if isinstance(a, np.ndarray) else a for a in kernel_args(*args)))
+    if simulated():  # the simulator runs each thread of a block as a Python thread: no more than n of them
+        threads = min(n, THREADS)
+        blocks = (n + threads - 1) // threads
+        kernel[blocks, threads](*(_Shared(a) if isinstance(a, np.ndarray) else a for a in kernel_args(*args)))
         return
     stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
     kernel[blocks, THREADS, stream](*kernel_args(*args))
