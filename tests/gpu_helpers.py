@@ -37,3 +37,19 @@ DEVICE = "cuda" if torch.cuda.is_available() and not runtime.simulated() else "c
 def on_device(a: np.ndarray) -> torch.Tensor:
     """A copy of a as a tensor on DEVICE."""
     return runtime.to_device(a, DEVICE)
+
+
+GPU_ATOL = 1e-4
+"""How far a weight or a read on a real GPU may lie from the CPU's: its compiler fuses a * b + c (the noise factor
+1 + sigma xi, the step w + s, the normals' polynomials) and its exp, log, expm1 and pow are libdevice's, each a
+few float32 ulps (2.4e-7 at |w| ~ 1.25) per pulse, over the at most a hundred pulses an element gets in these
+tests."""
+
+
+def assert_twins(got, want) -> None:
+    """Bit for bit under the simulator (the same compiled functions on the CPU); within GPU_ATOL on a GPU."""
+    got, want = (v.cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v) for v in (got, want))
+    if runtime.simulated():
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=0, atol=GPU_ATOL)

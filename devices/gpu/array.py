@@ -45,7 +45,7 @@ class GpuArray:
         p = host.params
         self.params = tuple(self._put(v) if isinstance(v, np.ndarray) else v for v in p.kernel)
         self.granularity = float(p.granularity)
-        self.no_set = torch.zeros((0, 0), dtype=torch.uint64, device=device)  # every element / no marking
+        self.no_set = self._new_set(False)  # every element / no marking
         self.no_noise = torch.zeros((0, 0), dtype=torch.float32, device=device)
         self._effects: dict[str, torch.Tensor] | None = None
 
@@ -70,10 +70,9 @@ class GpuArray:
 
     def _new_set(self, on: bool) -> torch.Tensor:
         """An empty pulsed set (devices.pulsed_set.new_set) on the device; without rows where not `on`."""
-        if not on:
-            return self.no_set
-        rows, cols = self.shape
-        return torch.zeros((rows, (cols + WORD - 1) // WORD), dtype=torch.int64, device=self.device).view(torch.uint64)
+        rows, cols = self.shape if on else (0, 0)  # made as int64 and viewed: torch fills few unsigned types
+        words = (cols + WORD - 1) // WORD
+        return torch.zeros((rows, words), dtype=torch.int64, device=self.device).view(torch.uint64)
 
     def _set_of_mask(self, mask: torch.Tensor) -> torch.Tensor:
         """The pulsed set of the nonzero elements of mask (devices.pulsed_set.set_of_mask): bit j % 64 of word

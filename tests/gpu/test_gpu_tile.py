@@ -11,7 +11,7 @@ import copy
 import numpy as np
 import pytest
 import torch
-from gpu_helpers import DEVICE, needs_kernels
+from gpu_helpers import DEVICE, assert_twins, needs_kernels
 from torch import nn
 
 from aimc import trainers as T
@@ -48,7 +48,7 @@ def _assert_same_state(gpu: GpuTile, cpu: AnalogTile) -> None:
     for mine, theirs in zip(gpu.state_dict()["arrays"], cpu.state_dict()["arrays"]):
         for key in ("w", "reference", "hidden"):
             if key in theirs:
-                np.testing.assert_array_equal(mine[key], theirs[key])
+                assert_twins(mine[key], theirs[key])
         assert mine["counter"] == theirs["counter"] and mine["pulses"] == theirs["pulses"]
 
 
@@ -135,4 +135,4 @@ def test_a_model_on_gpu_tiles_trains_as_on_the_cpu_and_its_state_loads_on_either
     T.build_optimizer(fresh, algorithm)
     fresh.load_state_dict(gpu.state_dict())
     for layer, expected in zip(T.analog_layers(fresh), w_gpu):
-        np.testing.assert_array_equal(layer.analog_weight(), expected)
+        assert_twins(layer.analog_weight(), expected)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from gpu_helpers import assert_twins, needs_kernels, needs_ptx, on_device
 
 from aimc.devices.column_read import one_hot_settings, read_column
 from aimc.devices.effective_weight import effective_weight_kernel
@@ -25,7 +26,6 @@ from aimc.devices.gpu.periphery import adc_kernel, analog_mvm, dac_kernel
 from aimc.devices.periphery import PeripheryConfig
 from aimc.devices.periphery import analog_mvm as cpu_analog_mvm
 from aimc.devices.rng import Stream, normal_kernel
-from tests.gpu_helpers import needs_kernels, needs_ptx, on_device
 
 U = 2.0**-24
 SEED = 12345
@@ -82,7 +82,7 @@ def test_analog_mvm_equals_cpu_where_the_product_is_exact(name, transposed):
     cfg = EXACT_CONFIGS[name]
     w, x = _dyadic(np.random.default_rng(3))
     y_cpu, y_gpu, c_cpu, c_gpu = _reads(w, x, cfg, transposed)
-    np.testing.assert_array_equal(y_gpu, y_cpu)
+    assert_twins(y_gpu, y_cpu)
     assert c_gpu == c_cpu
     if name.startswith("bm_") and name != "bm_off_clipped":
         assert c_cpu > 1  # saturated rows were read again
@@ -117,7 +117,7 @@ def test_analog_mvm_equals_cpu_for_a_diagonal_weight(name):
     x[:, 1:5] = scale[:, None] * edges  # x / max |x| on or next to a DAC level edge
     w = np.diag(np.where(np.arange(10) == 0, 16.0, 8.0)).astype(np.float32)
     y_cpu, y_gpu, c_cpu, c_gpu = _reads(w, x, cfg)
-    np.testing.assert_array_equal(y_gpu, y_cpu)
+    assert_twins(y_gpu, y_cpu)
     assert c_gpu == c_cpu
     assert name == "dac4_adc6" or c_cpu > 1
 
@@ -172,7 +172,7 @@ def test_analog_mvm_default_periphery_levels_agree_off_the_edges(weight_scale):
     y_cpu, y_gpu, c_cpu, c_gpu = _reads(w, x, cfg)
     clear = ~_ambiguous_rows(w, x, cfg)
     assert clear.sum() >= 8
-    np.testing.assert_array_equal(y_gpu[clear], y_cpu[clear])
+    assert_twins(y_gpu[clear], y_cpu[clear])
     assert c_gpu == c_cpu
     assert (c_cpu > 1) == (weight_scale > 1)
 
@@ -210,8 +210,8 @@ def test_read_columns_equals_cpu_read_column(cfg):
         read_column((settings, SEED, counts), np.ascontiguousarray(w[:, c] - ref[:, c]), expected[m])
     gpu_counts = on_device(np.array([7, 2], np.int64))
     got = read_columns(on_device(w), on_device(ref), on_device(cols), (settings, SEED, gpu_counts))
-    np.testing.assert_array_equal(got.cpu().numpy(), expected)
-    np.testing.assert_array_equal(gpu_counts.cpu().numpy(), counts)
+    assert_twins(got.cpu().numpy(), expected)
+    assert_twins(gpu_counts.cpu().numpy(), counts)
 
 
 @needs_kernels
@@ -224,7 +224,7 @@ def test_effective_weight_equals_cpu_kernel():
     effective_weight_kernel(expected, ws, refs, gains)
     out = on_device(np.full((4, 6), np.nan, np.float32))
     effective_weight(out, tuple(on_device(w) for w in ws), tuple(on_device(r) for r in refs), gains)
-    np.testing.assert_array_equal(out.cpu().numpy(), expected)
+    assert_twins(out.cpu().numpy(), expected)
 
 
 F32_2D = np.zeros((3, 4), np.float32)

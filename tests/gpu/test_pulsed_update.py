@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import FAMILY_CONFIGS, SPREAD_CONFIGS
-from gpu_helpers import needs_kernels, needs_ptx, on_device
+from gpu_helpers import assert_twins, needs_kernels, needs_ptx, on_device
 from numba import njit, typeof
 
 from aimc.devices import ConductanceArray, UpdateConfig, parse_device
@@ -41,20 +41,6 @@ def _batch(rows: int, cols: int, batch: int, seed: int = 7) -> tuple[np.ndarray,
     return x, d
 
 
-GPU_ATOL = 1e-4
-"""How far a weight on a real GPU may lie from the CPU's: its compiler fuses a * b + c (the noise factor
-1 + sigma xi, the step w + s, the normals' polynomials) and its exp, log, expm1 and pow are libdevice's, each a
-few float32 ulps (2.4e-7 at |w| ~ 1.25) per pulse, over the at most 3 x 31 pulses an element gets here."""
-
-
-def _assert_same(got: np.ndarray, want: np.ndarray) -> None:
-    """Bit for bit under the simulator (the same compiled functions on the CPU); within GPU_ATOL on a GPU."""
-    if runtime.simulated():
-        np.testing.assert_array_equal(got, want)
-    else:
-        np.testing.assert_allclose(got, want, rtol=0, atol=GPU_ATOL)
-
-
 def _compare(dev, lr: float, ucfg: UpdateConfig, rows: int = 6, cols: int = 5, batch: int = 3) -> int:
     """Run one update of lr on an array of `dev` on the CPU and on the GPU path; assert equal weights (and
     apparent weights), equal pulse counts; return the count."""
@@ -75,10 +61,10 @@ def _compare(dev, lr: float, ucfg: UpdateConfig, rows: int = 6, cols: int = 5, b
         gpu_w, on_device(x), on_device(d), settings, gpu_params, seed, SEED_COUNTER, gpu_app, on_device(wn), WN_COUNTER
     )
     assert n_gpu == n_cpu
-    _assert_same(gpu_w.cpu().numpy(), cpu_w)
+    assert_twins(gpu_w.cpu().numpy(), cpu_w)
     if cpu_app is not None:
         assert np.count_nonzero(cpu_app != app) > 0  # redrawn
-        _assert_same(gpu_app.cpu().numpy(), cpu_app)
+        assert_twins(gpu_app.cpu().numpy(), cpu_app)
     return n_cpu
 
 
@@ -96,7 +82,7 @@ def test_normal_at_equals_fill_normals():
     for key in (np.uint64(1), np.uint64(0x9E3779B97F4A7C15)):
         ring = np.empty(100 * BLOCK, np.float32)
         fill_normals(ring, 0, ring.size, key, 0)
-        np.testing.assert_array_equal(_normals_by_index(key, ring.size), ring)
+        assert_twins(_normals_by_index(key, ring.size), ring)
 
 
 @needs_kernels

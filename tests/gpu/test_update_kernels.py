@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import FAMILY_CONFIGS, SPREAD_CONFIGS
+from gpu_helpers import assert_twins, needs_kernels, needs_ptx, on_device
 
 from aimc.devices import ConductanceArray
 from aimc.devices.array_update import expected_array_update
@@ -19,8 +21,6 @@ from aimc.devices.gpu import runtime
 from aimc.devices.presets import load_device
 from aimc.devices.pulsed_set import NO_SET, new_set, set_of_mask
 from aimc.devices.pulses import pulse_columns_kernel, pulse_kernel
-from tests.conftest import FAMILY_CONFIGS, SPREAD_CONFIGS
-from tests.gpu_helpers import needs_kernels, needs_ptx, on_device
 
 EFFECTS = dict(
     preset="aihwkit_reram_es",
@@ -83,8 +83,8 @@ def test_expected_update_equals_cpu(name):
             w_gpu, on_device(dw), g, _on_device(arr.params.kernel), arr.seed, 9, pulsed_gpu
         )
         assert fired_gpu == fired > 0 and isinstance(fired_gpu, int)
-        np.testing.assert_array_equal(w_gpu.cpu().numpy(), w)
-        np.testing.assert_array_equal(pulsed_gpu.cpu().numpy(), pulsed)
+        assert_twins(w_gpu.cpu().numpy(), w)
+        assert_twins(pulsed_gpu.cpu().numpy(), pulsed)
 
 
 # -- pulses ----------------------------------------------------------------------------------------------------
@@ -102,12 +102,12 @@ def test_pulse_equals_cpu(name):
     w, w_gpu = _weights(arr), on_device(_weights(arr))
     fired = pulse_kernel(w, counts, arr.params.kernel, arr.seed, 4)
     assert gpu_pulses.pulse(w_gpu, on_device(counts), params, arr.seed, 4) == fired == np.abs(counts).sum()
-    np.testing.assert_array_equal(w_gpu.cpu().numpy(), w)
+    assert_twins(w_gpu.cpu().numpy(), w)
     w, w_gpu = _weights(arr), on_device(_weights(arr))
     fired = pulse_columns_kernel(w, in_cols, cols, arr.params.kernel, arr.seed, 4)
     fired_gpu = gpu_pulses.pulse_columns(w_gpu, on_device(in_cols), on_device(cols), params, arr.seed, 4)
     assert fired_gpu == fired == np.abs(in_cols).sum() and isinstance(fired_gpu, int)
-    np.testing.assert_array_equal(w_gpu.cpu().numpy(), w)
+    assert_twins(w_gpu.cpu().numpy(), w)
 
 
 # -- effects ---------------------------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ def test_redraw_equals_cpu(chosen, clip):
         w_gpu, on_device(base), on_device(pulsed), on_device(std).expand(shape), on_device(lo), on_device(hi), clip,
         11, 7, WRITE,
     )  # fmt: skip
-    np.testing.assert_array_equal(w_gpu.cpu().numpy(), w)
+    assert_twins(w_gpu.cpu().numpy(), w)
 
 
 @needs_kernels
@@ -148,7 +148,7 @@ def test_decay_equals_cpu(clip):
         gpu_effects.decay(
             w_gpu, on_device(bias).expand(arr.shape), on_device(scale), on_device(lo), on_device(hi), clip
         )
-        np.testing.assert_array_equal(w_gpu.cpu().numpy(), w)
+        assert_twins(w_gpu.cpu().numpy(), w)
 
 
 @needs_kernels
@@ -169,8 +169,8 @@ def test_post_update_step_of_the_twins_equals_the_array():
         )
         gpu_effects.decay(hidden, on_device(fx.reset_bias), on_device(fx.decay_scale), lo, hi, True)
         gpu_effects.redraw(app, hidden, every, std, app, app, False, arr.seed, counter + 2, WRITE)
-        np.testing.assert_array_equal(hidden.cpu().numpy(), arr.hidden)
-        np.testing.assert_array_equal(app.cpu().numpy(), arr.w)
+        assert_twins(hidden.cpu().numpy(), arr.hidden)
+        assert_twins(app.cpu().numpy(), arr.w)
     counter, g = arr.counter, arr.params.granularity
     dw = np.random.default_rng(5).normal(0.0, 3 * g, shape)
     fired = expected_array_update(arr.handle(), dw, g)
@@ -182,8 +182,8 @@ def test_post_update_step_of_the_twins_equals_the_array():
         == fired
     )
     gpu_effects.redraw(app, hidden, moved, std, app, app, False, arr.seed, counter + 2, WRITE)
-    np.testing.assert_array_equal(hidden.cpu().numpy(), arr.hidden)
-    np.testing.assert_array_equal(app.cpu().numpy(), arr.w)
+    assert_twins(hidden.cpu().numpy(), arr.hidden)
+    assert_twins(app.cpu().numpy(), arr.w)
 
 
 # -- compiled for the GPU --------------------------------------------------------------------------------------
