@@ -58,9 +58,10 @@ def _set_rng_state(state: dict) -> None:
 
 
 def _finite_params(model: nn.Module, tiles: list) -> bool:
-    return all(bool(torch.isfinite(p).all()) for p in model.parameters()) and all(
-        bool(np.isfinite(t.weight()).all()) for t in tiles
-    )
+    def finite(w) -> bool:  # a CPU tile's weight is numpy, a GPU tile's a tensor
+        return bool(torch.isfinite(w).all()) if isinstance(w, torch.Tensor) else bool(np.isfinite(w).all())
+
+    return all(finite(p) for p in model.parameters()) and all(finite(t.weight()) for t in tiles)
 
 
 # -- one run ------------------------------------------------------------------------------------------------
