@@ -38,9 +38,7 @@ def _coincidences(x_counts, d_counts) -> int:
 
 
 @njit(cache=True, inline="always")
-def _fill_trains_of(
-    k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts
-) -> None:
+def fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts) -> None:
     """Train set k of an update: x's trains of sample k and their slot lists for k < B, else d's trains
     of sample k - B and their slot counts (counts zero on entry). Inlined, as draw_trains is: a call of its
     own took and released a reference to each of its seven arrays, a fixed cost that dominated
@@ -63,7 +61,7 @@ def _fill_trains_parallel(
     """All train sets of an update, in parallel (nothing else in this function: in a parallel build every
     array allocation or reduction is a parallel launch of its own)."""
     for k in prange(2 * x.shape[0]):
-        _fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts)
+        fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts)
 
 
 @njit(cache=True, inline="always")
@@ -86,7 +84,7 @@ def draw_trains(x, d, settings, seed, counter, mask_pad) -> tuple:
     d_counts = zeros((batch, max_bl), np.int32)
     if batch * (x.shape[1] + d.shape[1]) <= SERIAL_TRAIN_ELEMENTS:
         for k in range(2 * batch):
-            _fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts)
+            fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts)
     else:
         _fill_trains_parallel(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts)
     return x_lists, x_counts, d_masks, d_counts

@@ -32,7 +32,8 @@ from aimc.devices.effects import WRITE, row_key
 from aimc.devices.gpu.runtime import launch
 from aimc.devices.jit_cache import flush_stale
 from aimc.devices.normals import normal_at
-from aimc.devices.pulse_trains import INDEX, NOT_FINITE, fill_train, sample_plan, slot_counts_of, slot_lists_of
+from aimc.devices.pulse_trains import INDEX, NOT_FINITE, sample_plan
+from aimc.devices.pulsed_update import fill_trains_of
 from aimc.devices.pulses import noisy_pulse
 from aimc.devices.rng import stream_seed
 
@@ -70,14 +71,7 @@ def fill_train_set(k, inputs, plan, seed, counter, trains) -> None:
     x, d = inputs
     bl, x_scale, d_scale = plan
     x_masks, d_masks, x_lists, x_counts, d_counts = trains
-    batch = x.shape[0]
-    b = k % batch
-    if k < batch:
-        fill_train(x, b, x_scale[b], bl[b], seed, counter, k, x_masks)
-        slot_lists_of(x_masks, x, b, bl[b] == 1, x_lists, x_counts)
-    else:
-        fill_train(d, b, d_scale[b], bl[b], seed, counter, k, d_masks)
-        slot_counts_of(d_masks, b, bl[b] == 1, d_counts)
+    fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts)
 
 
 @njit(cache=True)
