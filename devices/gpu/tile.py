@@ -107,15 +107,16 @@ class GpuTile:
         self.stream.count_reads(len(d))
         return analog_mvm(self.forward_weight().T, d, self.backward_cfg, self.stream)
 
-    def read_columns(self, index: int, cols) -> torch.Tensor:
-        """Columns `cols` of array `index` read through the forward periphery (AnalogTile.read_columns):
-        (len(cols), out) on the device."""
+    def read_columns(self, index: int, cols) -> np.ndarray:
+        """Columns `cols` of array `index` read through the forward periphery on the device (AnalogTile.
+        read_columns): (len(cols), out) float32, returned to the host, where the transfer algorithms keep
+        their buffers (a few columns a step)."""
         cols = torch.as_tensor(np.atleast_1d(cols), device=self.torch_device)
         a = self.arrays[index]
         sub = a.w[:, cols] - a.reference[:, cols]
         self.stream.count_reads(len(cols))
         eye = torch.eye(len(cols), dtype=torch.float32, device=self.torch_device)
-        return analog_mvm(sub, eye, self.forward_cfg, self.stream)
+        return analog_mvm(sub, eye, self.forward_cfg, self.stream).cpu().numpy()
 
     # -- updates ------------------------------------------------------------------------------------------
     def granularity(self, index: int) -> float:
@@ -142,6 +143,11 @@ class GpuTile:
         n = self.arrays[index].pulse(torch.as_tensor(counts, device=self.torch_device))
         self.invalidate()
         return n
+
+    def threshold_pulses(self, buffer, counts, threshold, max_pulses, index=0, cols=None, single=False) -> int:
+        """AnalogTile.threshold_pulses: the counts from the host buffer on the host, the pulses on the device
+        (it asks only granularity and pulse of the tile)."""
+        return AnalogTile.threshold_pulses(self, buffer, counts, threshold, max_pulses, index, cols, single)
 
     def post_update_step(self) -> None:
         """The devices' once-per-step effects (diffusion, decay) on the device."""

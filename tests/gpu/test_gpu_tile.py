@@ -105,7 +105,10 @@ def _model(seed: int = 0) -> nn.Module:
     return nn.Sequential(nn.Linear(5, 4), nn.ReLU(), nn.Linear(4, 3))
 
 
-@pytest.mark.parametrize("algorithm", [T.AnalogSGDConfig(lr=0.1), T.TikiTakaConfig(lr=0.1, transfer_every=2)])
+ALGORITHMS = [T.AnalogSGDConfig(lr=0.1), T.TikiTakaConfig(lr=0.1, transfer_every=2), T.TTv2Config(lr=0.1)]
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_a_model_on_gpu_tiles_trains_as_on_the_cpu_and_its_state_loads_on_either(algorithm):
     tile = T.TileConfig(device="r1_power_1", forward=PeripheryConfig.perfect(), backward=PeripheryConfig.perfect())
     cpu = T.convert(_model(), tile, seed=1)

@@ -92,9 +92,10 @@ class TransferOptimizer(AnalogOptimizer):
 
     @property
     def runs_on_gpu(self) -> bool:
-        """Transfers by column reads and pulsed updates run on GPU tiles; a digital buffer (TTv2, residual v2,
-        mixed precision) or a tracked reference (RIDER) keeps its state on the CPU."""
-        return self.buffer is None and self.reference is None
+        """Transfers run on GPU tiles: column reads and pulses on the device, a digital buffer (TTv2, residual
+        v2) on the host; RIDER's tracked reference reprograms the arrays' references every transfer, which GPU
+        tiles do on their host copy, so RIDER trains on the CPU."""
+        return self.reference is None
 
     @property
     def reset_prob(self) -> float:
