@@ -162,7 +162,7 @@ def redraw_kernel(w, base, pulsed, scale, lo, hi, clip, seed, counter, stream) -
         for i in range(c * REDRAW_ROWS, min(rows, (c + 1) * REDRAW_ROWS)):
             fill_normals(xi, 0, (cols + BLOCK - 1) // BLOCK * BLOCK, row_key(seed, counter, stream, i), 0)
             for j in range(cols):
-                _redraw_element(w, base, scale, lo, hi, clip, i, j, xi[j])
+                redraw_element(w, base, scale, lo, hi, clip, i, j, xi[j])
 
 
 @njit(cache=True, inline="always")
@@ -173,7 +173,7 @@ def _redraw_row(w, base, scale, lo, hi, clip, i, js, count, xi, seed, counter, s
         return
     fill_normals(xi, 0, (count + BLOCK - 1) // BLOCK * BLOCK, row_key(seed, counter, stream, i), 0)
     for k in range(count):
-        _redraw_element(w, base, scale, lo, hi, clip, i, js[k], xi[k])
+        redraw_element(w, base, scale, lo, hi, clip, i, js[k], xi[k])
 
 
 @njit(cache=True, inline="always")
@@ -183,7 +183,8 @@ def row_key(seed, counter, stream, i) -> uint64:
 
 
 @njit(cache=True, inline="always")
-def _redraw_element(w, base, scale, lo, hi, clip, i, j, xi) -> None:
+def redraw_element(w, base, scale, lo, hi, clip, i, j, xi) -> None:
+    """w[i, j] = base[i, j] + scale[i, j] xi in float32, clipped to [lo, hi] where `clip` (as redraw_kernel)."""
     v = np.float32(base[i, j] + scale[i, j] * xi)
     if clip:
         v = min(max(v, lo[i, j]), hi[i, j])

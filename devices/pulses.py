@@ -53,7 +53,7 @@ def _one_pulse(w, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive
 
 
 @njit(cache=True, inline="always")
-def _pulses(w, n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s):
+def element_pulses(w, n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s):
     """Apply |n| pulses one at a time, up for n > 0, down for n < 0, in float32 as aihwkit's tiles (a noiseless
     trace equals aihwkit 1.1.0's to float32 rounding). Returns (new w, next state)."""
     up = n > 0
@@ -77,7 +77,7 @@ def pulse_kernel(w, counts, params, seed, counter) -> int:
         for j in range(cols):
             n = counts[i, j]
             if n != 0:
-                v, s = _pulses(float(w[i, j]), n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
+                v, s = element_pulses(float(w[i, j]), n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
                 w[i, j] = v
                 fired[i] += abs(n)
     return total(fired)
@@ -101,7 +101,7 @@ def pulse_columns_kernel(w, counts, cols, params, seed, counter) -> int:
         for j in cols:
             n = counts[i, j]
             if n != 0:
-                v, s = _pulses(float(w[i, j]), n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
+                v, s = element_pulses(float(w[i, j]), n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
                 w[i, j] = v
                 fired += abs(n)
     return fired

@@ -9,13 +9,12 @@ ranks BLOCK b .. BLOCK b + BLOCK - 1 of the row. The decay is one thread per ele
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from numba import cuda, njit, types, uint64
 from numba.extending import intrinsic
 
 from aimc.devices.bits import lowest_bit
-from aimc.devices.effects import row_key
+from aimc.devices.effects import redraw_element, row_key
 from aimc.devices.gpu.runtime import launch
 from aimc.devices.normals import BLOCK, fill_normals
 
@@ -30,15 +29,6 @@ def bit_count(typingctx, v):
         return builder.ctpop(args[0])
 
     return types.int64(v), codegen
-
-
-@njit(cache=True, inline="always")
-def redraw_element(w, base, scale, lo, hi, clip, i, j, xi) -> None:
-    """w[i, j] = base[i, j] + scale[i, j] xi in float32, clipped to [lo, hi] where `clip` (as redraw_kernel)."""
-    v = np.float32(base[i, j] + scale[i, j] * xi)
-    if clip:
-        v = min(max(v, lo[i, j]), hi[i, j])
-    w[i, j] = v
 
 
 @njit(cache=True)

@@ -8,28 +8,12 @@ the CPU.
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from numba import cuda, njit, uint64
 
 from aimc.devices.gpu.runtime import launch
-from aimc.devices.pulses import noisy_pulse
-from aimc.devices.rng import normal_step, stream_seed
-
-
-@njit(cache=True, inline="always")
-def element_pulses(w, n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s):
-    """|n| pulses into element j of the row er at weight w, up for n > 0, down for n < 0, each with its normal
-    from state s (where sigma > 0), in float32. Returns (new w, next state)."""
-    up = n > 0
-    noisy = sigma > 0.0
-    v = np.float32(w)
-    for _ in range(abs(n)):
-        xi = 0.0
-        if noisy:
-            xi, s = normal_step(s)
-        v = noisy_pulse(v, up, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi, np.float32, noisy)
-    return v, s
+from aimc.devices.pulses import element_pulses
+from aimc.devices.rng import stream_seed
 
 
 @njit(cache=True)
