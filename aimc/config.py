@@ -150,7 +150,7 @@ class ExperimentConfig(BaseModel):
         "cpu",
         pattern=r"^(cpu|cuda(:[0-9]+)?)$",
         description="where the model trains: 'cpu', or a CUDA GPU ('cuda', 'cuda:1'; needs pip install "
-        "'aimc[gpu]'; sgd, analog_sgd, tiki_taka, ttv2, residual, residual_v2, multi_tile; docs/gpu.md). Checkpoints "
+        "'aimc[gpu]'; every algorithm but c_ttv2 and agad; docs/gpu.md). Checkpoints "
         "load on either",
     )
     threads: int = Field(

@@ -181,6 +181,12 @@ class GpuTile:
 
     # -- operations that run on the host copy ---------------------------------------------------------------
     def set_stack(self, gains) -> None:
+        """AnalogTile.set_stack: new gains for the arrays there on the device (RIDER's chopper switch), a
+        stack of another size on the host copy."""
+        if 0 < len(gains) == len(self.arrays):
+            self.gains = np.asarray([float(g) for g in gains], np.float32)
+            self.invalidate()
+            return
         self._on_host(lambda h: h.set_stack(gains))
 
     def set_weight(self, weight) -> None:
@@ -205,14 +211,26 @@ class GpuTile:
     def reset_columns(self, index: int, cols) -> None:
         self._on_host(lambda h: h.reset_columns(index, np.asarray(cols)))
 
-    def reference(self, index: int, cols=None):
-        return self.to_host().reference(index, cols)
+    def reference(self, index: int, cols=None) -> np.ndarray:
+        """A host copy of array `index`'s reference, or of its columns `cols` (AnalogTile.reference)."""
+        ref = self.arrays[index].reference
+        return (ref if cols is None else ref[:, torch.as_tensor(np.asarray(cols), device=ref.device)]).cpu().numpy()
 
     def set_reference(self, index: int, values, cols=None) -> None:
-        self._on_host(lambda h: h.set_reference(index, values, cols))
+        """Program array `index`'s reference, or its columns `cols`, to `values` on the device."""
+        ref = self.arrays[index].reference
+        v = torch.as_tensor(np.asarray(values, np.float32), device=ref.device)
+        if cols is None:
+            ref.copy_(v)
+        else:
+            ref[:, torch.as_tensor(np.asarray(cols), device=ref.device)] = v
+        self.invalidate()
 
     def latch_reference(self, index: int) -> None:
-        self._on_host(lambda h: h.latch_reference(index))
+        """Program array `index`'s reference to its present weights on the device."""
+        a = self.arrays[index]
+        a.reference.copy_(a.w)
+        self.invalidate()
 
 
 _SHARED = frozenset(

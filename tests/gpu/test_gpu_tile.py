@@ -105,7 +105,13 @@ def _model(seed: int = 0) -> nn.Module:
     return nn.Sequential(nn.Linear(5, 4), nn.ReLU(), nn.Linear(4, 3))
 
 
-ALGORITHMS = [T.AnalogSGDConfig(lr=0.1), T.TikiTakaConfig(lr=0.1, transfer_every=2), T.TTv2Config(lr=0.1)]
+ALGORITHMS = [
+    T.AnalogSGDConfig(lr=0.1),
+    T.TikiTakaConfig(lr=0.1, transfer_every=2),
+    T.TTv2Config(lr=0.1),
+    T.RiderConfig(lr=0.1),
+    T.MixedPrecisionConfig(lr=0.1),
+]
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)

@@ -31,16 +31,18 @@ def test_training_on_cuda_without_a_gpu_is_one_line_naming_the_field():
 
 def test_algorithms_without_a_gpu_path_refuse_gpu_tiles_before_changing_anything():
     model = T.convert(nn.Sequential(nn.Linear(4, 3)), PERFECT)
-    opt = T.build_optimizer(model, T.RiderConfig(lr=0.1))
+    opt = T.build_optimizer(model, T.AGADConfig(lr=0.1))
     model(torch.ones(2, 4)).sum().backward()
     before = model[0].analog_weight().copy()
     model[0].gpu_tiles = True  # as move_tiles leaves it; the refusal comes before any read of the tiles
-    with pytest.raises(ValueError, match=r"^rider trains on the CPU only \(on a GPU: analog_sgd, tiki_taka, ttv2"):
+    with pytest.raises(
+        ValueError, match=r"^agad trains on the CPU only \(on a GPU: every algorithm but c_ttv2 and agad"
+    ):
         opt.step()
     model[0].gpu_tiles = False
     assert (model[0].analog_weight() == before).all()
-    assert not opt.runs_on_gpu and not T.build_optimizer(model, T.MixedPrecisionConfig(lr=0.1)).runs_on_gpu
-    for cfg in (T.AnalogSGDConfig(lr=0.1), T.TTv2Config(lr=0.1), T.ResidualV2Config(lr=0.1, zero_shift=False)):
+    assert not opt.runs_on_gpu and not T.build_optimizer(model, T.CTTv2Config(lr=0.1)).runs_on_gpu
+    for cfg in (T.AnalogSGDConfig(lr=0.1), T.TTv2Config(lr=0.1), T.RiderConfig(lr=0.1), T.MixedPrecisionConfig(lr=0.1)):
         assert T.build_optimizer(model, cfg).runs_on_gpu
 
 

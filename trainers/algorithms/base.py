@@ -132,8 +132,8 @@ class AnalogOptimizer(torch.optim.Optimizer):
                 loss = closure()
         if not self.runs_on_gpu and any(layer.gpu_tiles for layer in self.layers):
             raise ValueError(
-                f"{self.algorithm} trains on the CPU only (on a GPU: analog_sgd, tiki_taka, ttv2, residual, "
-                "residual_v2, multi_tile; docs/gpu.md): "
+                f"{self.algorithm} trains on the CPU only (on a GPU: every algorithm but c_ttv2 and agad; "
+                "docs/gpu.md): "
                 "keep the model on the CPU"
             )
         batches = [layer.pop_batch() for layer in self.layers]

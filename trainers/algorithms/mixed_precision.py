@@ -28,6 +28,7 @@ class MixedPrecision(AnalogOptimizer):
     desired_bl) of sign(X) are fired into W and X -= n dw_min."""
 
     config = MixedPrecisionConfig
+    runs_on_gpu = True  # the accumulator X on the host, the pulses on the device
 
     def __init__(self, model, cfg: MixedPrecisionConfig):
         self.accumulator = ThresholdBuffer(cfg.threshold, key="X")
@@ -36,8 +37,12 @@ class MixedPrecision(AnalogOptimizer):
     def update_block(self, li, bi, block, x, d):
         st = self.tile_state[li][bi]
         acc = self.accumulator.of(st, block.tile)
-        xt = torch.from_numpy(np.ascontiguousarray(x, np.float32))
-        dt = torch.from_numpy(np.ascontiguousarray(d, np.float32))
+        xt, dt = (  # on GPU tiles x and d are tensors there: the accumulator is on the host
+            v.to("cpu", torch.float32)
+            if isinstance(v, torch.Tensor)
+            else torch.from_numpy(np.ascontiguousarray(v, np.float32))
+            for v in (x, d)
+        )
         torch.from_numpy(acc).addmm_(dt.T, xt, alpha=-self.lr)
         self.counts["update_pulses"] += self.accumulator.fire(
             block.tile, st, acc, 0, int(block.tile.update_cfg.desired_bl)

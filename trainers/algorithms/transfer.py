@@ -90,12 +90,7 @@ class TransferOptimizer(AnalogOptimizer):
         if self.reset_prob > 0:
             self.counts["resets"] = 0
 
-    @property
-    def runs_on_gpu(self) -> bool:
-        """Transfers run on GPU tiles: column reads and pulses on the device, a digital buffer (TTv2, residual
-        v2) on the host; RIDER's tracked reference reprograms the arrays' references every transfer, which GPU
-        tiles do on their host copy, so RIDER trains on the CPU."""
-        return self.reference is None
+    runs_on_gpu = True  # column reads and pulses on the device; a buffer (TTv2, residual v2) and RIDER's Q on the host
 
     @property
     def reset_prob(self) -> float:
