@@ -26,6 +26,7 @@ class AnalogRNNBase(nn.Module):
 
     gates = 1
     digital: type[nn.RNNBase] = nn.RNN
+    proj_size = 0  # the LSTM's projection of h (0: none)
 
     def __init__(
         self,
@@ -52,12 +53,17 @@ class AnalogRNNBase(nn.Module):
         self.seed = int(seed)
         cfg = tile_config or TileConfig()
         h, g = self.hidden_size, self.gates * self.hidden_size
-        self.ih, self.hh = nn.ModuleList(), nn.ModuleList()
-        for j, (layer, _) in enumerate(self.cells()):
-            n_in = self.input_size if layer == 0 else h * self.directions
+        out = self.proj_size or h  # the width of the hidden state h (LSTM: its projection W_hr c-part)
+        self.ih, self.hh, self.hr = nn.ModuleList(), nn.ModuleList(), nn.ModuleList()
+        cells = self.cells()
+        for j, (layer, _) in enumerate(cells):
+            n_in = self.input_size if layer == 0 else out * self.directions
             sub = seeds.layer_seed(self.seed, seeds.RECURRENT_SUB_LAYERS + 2 * j)
             self.ih.append(AnalogLinear(n_in, g, self.bias, cfg, sub, init=False))
-            self.hh.append(AnalogLinear(h, g, self.bias, cfg, sub + 1, init=False))
+            self.hh.append(AnalogLinear(out, g, self.bias, cfg, sub + 1, init=False))
+            if self.proj_size:  # after the 2 per cell above
+                sub = seeds.layer_seed(self.seed, seeds.RECURRENT_SUB_LAYERS + 2 * len(cells) + j)
+                self.hr.append(AnalogLinear(h, self.proj_size, False, cfg, sub, init=False))
         if init:
             self.reset_parameters()
 
@@ -78,7 +84,7 @@ class AnalogRNNBase(nn.Module):
 
     def digital_twin(self) -> nn.RNNBase:
         """A fresh torch module of this layer's type and shape, initialised by torch."""
-        extra = {"nonlinearity": self.nonlinearity} if self.digital is nn.RNN else {}
+        extra = self.digital_options(self)
         return self.digital(
             self.input_size,
             self.hidden_size,
@@ -96,9 +102,11 @@ class AnalogRNNBase(nn.Module):
 
     def set_weights(self, rnn: nn.RNNBase) -> None:
         """Write a torch recurrent module's weights and biases into the tiles and digital biases."""
-        for s, ih, hh in zip(self._suffixes(), self.ih, self.hh):
+        for k, (s, ih, hh) in enumerate(zip(self._suffixes(), self.ih, self.hh)):
             ih.set_weights(getattr(rnn, "weight_ih" + s), getattr(rnn, "bias_ih" + s, None))
             hh.set_weights(getattr(rnn, "weight_hh" + s), getattr(rnn, "bias_hh" + s, None))
+            if self.proj_size:
+                self.hr[k].set_weights(getattr(rnn, "weight_hr" + s))
 
     def to_digital(self) -> nn.RNNBase:
         """The equivalent torch module (effective weights, output scales folded in, noiseless)."""
@@ -110,13 +118,13 @@ class AnalogRNNBase(nn.Module):
                     getattr(rnn, f"weight_{name}{s}").copy_(w)
                     if b is not None:
                         getattr(rnn, f"bias_{name}{s}").copy_(b)
+                if self.proj_size:
+                    getattr(rnn, f"weight_hr{s}").copy_(self.hr[self._suffixes().index(s)].get_weights()[0])
         return rnn
 
     @classmethod
     def unsupported(cls, rnn: nn.Module) -> str | None:
         """Why a torch recurrent module cannot become this layer, or None where it can."""
-        if getattr(rnn, "proj_size", 0):
-            return f"proj_size={rnn.proj_size} (LSTM projections are not mapped)"
         return None
 
     @classmethod
@@ -150,12 +158,13 @@ class AnalogRNNBase(nn.Module):
 
     def _initial_state(self, hx, batch: int, x: torch.Tensor):
         """The initial state of each cell: a (B, H) tensor (LSTM: a pair), zeros where hx is None."""
-        shape = (self.num_layers * self.directions, batch, self.hidden_size)
+        cells = self.num_layers * self.directions
+        shapes = [(cells, batch, self.proj_size or self.hidden_size), (cells, batch, self.hidden_size)]  # h, c
         if hx is None:
-            zero = x.new_zeros(shape)
-            return [(zero[k], zero[k]) if self.gates == 4 else zero[k] for k in range(shape[0])]
+            h, c = (x.new_zeros(s) for s in shapes)
+            return [(h[k], c[k]) if self.gates == 4 else h[k] for k in range(cells)]
         parts = hx if self.gates == 4 else (hx,)
-        for p in parts:
+        for p, shape in zip(parts, shapes):
             if p.shape != shape:
                 raise ValueError(f"{self.label()}: the initial state has shape {tuple(p.shape)}, expected {shape}")
         if self.gates == 4:
@@ -191,6 +200,8 @@ class AnalogRNNBase(nn.Module):
                 for t in range(steps - 1, -1, -1) if d else range(steps):
                     h = s[0] if self.gates == 4 else s
                     s = self.cell(gi[t], self.hh[k](h), s)
+                    if self.proj_size:  # h = W_hr (o tanh c)
+                        s = (self.hr[k](s[0]), s[1])
                     ys[t] = s[0] if self.gates == 4 else s
                 outs.append(torch.stack(ys))
                 final.append(s)
@@ -206,9 +217,10 @@ class AnalogRNNBase(nn.Module):
         return (seq.transpose(0, 1) if self.batch_first else seq), h_n
 
     def extra_repr(self) -> str:
+        proj = f", proj_size={self.proj_size}" if self.proj_size else ""
         return (
             f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, bias={self.bias}, "
-            f"batch_first={self.batch_first}, bidirectional={self.bidirectional}"
+            f"batch_first={self.batch_first}, bidirectional={self.bidirectional}{proj}"
         )
 
 
@@ -233,11 +245,22 @@ class AnalogRNN(AnalogRNNBase):
 
 
 class AnalogLSTM(AnalogRNNBase):
-    """LSTM on analog tiles (nn.LSTM, no proj_size): gates i, f, g, o of W_ih x + b_ih + W_hh h + b_hh;
-    c' = f c + i g, h' = o tanh(c')."""
+    """LSTM on analog tiles (nn.LSTM): gates i, f, g, o of W_ih x + b_ih + W_hh h + b_hh; c' = f c + i g,
+    h' = o tanh(c'), and with proj_size > 0 h' = W_hr o tanh(c'), W_hr (proj_size, hidden) on tiles of its own
+    (no bias, as torch's)."""
 
     gates = 4
     digital = nn.LSTM
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, *args, proj_size: int = 0, **kw):
+        if not 0 <= int(proj_size) < int(hidden_size):
+            raise ValueError(f"AnalogLSTM: proj_size must be in [0, hidden_size) (got {proj_size})")
+        self.proj_size = int(proj_size)
+        super().__init__(input_size, hidden_size, num_layers, *args, **kw)
+
+    @classmethod
+    def digital_options(cls, rnn) -> dict:
+        return {"proj_size": rnn.proj_size}
 
     def cell(self, gi, gh, state):
         i, f, g, o = (gi + gh).chunk(4, 1)

@@ -19,6 +19,8 @@ CASES = [
     (nn.LSTM, {}),
     (nn.LSTM, {"num_layers": 2, "bidirectional": True, "batch_first": True}),
     (nn.LSTM, {"bias": False}),
+    (nn.LSTM, {"proj_size": 4}),
+    (nn.LSTM, {"num_layers": 2, "bidirectional": True, "proj_size": 3}),
     (nn.GRU, {}),
     (nn.GRU, {"num_layers": 2, "bidirectional": True}),
 ]
@@ -45,10 +47,11 @@ def test_analog_recurrent_layer_matches_torch(kind, kw):
     analog = model[0]
     assert type(analog).__name__ == "Analog" + kind.__name__
     layers = rnn.num_layers * (2 if rnn.bidirectional else 1)
-    assert len(T.analog_layers(model)) == 2 * layers
+    proj = getattr(rnn, "proj_size", 0)
+    assert len(T.analog_layers(model)) == (3 if proj else 2) * layers
     x = torch.randn(4, 3, 5)  # (T, B, in), or (B, T, in) with batch_first
     batch = 4 if rnn.batch_first else 3
-    h0 = torch.randn(layers, batch, 6)
+    h0 = torch.randn(layers, batch, proj or 6)
     hx = (h0, torch.randn(layers, batch, 6)) if kind is nn.LSTM else h0
     ref = _run(rnn, x, hx)
     got = _run(analog, x, hx)
@@ -60,11 +63,12 @@ def test_analog_recurrent_layer_matches_torch(kind, kw):
         assert torch.allclose(a, b, atol=2e-6)
     directions = layers // rnn.num_layers
     suffixes = [f"_l{i}" + ("_reverse" if d else "") for i in range(rnn.num_layers) for d in range(directions)]
-    for s, ih, hh in zip(suffixes, analog.ih, analog.hh):
-        for name, sub in (("ih", ih), ("hh", hh)):
+    for k, (s, ih, hh) in enumerate(zip(suffixes, analog.ih, analog.hh)):
+        subs = (("ih", ih), ("hh", hh)) + ((("hr", analog.hr[k]),) if proj else ())
+        for name, sub in subs:
             xs, ds = sub.pop_batch()  # the weight gradient the optimizer applies: sum over time of d^T x
             assert np.allclose(ds.T @ xs, getattr(rnn, f"weight_{name}{s}").grad.numpy(), atol=1e-5)
-            if rnn.bias:
+            if rnn.bias and name != "hr":
                 assert torch.allclose(sub.bias.grad, getattr(rnn, f"bias_{name}{s}").grad, atol=1e-5)
 
 
@@ -91,15 +95,21 @@ def test_directly_built_layer_starts_from_torch_initialisation():
         assert torch.equal(p, getattr(ref, name))
 
 
-def test_convert_refuses_an_lstm_projection_by_name():
-    model = nn.Sequential(nn.LSTM(3, 4, proj_size=2))
-    with pytest.raises(ValueError, match=r"0 \(LSTM: proj_size=2 \(LSTM projections are not mapped\)\)"):
-        T.convert(model, PERFECT, strict=True)
-    with pytest.warns(UserWarning, match="proj_size=2"):
-        T.convert(model, PERFECT)
-    assert isinstance(model[0], nn.LSTM)
+def test_an_lstm_projection_exports_and_its_states_are_checked():
+    torch.manual_seed(3)
+    lstm = nn.LSTM(3, 4, num_layers=2, proj_size=2)
+    analog = T.convert(nn.Sequential(lstm), PERFECT, strict=True)[0]
+    assert "proj_size=2" in repr(analog)
+    back = T.to_digital(nn.Sequential(analog))[0]
+    assert back.proj_size == 2
+    for name, p in lstm.named_parameters():
+        assert torch.allclose(getattr(back, name), p, atol=1e-6)
     with pytest.raises(ValueError, match=r"AnalogLSTM\(3, 4, num_layers=1\): the initial state has shape"):
         T.AnalogLSTM(3, 4)(torch.zeros(2, 1, 3), (torch.zeros(1, 2, 4), torch.zeros(1, 2, 4)))
+    with pytest.raises(ValueError, match=r"initial state has shape \(1, 1, 4\), expected \(1, 1, 2\)"):
+        T.AnalogLSTM(3, 4, proj_size=2)(torch.zeros(2, 1, 3), (torch.zeros(1, 1, 4), torch.zeros(1, 1, 4)))
+    with pytest.raises(ValueError, match=r"proj_size must be in \[0, hidden_size\)"):
+        T.AnalogLSTM(3, 4, proj_size=4)
 
 
 TEXT = "the cat sat on the mat. the dog sat on the log. the cat and the dog sat on the mat and the log. " * 4
