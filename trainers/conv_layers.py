@@ -12,6 +12,8 @@ group's own weights (`AnalogLayer._init_tiles`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -217,7 +219,9 @@ class AnalogConvTranspose(AnalogConv):
         rows = self.out_features // self.groups
         return torch.cat([m.T.reshape(-1, *shape[1:]) for m in matrix.split(rows)])
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, output_size: Sequence[int] | None = None) -> torch.Tensor:
+        """As torch's: `output_size` (the spatial sizes, optionally after batch and channels) picks among the
+        sizes the stride leaves open, in place of output_padding."""
         n = self.ndim
         self._check_input(x, (n + 1, n + 2), "channels in dimension 1 (or 0 unbatched)", -n - 1, self.in_channels)
         unbatched = x.dim() == n + 1
@@ -226,6 +230,8 @@ class AnalogConvTranspose(AnalogConv):
         kernel, dilation = self._grown(self.kernel_size, 1), self._grown(self.dilation, 1)
         padding, stride = self._grown(self.padding, 0), self._grown(self.stride, 1)
         out_padding = self._grown(self.output_padding, 0)
+        if output_size is not None:
+            out_padding = self._grown(self._output_padding(x.shape[2:], output_size), 0)
         batch, positions = x4.shape[0], x4.shape[2] * x4.shape[3]
         x2d = x4.to(torch.float32).permute(0, 2, 3, 1).reshape(-1, self.in_channels)
         y = self._matmul(x2d, with_bias=False)  # (B * positions, out * prod(kernel))
@@ -241,6 +247,24 @@ class AnalogConvTranspose(AnalogConv):
             y = y + self.bias.view(1, -1, 1, 1)
         y = y[:, :, 0] if n == 1 else y
         return y[0] if unbatched else y
+
+    def _output_padding(self, spatial: Sequence[int], output_size: Sequence[int]) -> tuple[int, ...]:
+        """The output padding that gives `output_size` for an input of spatial sizes `spatial`; ValueError
+        naming the layer where a size lies outside the range [smallest, smallest + stride - 1]."""
+        n = self.ndim
+        size = [int(v) for v in output_size][-n:] if len(output_size) in (n, n + 2) else None
+        if size is None:
+            raise ValueError(f"{self.label()}: output_size must have {n} or {n + 2} elements (got {len(output_size)})")
+        pads = []
+        for h, want, k, s, p, d in zip(spatial, size, self.kernel_size, self.stride, self.padding, self.dilation):
+            smallest = (h - 1) * s - 2 * p + d * (k - 1) + 1
+            if not smallest <= want < smallest + s:
+                raise ValueError(
+                    f"{self.label()}: output_size {tuple(size)} is not reachable for an input of {tuple(spatial)}: "
+                    f"each size must lie in [{smallest}, {smallest + s - 1}] here"
+                )
+            pads.append(want - smallest)
+        return tuple(pads)
 
     @classmethod
     def unsupported(cls, conv: nn.Module) -> str | None:

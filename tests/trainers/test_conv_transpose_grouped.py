@@ -111,3 +111,23 @@ def test_set_weights_takes_torch_layout_or_the_tile_matrix():
     assert matrix.shape == (6 * 3 * 2, 2)  # (out kh kw, in / groups)
     analog.set_weights(matrix * 0.5)
     assert torch.equal(analog.to_digital().weight, ref.weight * 0.5)
+
+
+@pytest.mark.parametrize(
+    ("make", "x_shape", "sizes"),
+    [
+        (lambda: nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1), (2, 3, 5, 6), [(9, 11), (10, 12), (2, 4, 10, 11)]),
+        (lambda: nn.ConvTranspose1d(2, 3, 4, stride=3, dilation=2), (2, 2, 7), [(25,), (27,)]),
+    ],
+)
+def test_output_size_picks_the_output_padding_as_torch(make, x_shape, sizes):
+    torch.manual_seed(4)
+    conv = make()
+    analog = T.convert(nn.Sequential(conv), PERFECT)[0]
+    x = torch.randn(*x_shape)
+    for size in sizes:
+        want = conv(x, output_size=list(size))
+        got = analog(x, output_size=size)
+        assert got.shape == want.shape and torch.allclose(got, want, atol=2e-6)
+    with pytest.raises(ValueError, match=r"^AnalogConvTranspose\dd\(.*\): output_size .* is not reachable"):
+        analog(x, output_size=[1] * (x.dim() - 2))
