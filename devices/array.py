@@ -66,7 +66,7 @@ class ConductanceArray:
         )
         self.hidden: np.ndarray | None = None
         self.write_std: np.ndarray | None = None
-        self._bounds_c: tuple[np.ndarray, np.ndarray] | None = None  # see _contiguous_bounds
+        self._bounds_c: tuple[np.ndarray, np.ndarray] | None = None  # see contiguous_bounds
         self._decay_clip: bool | None = None  # whether a reset value lies outside its element's bounds
         self.drift: DriftState | None = None  # made by the first `idle` call with drift on
         if self.effects is not None and self.effects.write_noise > 0:
@@ -184,15 +184,12 @@ class ConductanceArray:
         fx = self.effects
         if fx is None or (fx.diffusion_rate is None and fx.decay_scale is None):
             return False
-        lo, hi = self._contiguous_bounds()
+        lo, hi = self.contiguous_bounds()
         w = self._target
         if fx.diffusion_rate is not None:
             redraw_kernel(w, w, NO_SET, fx.diffusion_rate, lo, hi, True, self.seed, self.next_counter(), DIFFUSE)
         if fx.decay_scale is not None:
-            b = fx.reset_bias
-            if self._decay_clip is None:
-                self._decay_clip = bool(((b < lo) | (b > hi)).any())
-            decay_kernel(w, b, fx.decay_scale, lo, hi, self._decay_clip)
+            decay_kernel(w, fx.reset_bias, fx.decay_scale, lo, hi, self.decay_clips())
         if self.hidden is not None:
             self._redraw_apparent()
         return True
@@ -206,7 +203,7 @@ class ConductanceArray:
         fx = self.effects
         if fx is None or fx.decay_scale is None:
             return False
-        lo, hi = self._contiguous_bounds()
+        lo, hi = self.contiguous_bounds()
         scale = (1.0 + alpha * (fx.decay_scale.astype(float) - 1.0)).astype(np.float32)
         decay_kernel(self._target, fx.reset_bias, scale, lo, hi, True)
         if self.hidden is not None:
@@ -224,7 +221,7 @@ class ConductanceArray:
             raise ValueError(f"idle: delta_t must be finite and >= 0, step_s finite and > 0 (got {delta_t}, {step_s})")
         fx = self.effects
         drift = drift if drift is not None else getattr(self.device, "drift", None)
-        lo, hi = self._contiguous_bounds()
+        lo, hi = self.contiguous_bounds()
         w = self._target
         if drift is not None and drift.enabled:
             if self.drift is None:
@@ -251,7 +248,15 @@ class ConductanceArray:
         if self.hidden is not None:
             self._redraw_apparent()
 
-    def _contiguous_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+    def decay_clips(self) -> bool:
+        """Whether the decay must clip: a reset value (the decay's target) lies outside its element's bounds
+        (made once; False without device effects)."""
+        if self._decay_clip is None:
+            fx, (lo, hi) = self.effects, self.contiguous_bounds()
+            self._decay_clip = fx is not None and bool(((fx.reset_bias < lo) | (fx.reset_bias > hi)).any())
+        return self._decay_clip
+
+    def contiguous_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Contiguous copies of the element bounds (made once): the effects' passes over every element read
         them at 8 bytes per element instead of the parameter rows' 24."""
         if self._bounds_c is None:
@@ -273,7 +278,7 @@ class ConductanceArray:
     def reset_elements(self, mask: np.ndarray) -> None:
         """Reset the elements where mask (uint8, out x in) is nonzero, as `reset` does."""
         fx = self._reset_effects()
-        lo, hi = self._contiguous_bounds()
+        lo, hi = self.contiguous_bounds()
         redraw_kernel(
             self._target,
             fx.reset_bias,

@@ -63,6 +63,25 @@ def element_pulses(w, n, er, j, code, consts, grid, tab_up, tab_dn, sigma, addit
     return w, s
 
 
+@njit(cache=True, inline="always")
+def row_pulses(w, counts, cols, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, i) -> int:
+    """Fire counts[i, j] signed pulses into the elements j of `cols` (increasing) of row i, element after
+    element, from the row's stream (seed, counter, i): the row of pulse_kernel and pulse_columns_kernel and of
+    their GPU twins (devices.gpu.pulses). The element parameters come unpacked (ElementKernelParams' fields):
+    unpacked per row, the 512 x 512 pulses took 40% longer."""
+    s = stream_seed(uint64(seed), uint64(counter), uint64(i))
+    er = ep[i]
+    fired = 0
+    for c in range(cols.shape[0]):
+        j = cols[c]
+        n = counts[i, j]
+        if n != 0:
+            v, s = element_pulses(float(w[i, j]), n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
+            w[i, j] = v
+            fired += abs(n)
+    return fired
+
+
 @njit(cache=True, parallel=True)
 def pulse_kernel(w, counts, params, seed, counter) -> int:
     """Apply counts[i, j] signed pulses to every element of w (float32, in place), params the elements'
@@ -70,6 +89,8 @@ def pulse_kernel(w, counts, params, seed, counter) -> int:
     ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
     rows, cols = w.shape
     fired = np.empty(rows, np.int64)
+    # row_pulses over every column, with j counted rather than read from a column list: 0.24 against 0.33 ms
+    # for a 512 x 512 array with 5% of its counts nonzero (2026-12-06, one process, same machine)
     for i in prange(rows):
         fired[i] = 0
         s = stream_seed(uint64(seed), uint64(counter), uint64(i))
@@ -96,14 +117,7 @@ def pulse_columns_kernel(w, counts, cols, params, seed, counter) -> int:
     ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
     fired = 0
     for i in range(w.shape[0]):
-        s = stream_seed(uint64(seed), uint64(counter), uint64(i))
-        er = ep[i]
-        for j in cols:
-            n = counts[i, j]
-            if n != 0:
-                v, s = element_pulses(float(w[i, j]), n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
-                w[i, j] = v
-                fired += abs(n)
+        fired += row_pulses(w, counts, cols, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, i)
     return fired
 
 

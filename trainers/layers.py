@@ -237,7 +237,7 @@ class AnalogLayer(nn.Module):
                 f"{self.label()}: the input has dtype {x.dtype}; analog layers, like torch's, take "
                 "floating-point inputs (x.float())"
             )
-        if (x.device.type != "cpu") != (self.gpu_tiles and self.tiles[0].torch_device.type != "cpu"):
+        if (x.device.type != "cpu") != (self.gpu_tiles and self.blocks[0].tile.torch_device.type != "cpu"):
             where = "a GPU" if self.gpu_tiles else "the CPU"
             raise RuntimeError(f"{self.label()}: the input is on {x.device}, the layer's tiles on {where}")
         if (ndims is not None and x.dim() not in ndims) or x.dim() == 0 or x.shape[dim] != size:

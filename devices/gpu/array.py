@@ -42,6 +42,7 @@ class GpuArray:
         self.w = self._put(host.w)  # the apparent weights reads see
         self.hidden = None if host.hidden is None else self._put(host.hidden)  # the weights pulses move
         self.reference = self._put(host.reference)
+        self.write_std = None if host.hidden is None else self._put(host.write_std)  # (1, 1)
         p = host.params
         self.params = tuple(self._put(v) if isinstance(v, np.ndarray) else v for v in p.kernel)
         self.granularity = float(p.granularity)
@@ -88,8 +89,8 @@ class GpuArray:
     def _redraw_apparent(self, pulsed: torch.Tensor) -> None:
         """Write noise: w = hidden + std xi for the elements of the set `pulsed` (every element for no_set),
         with a counter of its own (devices.array_update's redraw)."""
-        std = self._put(self.host.write_std).expand(self.shape)
         h = self.host
+        std = self.write_std.expand(self.shape)
         redraw(self.w, self.hidden, pulsed, std, self.w, self.w, False, h.seed, h.next_counter(), WRITE)
 
     def update(self, x: torch.Tensor, d: torch.Tensor, lr: float, cfg: UpdateConfig) -> int:
@@ -104,7 +105,7 @@ class GpuArray:
         if cfg.mode == "pulsed":
             counter = h.next_counter()
             wn_counter = h.next_counter() if noisy else 0  # the redraw's counter follows the update's
-            wn = self._put(h.write_std) if noisy else self.no_noise
+            wn = self.write_std if noisy else self.no_noise
             n = pulsed_update(self.target, x, d, settings, self.params, h.seed, counter, self.w, wn, wn_counter)
         else:
             if not bool((torch.isfinite(x).all() & torch.isfinite(d).all()).item()):
@@ -138,18 +139,17 @@ class GpuArray:
         if fx is None or (fx.diffusion_rate is None and fx.decay_scale is None):
             return False
         if self._effects is None:
-            lo, hi = h._contiguous_bounds()
+            lo, hi = h.contiguous_bounds()
             self._effects = {"lo": self._put(lo), "hi": self._put(hi)}
             for name in ("diffusion_rate", "decay_scale", "reset_bias"):
                 v = getattr(fx, name)
                 if v is not None:
                     self._effects[name] = self._put(np.broadcast_to(v, self.shape))
-            self._effects["decay_clip"] = bool(((fx.reset_bias < lo) | (fx.reset_bias > hi)).any())
         e, w = self._effects, self.target
         if fx.diffusion_rate is not None:
             redraw(w, w, self.no_set, e["diffusion_rate"], e["lo"], e["hi"], True, h.seed, h.next_counter(), DIFFUSE)
         if fx.decay_scale is not None:
-            decay(w, e["reset_bias"], e["decay_scale"], e["lo"], e["hi"], e["decay_clip"])
+            decay(w, e["reset_bias"], e["decay_scale"], e["lo"], e["hi"], h.decay_clips())
         if self.hidden is not None:
             self._redraw_apparent(self.no_set)
         return True

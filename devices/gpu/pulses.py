@@ -9,29 +9,10 @@ the CPU.
 from __future__ import annotations
 
 import torch
-from numba import cuda, njit, uint64
+from numba import cuda
 
 from aimc.devices.gpu.runtime import launch
-from aimc.devices.pulses import element_pulses
-from aimc.devices.rng import stream_seed
-
-
-@njit(cache=True)
-def row_pulses(w, counts, cols, params, seed, counter, i) -> int:
-    """Fire counts[i, j] signed pulses into the elements j of `cols` (increasing) of row i from the row's
-    stream (seed, counter, i). Returns the row's pulses."""
-    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
-    s = stream_seed(uint64(seed), uint64(counter), uint64(i))
-    er = ep[i]
-    fired = 0
-    for c in range(cols.shape[0]):
-        j = cols[c]
-        n = counts[i, j]
-        if n != 0:
-            v, s = element_pulses(float(w[i, j]), n, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, s)
-            w[i, j] = v
-            fired += abs(n)
-    return fired
+from aimc.devices.pulses import row_pulses
 
 
 @cuda.jit
@@ -40,7 +21,8 @@ def pulse_kernel(w, counts, cols, params, seed, counter, fired):
     i = cuda.grid(1)
     if i >= w.shape[0]:
         return
-    fired[i] = row_pulses(w, counts, cols, params, seed, counter, i)
+    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
+    fired[i] = row_pulses(w, counts, cols, ep, code, consts, grid, tab_up, tab_dn, sigma, additive, seed, counter, i)
 
 
 def pulse(w: torch.Tensor, counts: torch.Tensor, params: tuple, seed: int, counter: int) -> int:

@@ -57,10 +57,10 @@ def launch(kernel, n: int, *args) -> None:
     on torch's current stream; tensors in args are passed by kernel_args."""
     if n <= 0:
         return
-    blocks = (n + THREADS - 1) // THREADS
-    if simulated():  # the simulator runs each thread of a block as a Python thread: no more than n of them
-        threads = min(n, THREADS)
-        blocks = (n + threads - 1) // threads
+    # the simulator runs each thread of a block as a Python thread: no more than n of them
+    threads = min(n, THREADS) if simulated() else THREADS
+    blocks = (n + threads - 1) // threads
+    if simulated():
         kernel[blocks, threads](*(_Shared(a) if isinstance(a, np.ndarray) else a for a in kernel_args(*args)))
         return
     stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
