@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 from scipy import optimize, stats
 
 from aimc.calibration.families import Family
@@ -43,6 +44,23 @@ def robust_squares(u: np.ndarray, c: float) -> np.ndarray:
         return u * u
     a = np.abs(u)
     return np.where(a <= c, u * u, 2.0 * c * a - c * c)
+
+
+@njit(cache=True)
+def huber_rho(z: np.ndarray) -> np.ndarray:
+    """Huber's loss as scipy's least_squares takes a callable loss: rows rho(z), rho'(z), rho''(z) of z = (u /
+    width)^2, rho = z within 1 and 2 sqrt(z) - 1 beyond: scipy's own "huber" (rho(z) bit for bit, the
+    derivatives within a unit in the last place) in one compiled pass (scipy's took 9% of a fit's time in
+    numpy's masked assignments)."""
+    rho = np.empty((3, len(z)))
+    for i in range(len(z)):
+        v = z[i]
+        if v <= 1.0:
+            rho[0, i], rho[1, i], rho[2, i] = v, 1.0, 0.0
+        else:
+            r = math.sqrt(v)
+            rho[0, i], rho[1, i], rho[2, i] = 2.0 * r - 1.0, 1.0 / r, -0.5 / (r * v)
+    return rho
 
 
 @dataclass
@@ -202,7 +220,7 @@ def _least_squares(fam: Family, data: PulseData, starts: list[list[float]], diff
     Jacobian, and only the refinement uses the analytic one (`_jacobian`; why: `fit_family`)."""
     lo, hi = (np.array(v, float) for v in fam.box(data))
     width = huber_width(data) / data.dw0  # the residuals below are in units of dw0
-    loss = {"loss": "huber", "f_scale": width} if math.isfinite(width) else {}
+    loss = {"loss": huber_rho, "f_scale": width} if math.isfinite(width) else {}
 
     search = data
     if len(starts) > 1 and data.n > SEARCH_SAMPLE:  # compare the starts on a subsample, refine the best on all

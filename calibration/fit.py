@@ -41,6 +41,7 @@ from aimc.common.files import atomic_write_text, json_safe
 from aimc.common.version import VERSION
 from aimc.devices import DeviceConfig, parse_device
 
+NOISE_DOMINATED_R2 = 0.1  # below this share of the increment variance explained, a fit is flagged noise-dominated
 START_SAMPLE = 20000  # increments of the pooled fit that starts the per-device fits
 CENSORED_ANCHOR = 0.05  # below this anchor (cycle noise variance > 18 read variances) the default increment model
 # is the censored mean of the noisy step: on five aihwkit ReRamES populations it held the truth in 33 of 40
@@ -71,6 +72,12 @@ class FitResult:
     @property
     def best(self) -> FamilyFit:
         return self.fits[self.ranking[0]]
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the exported device should not be trusted for, one line each (`fit_warnings`): the report lists
+        them, the device file carries them, `aimc fit` prints them."""
+        return fit_warnings(self.best.summary(), self.data.quality, self.noise)
 
     def ranking_table(self) -> list[dict]:
         """Per family, best first: k, rss, aic, bic, their differences to the best and Akaike weights."""
@@ -106,6 +113,7 @@ class FitResult:
                 "criterion": self.criterion,
                 "traces": self.source,
                 "aimc_version": VERSION,
+                "warnings": self.warnings,
             },
         }
 
@@ -175,6 +183,24 @@ class FitResult:
         os.makedirs(out, exist_ok=True)
         self.export(os.path.join(out, "device.json"))
         atomic_write_text(os.path.join(out, "fit.json"), json.dumps(json_safe(self.summary()), indent=1) + "\n")
+
+
+def fit_warnings(best: dict, quality: dict, noise: dict) -> list[str]:
+    """Warnings about a fit from its best family's summary (`FamilyFit.summary`), the data quality and the noise
+    estimate: a likelihood refinement asked for and not applied, a noise-dominated fit (the model explains under
+    NOISE_DOMINATED_R2 of the increment variance beyond a constant step: the family is then chosen by little),
+    noise not estimated, unidentified parameters."""
+    out = []
+    ml = (quality or {}).get("likelihood", "")
+    if ml.startswith("not applied"):
+        out.append(f"likelihood {ml}")
+    r2 = best["diagnostics"].get("r2")
+    if r2 is not None and r2 < NOISE_DOMINATED_R2:
+        out.append(f"noise-dominated fit: the model explains {max(r2, 0):.0%} of the increment variance")
+    if (noise or {}).get("message"):
+        out.append(f"cycle and read noise {noise['message']}: the exported device has no cycle noise")
+    out += [f"{p}: {why}" for p, why in (best.get("flags") or {}).items()]
+    return out
 
 
 def _export_device(best: FamilyFit, noise: dict, spread: dict) -> DeviceConfig:

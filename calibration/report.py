@@ -24,7 +24,7 @@ import jinja2
 from tqdm import tqdm
 
 from aimc.calibration.aihwkit_export import aihwkit_snippet
-from aimc.calibration.fit import FitResult
+from aimc.calibration.fit import FitResult, fit_warnings
 from aimc.calibration.pulse_data import MIN_TRIPLES, WeightMap
 from aimc.calibration.report_figures import (
     fig_compare,
@@ -141,6 +141,22 @@ def _extrapolated(fit: dict | None) -> str:
     return f" (from an extrapolated bound: {', '.join(names)})" if names else ""
 
 
+def _neurosim_labels(c: dict) -> str:
+    """NeuroSim's nonlinearity labels of a `crossing` (LTP, LTD), as its device tables write them (LTD
+    negative): "2.22/-4.65"; beyond its table, "> 9"."""
+
+    def one(v: float | None) -> str:
+        return "> 9" if v is None or not math.isfinite(v) else f"{v:.2f}"
+
+    return f"{one(c.get('neurosim_label_LTP'))}/-{one(c.get('neurosim_label_LTD'))}"
+
+
+NEUROSIM_LABEL_NOTE = (
+    "the label of that A / P_max in DNN+NeuroSim's table (MLP_NeuroSim V3.0, Nonlinearity-NormA), the number "
+    "its device tables quote"
+)
+
+
 def _measured_rows(num: dict) -> list[list]:
     """NL and NeuroSim's A / P_max of the fitted curves between the ends of the measured range (LTP, LTD),
     where the numbers come from a fit."""
@@ -155,6 +171,7 @@ def _measured_rows(num: dict) -> list[list]:
             f"{_g(c['A_over_Pmax_LTP'], '.3g')}, {_g(c['A_over_Pmax_LTD'], '.3g')}",
             f"{note}; P_max: {_g(c['pulses_up'], '.4g')}, {_g(c['pulses_down'], '.4g')} pulses",
         ],
+        ["NeuroSim nonlinearity over the measured range (LTP/LTD)", _neurosim_labels(c), NEUROSIM_LABEL_NOTE],
     ]
 
 
@@ -205,6 +222,7 @@ def _key_rows(num: dict, wmap: WeightMap | None, fit: dict | None = None) -> lis
             "A of G = B (1 - e^(-P/A)) + G_min fitted to the same normalised curves, over their pulse count "
             "(small: saturating; 1000: linear)",
         ],
+        ["NeuroSim nonlinearity (LTP/LTD)", _neurosim_labels(num["crossing"]), NEUROSIM_LABEL_NOTE],
         *_measured_rows(num),
         [
             "symmetric point (w)",
@@ -238,24 +256,11 @@ MAX_ELEMENTS = 4096  # simulated elements of a report: their traces take up to 6
 
 
 def fit_flags(fit: dict, num: dict) -> list[str]:
-    """Warnings about a fit: a likelihood refinement asked for and not applied, a degenerate device (fewer
-    than 2 states), noise not estimated, a noise-dominated fit (the model explains under 10% of the increment
-    variance beyond a constant step), unidentified parameters."""
-    best = fit["families"][fit["best"]]
+    """Warnings about a fit: a degenerate device (fewer than 2 states), then the fit's own (`fit.fit_warnings`)."""
     out = []
-    ml = (fit.get("quality") or {}).get("likelihood", "")
-    if ml.startswith("not applied"):
-        out.append(f"likelihood {ml}")
     if num["n_states"] < 2:
         out.append(f"degenerate device: {_g(num['n_states'], '.2g')} states (range / dw_min)")
-    r2 = best["diagnostics"].get("r2")
-    if r2 is not None and r2 < 0.1:
-        out.append(f"noise-dominated fit: the model explains {max(r2, 0):.0%} of the increment variance")
-    noise = fit.get("noise") or {}
-    if noise.get("message"):
-        out.append(f"cycle and read noise {noise['message']}: the exported device has no cycle noise")
-    out += [f"{p}: {why}" for p, why in best.get("flags", {}).items()]
-    return out
+    return out + fit_warnings(fit["families"][fit["best"]], fit.get("quality") or {}, fit.get("noise") or {})
 
 
 def _quality(q: dict | None) -> dict | None:

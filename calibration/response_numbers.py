@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from functools import cache
+from pathlib import Path
 
 import numpy as np
 from scipy.optimize import minimize_scalar
@@ -53,13 +55,38 @@ def neurosim_a(x: np.ndarray, y: np.ndarray) -> float:
     return float(math.exp(res.x))
 
 
+NEUROSIM_TABLE = Path(__file__).with_name("data") / "neurosim_nonlinearity.csv"
+
+
+@cache
+def _neurosim_table() -> tuple[np.ndarray, np.ndarray]:
+    """(labels 0.01 .. 9.00, A / P_max of each, decreasing) of `NEUROSIM_TABLE`."""
+    t = np.loadtxt(NEUROSIM_TABLE, delimiter=",", skiprows=3)
+    return t[:, 0], t[:, 1]
+
+
+def neurosim_label(a_over_pmax: float) -> float:
+    """DNN+NeuroSim's nonlinearity label (0.01 to 9, the number its device tables quote, e.g. "2.4/-4.88" for
+    LTP/LTD of Ag:a-Si) of a normalised A / P_max (`neurosim_a`): NeuroSim defines the label by its table
+    (MLP_NeuroSim V3.0, documents/Nonlinearity-NormA.htm, shipped as `NEUROSIM_TABLE`), so this interpolates
+    the table, linearly in log A between its rows 0.01 apart. 0.0 above the table's 126.3 (a straight line
+    within 0.01), NaN below its 0.0228 (more non-linear than label 9)."""
+    labels, a = _neurosim_table()
+    if not a_over_pmax >= a[-1]:
+        return math.nan
+    if a_over_pmax > a[0]:
+        return 0.0
+    return float(np.interp(-math.log(a_over_pmax), -np.log(a), labels))
+
+
 def crossing(device: DeviceConfig, n_grid: int = 4001, measured: tuple[float, float] | None = None) -> dict:
     """Pulses the mean step needs to cross the range, and the non-linearity of the potentiation (LTP) and
     depression (LTD) curves, in the continuum limit: P(w) = integral of dw / step(w) from the starting bound
     to within dw_min / 2 of the other (a soft bound is approached only asymptotically). NL is the largest
     distance of the normalised curve (w - start) / range against P / P_total from the straight line, a
     fraction of the range (0: a constant step); A_over_Pmax is NeuroSim's A / P_max of the same curve
-    normalised to end at 1 (`neurosim_a`). measured: the weight range (lo, hi) the reads cover; the curves then
+    normalised to end at 1 (`neurosim_a`), neurosim_label its label (`neurosim_label`; NeuroSim writes LTD's
+    with a minus sign). measured: the weight range (lo, hi) the reads cover; the curves then
     run between its ends where those lie inside the bounds, as a measured LTP/LTD pair does."""
     b_lo, b_hi = device.bounds
     half = 0.5 * device.dw_min
@@ -77,6 +104,7 @@ def crossing(device: DeviceConfig, n_grid: int = 4001, measured: tuple[float, fl
         label = "LTP" if name == "up" else "LTD"
         out[f"NL_{label}"] = float(np.max(np.abs(frac - p / p[-1] * frac[-1])))
         out[f"A_over_Pmax_{label}"] = neurosim_a(p / p[-1], frac / frac[-1])
+        out[f"neurosim_label_{label}"] = neurosim_label(out[f"A_over_Pmax_{label}"])
     return out
 
 

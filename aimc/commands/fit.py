@@ -84,9 +84,8 @@ def _run(args: argparse.Namespace) -> int:
             f"{_population(result, row['kind'])}"
         )
     print(f"best: {result.best.kind}; device file {out}/device.json; report {out / 'report.html'}")
-    ml = result.data.quality.get("likelihood", "")
-    if ml.startswith("not applied"):
-        print(f"warning: --likelihood {ml}", file=sys.stderr)
+    for line in result.warnings:
+        print(f"warning: {line}", file=sys.stderr)
     return 0
 
 

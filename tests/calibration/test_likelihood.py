@@ -162,7 +162,7 @@ def test_likelihood_not_applied_is_said_in_the_report_and_on_the_terminal(tmp_pa
         )
         == 0
     )
-    assert "warning: --likelihood not applied" in capsys.readouterr().err
+    assert "warning: likelihood not applied" in capsys.readouterr().err
     assert "<b>Warning:</b> likelihood not applied" in (out / "report.html").read_text()
 
 

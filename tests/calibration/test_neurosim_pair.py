@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from aimc.calibration import fit, read_runs
-from aimc.calibration.response_numbers import crossing, neurosim_a
+from aimc.calibration.response_numbers import crossing, neurosim_a, neurosim_label
 
 P_MAX, G_MIN, G_MAX = 100, 1.0, 5.0
 A_NORM = {"up": 0.5433, "down": 0.2165}  # A / P_max
@@ -50,6 +50,15 @@ def test_truth_is_what_the_pair_shows():
     assert neurosim_a(x, _curve(A_NORM["up"])) == pytest.approx(A_NORM["up"], rel=1e-6)
 
 
+def test_neurosim_label_reads_its_table():
+    """Rows of MLP_NeuroSim V3.0's Nonlinearity-NormA table come back exactly, values between rows in between,
+    and the table's ends are its limits."""
+    for label, a in ((0.01, 126.269), (1.51, 0.8195), (2.4, 0.4992), (3.01, 0.3853), (7.51, 0.0702), (9.0, 0.0228)):
+        assert neurosim_label(a) == pytest.approx(label, abs=1e-9)
+    assert 3.01 < neurosim_label(0.3845) < 3.02  # between the rows 3.01 (0.3853) and 3.02 (0.3838)
+    assert neurosim_label(500.0) == 0.0 and math.isnan(neurosim_label(0.01))
+
+
 def test_up_down_bounds_win_and_give_each_direction_back(pair):
     assert pair.best.kind == "SoftBounds", pair.ranking_table()
     for one_shape in ("linear", "power", "exponential"):
@@ -59,6 +68,8 @@ def test_up_down_bounds_win_and_give_each_direction_back(pair):
         assert c[f"NL_{label}"] == pytest.approx(_true_nl(A_NORM[name]), rel=0.15), label
         assert c[f"A_over_Pmax_{label}"] == pytest.approx(A_NORM[name], rel=0.15), label
         assert c[f"pulses_{name}"] == pytest.approx(P_MAX, rel=0.15), label
+        # the label NeuroSim's table gives the true A / P_max (2.22 up, 4.65 down), within a tenth
+        assert c[f"neurosim_label_{label}"] == pytest.approx(neurosim_label(A_NORM[name]), abs=0.1), label
 
 
 def test_report_numbers_carry_the_measured_range(pair):

@@ -8,6 +8,7 @@ import math
 import pytest
 
 from aimc.calibration import fit, measure_cycles, write_csv, write_report
+from aimc.calibration.fit import fit_warnings
 from aimc.calibration.report import aihwkit_snippet, fit_flags
 from aimc.calibration.response_numbers import crossing
 from aimc.devices import ConstantStep, Linear, LinearStep, SoftBounds
@@ -43,6 +44,22 @@ def test_fit_flags_degenerate_and_noise_dominated():
     assert any("degenerate" in f for f in flags) and any("noise-dominated" in f for f in flags)
     assert "w_max: extrapolated" in flags
     assert fit_flags({"best": "x", "families": {"x": {"diagnostics": {"r2": 0.9}}}}, {"n_states": 50}) == []
+    # the threshold is a tenth of the increment variance (explained beyond a constant step)
+    for r2, flagged in ((0.095, True), (0.105, False)):
+        best = {"diagnostics": {"r2": r2}}
+        assert any(w.startswith("noise-dominated") for w in fit_warnings(best, {}, {})) is flagged
+
+
+def test_fit_result_carries_its_warnings(tmp_path):
+    """A fit whose model explains little of its increments (steps 10x smaller than their cycle noise) says so
+    itself, in its device file and on the command line, not only in the report."""
+    truth = ConstantStep(dw_min=0.01, up_down=0.0, w_max=0.5, w_min=-0.5, **{**NO_SPREAD, "dw_min_std": 3.0})
+    res = fit(measure_cycles(truth, n_devices=3, read_noise=0.0, seed=1), kinds=["LinearStep"], spread=False)
+    assert res.best.diagnostics["r2"] < 0.1
+    assert any(w.startswith("noise-dominated fit") for w in res.warnings)
+    res.save(tmp_path)
+    saved = json.loads((tmp_path / "device.json").read_text())["fit"]["warnings"]
+    assert saved == res.warnings
 
 
 def test_fit_report_named_after_the_trace_file(tmp_path):
