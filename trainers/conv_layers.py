@@ -234,10 +234,8 @@ class AnalogConvTranspose(AnalogConv):
             y = y * self.out_scale
         cols = y.reshape(len(x), -1, self.out_features).transpose(1, 2)
         geometry = self.kernel_size, self.stride, self.padding, self.dilation
-        size = [
-            (h - 1) * s - 2 * p + d * (k - 1) + op + 1
-            for h, k, s, p, d, op in zip(x.shape[2:], *geometry, out_padding)
-        ]
+        per_dim = zip(x.shape[2:], *geometry, out_padding)
+        size = [(h - 1) * s - 2 * p + d * (k - 1) + op + 1 for h, k, s, p, d, op in per_dim]
         y = conv_patches.fold(cols, size, *geometry)
         if self.bias is not None:
             y = y + self.bias.view(1, -1, *[1] * n)

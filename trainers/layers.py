@@ -1,9 +1,9 @@
 """Analog layers: torch modules whose weights live in the conductance arrays of `devices.AnalogTile`s.
 
 `AnalogLinear` maps an (out, in) weight onto a grid of tiles of at most `max_out` x `max_in` (the analog
-bias, when chosen, is one more input column fed with 1, one per group of a grouped convolution). The
-convolutions (`trainers/conv_layers.py`) unfold their input (im2col) and run the same matrix product, one
-"sample" per output position. All use one autograd bridge:
+bias, when chosen, is one more input column fed with 1, one per group of a grouped convolution).
+`AnalogConv1d`, `AnalogConv2d` and `AnalogConv3d` (`trainers/conv_layers.py`) unfold their input (im2col)
+and run the same matrix product, one "sample" per output position. All use one autograd bridge:
 
 - forward: y = read(W_eff, x) through each tile's forward periphery (sum over the input blocks);
 - backward: grad_x = read(W_eff^T, d) through the backward periphery (skipped when x needs no grad);
