@@ -43,6 +43,12 @@ def unfold(x: torch.Tensor, kernel: Sizes, stride: Sizes, padding: Sizes, dilati
         grown = _grown(kernel, 1), _grown(dilation, 1), _grown(padding, 0), _grown(stride, 1)
         return F.unfold(x4, grown[0], dilation=grown[1], padding=grown[2], stride=grown[3])
     count = out_sizes(x.shape[2:], kernel, stride, padding, dilation)
+    if min(count) < 1:
+        reach = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+        raise ValueError(
+            f"an input of spatial size {tuple(x.shape[2:])} with padding {tuple(padding)} is smaller than the "
+            f"kernel's reach {reach}: no output position"
+        )
     padded = F.pad(x, [p for p in reversed(padding) for _ in (0, 1)])
     offsets = itertools.product(*(range(k) for k in kernel))
     patches = torch.stack([padded[_offset_slices(k, count, stride, dilation)] for k in offsets], 2)

@@ -90,6 +90,8 @@ def test_3d_layers_take_unbatched_input_and_torch_initialisation():
     torch.testing.assert_close(analog(x), ref(x), atol=2e-6, rtol=1e-5)
     with pytest.raises(ValueError, match=r"AnalogConv3d\(2, 3, .*\): got an input of shape \(2, 4, 5\)"):
         analog(torch.randn(2, 4, 5))
+    with pytest.raises(ValueError, match=r"spatial size \(4, 1, 5\) with padding \(0, 0, 0\) is smaller than"):
+        analog(torch.randn(2, 4, 1, 5))
 
 
 def test_transposed_3d_output_size_picks_the_output_padding_as_torch():
