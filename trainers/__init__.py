@@ -28,7 +28,14 @@ from aimc.trainers.algorithms import (
     build_optimizer,
 )
 from aimc.trainers.config import TileConfig
-from aimc.trainers.conv_layers import AnalogConv1d, AnalogConv2d, AnalogConvTranspose1d, AnalogConvTranspose2d
+from aimc.trainers.conv_layers import (
+    AnalogConv1d,
+    AnalogConv2d,
+    AnalogConv3d,
+    AnalogConvTranspose1d,
+    AnalogConvTranspose2d,
+    AnalogConvTranspose3d,
+)
 from aimc.trainers.convert import WeightClipWarning, convert, digital_layers, to_digital
 from aimc.trainers.inference_config import InferenceTileConfig
 from aimc.trainers.inference_layers import InferenceConv2d, InferenceLinear, inference_layers
@@ -41,8 +48,10 @@ __all__ = [
     "ALGORITHMS",
     "AnalogConv1d",
     "AnalogConv2d",
+    "AnalogConv3d",
     "AnalogConvTranspose1d",
     "AnalogConvTranspose2d",
+    "AnalogConvTranspose3d",
     "AnalogGRU",
     "AnalogLSTM",
     "AnalogLinear",

@@ -1,9 +1,10 @@
 """Convolutions on analog tiles, on the tile grid and autograd bridge of `trainers/layers.py`:
 
-- `AnalogConv1d` / `AnalogConv2d` through im2col: each output position is one read of the tile with its
-  unfolded patch;
-- `AnalogConvTranspose1d` / `AnalogConvTranspose2d` through col2im: each input position is one read of the
-  (out * prod(kernel), in) tile, whose outputs `F.fold` sums into the output image (the adjoint of im2col).
+- `AnalogConv1d` / `AnalogConv2d` / `AnalogConv3d` through im2col: each output position is one read of the
+  tile with its unfolded patch;
+- `AnalogConvTranspose1d` / `AnalogConvTranspose2d` / `AnalogConvTranspose3d` through col2im: each input
+  position is one read of the (out * prod(kernel), in) tile, whose outputs are summed into the output image
+  (the adjoint of im2col). `trainers/conv_patches.py` holds both patch maps.
 
 A grouped convolution (groups > 1, depthwise included) holds one grid of tiles per group: its weight is
 block-diagonal, and a block-diagonal matrix on one tile would hold off-diagonal elements that the pulsed
@@ -16,17 +17,18 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from aimc.trainers import conv_patches
 from aimc.trainers.config import TileConfig
 from aimc.trainers.layers import AnalogLayer, refuse_unmappable
 
 
 class AnalogConv(AnalogLayer):
-    """N-d convolution (N = `ndim`, 1 or 2) on analog tiles through im2col: each output position is one read
+    """N-d convolution (N = `ndim`, 1 to 3) on analog tiles through im2col: each output position is one read
     of the tiles with the unfolded (C * prod(kernel)) patch; the weight is the (out, C / groups * prod(kernel))
-    matrix of torch's ConvNd (zero padding), one grid of tiles per group. Conv1d runs as a Conv2d of height 1."""
+    matrix of torch's ConvNd (zero padding), one grid of tiles per group. An analog bias is one more column
+    per group, fed with 1, holding the bias of the group's output channels."""
 
     ndim = 2
     digital: type[nn.Module] = nn.Conv2d
@@ -66,10 +68,6 @@ class AnalogConv(AnalogLayer):
     def _tuple(self, v) -> tuple[int, ...]:
         return tuple(int(a) for a in v) if isinstance(v, (tuple, list)) else (int(v),) * self.ndim
 
-    def _grown(self, v: tuple[int, ...], fill: int) -> tuple[int, ...]:
-        """A 1-d geometry as the 2-d one of height 1 (fill for the height), a 2-d one as it is."""
-        return (fill, *v) if self.ndim == 1 else v
-
     def label(self) -> str:
         groups = f", groups={self.groups}" if self.groups != 1 else ""
         return f"{type(self).__name__}({self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}{groups})"
@@ -79,16 +77,9 @@ class AnalogConv(AnalogLayer):
         self._check_input(x, (n + 1, n + 2), "channels in dimension 1 (or 0 unbatched)", -n - 1, self.in_channels)
         unbatched = x.dim() == n + 1
         x = x.unsqueeze(0) if unbatched else x
-        x4 = x.unsqueeze(2) if n == 1 else x  # (B, C, 1, L) for a 1-d convolution
-        kernel, dilation = self._grown(self.kernel_size, 1), self._grown(self.dilation, 1)
-        padding, stride = self._grown(self.padding, 0), self._grown(self.stride, 1)
-        cols = F.unfold(
-            x4.to(torch.float32), kernel, dilation=dilation, padding=padding, stride=stride
-        )  # (B, C prod(k), L)
-        out = [
-            (size + 2 * p - d * (k - 1) - 1) // s + 1
-            for size, k, s, p, d in zip(x.shape[2:], self.kernel_size, self.stride, self.padding, self.dilation)
-        ]
+        geometry = self.kernel_size, self.stride, self.padding, self.dilation
+        cols = conv_patches.unfold(x.to(torch.float32), *geometry)  # (B, C prod(k), L)
+        out = conv_patches.out_sizes(x.shape[2:], *geometry)
         x2d = cols.transpose(1, 2).reshape(-1, self.in_features)
         y = self._matmul(x2d).reshape(len(x), -1, self.out_features).transpose(1, 2)
         y = self._finish(y.reshape(len(x), self.out_features, *out), 1)
@@ -176,9 +167,17 @@ class AnalogConv2d(AnalogConv):
     digital = nn.Conv2d
 
 
+class AnalogConv3d(AnalogConv):
+    """3-D convolution on analog tiles (nn.Conv3d's arguments, groups keyword-only; zero padding): input
+    (B, C, D, H, W) or (C, D, H, W), weight the (out, C * kd * kh * kw) matrix of nn.Conv3d."""
+
+    ndim = 3
+    digital = nn.Conv3d
+
+
 class AnalogConvTranspose(AnalogConv):
-    """N-d transposed convolution (N = `ndim`, 1 or 2) on analog tiles through col2im: each input position is
-    one read of the tiles, whose (out * prod(kernel)) outputs `F.fold` adds into the output image. The tiles
+    """N-d transposed convolution (N = `ndim`, 1 to 3) on analog tiles through col2im: each input position is
+    one read of the tiles, whose (out * prod(kernel)) outputs `conv_patches.fold` adds into the output image. The tiles
     hold the (out * prod(kernel), in / groups) matrix M[(o, k), c] = W[c, o, k] of torch's ConvTransposeNd
     weight W (in, out / groups, *kernel), one grid per group; the bias is digital (added per output channel
     after the fold), and an output scale scales the tiles' outputs."""
@@ -226,26 +225,20 @@ class AnalogConvTranspose(AnalogConv):
         self._check_input(x, (n + 1, n + 2), "channels in dimension 1 (or 0 unbatched)", -n - 1, self.in_channels)
         unbatched = x.dim() == n + 1
         x = x.unsqueeze(0) if unbatched else x
-        x4 = x.unsqueeze(2) if n == 1 else x  # (B, C, 1, L) for a 1-d convolution
-        kernel, dilation = self._grown(self.kernel_size, 1), self._grown(self.dilation, 1)
-        padding, stride = self._grown(self.padding, 0), self._grown(self.stride, 1)
-        out_padding = self._grown(self.output_padding, 0)
+        out_padding = self.output_padding
         if output_size is not None:
-            out_padding = self._grown(self._output_padding(x.shape[2:], output_size), 0)
-        batch, positions = x4.shape[0], x4.shape[2] * x4.shape[3]
-        x2d = x4.to(torch.float32).permute(0, 2, 3, 1).reshape(-1, self.in_channels)
+            out_padding = self._output_padding(x.shape[2:], output_size)
+        x2d = x.to(torch.float32).movedim(1, -1).reshape(-1, self.in_channels)
         y = self._matmul(x2d, with_bias=False)  # (B * positions, out * prod(kernel))
         if self.out_scale is not None:
             y = y * self.out_scale
-        cols = y.reshape(batch, positions, self.out_features).transpose(1, 2)
-        size = [
-            (h - 1) * s - 2 * p + d * (k - 1) + op + 1
-            for h, k, s, p, d, op in zip(x4.shape[2:], kernel, stride, padding, dilation, out_padding)
-        ]
-        y = F.fold(cols, size, kernel, dilation=dilation, padding=padding, stride=stride)
+        cols = y.reshape(len(x), -1, self.out_features).transpose(1, 2)
+        geometry = self.kernel_size, self.stride, self.padding, self.dilation
+        per_dim = zip(x.shape[2:], *geometry, out_padding)
+        size = [(h - 1) * s - 2 * p + d * (k - 1) + op + 1 for h, k, s, p, d, op in per_dim]
+        y = conv_patches.fold(cols, size, *geometry)
         if self.bias is not None:
-            y = y + self.bias.view(1, -1, 1, 1)
-        y = y[:, :, 0] if n == 1 else y
+            y = y + self.bias.view(1, -1, *[1] * n)
         return y[0] if unbatched else y
 
     def _output_padding(self, spatial: Sequence[int], output_size: Sequence[int]) -> tuple[int, ...]:
@@ -303,3 +296,10 @@ class AnalogConvTranspose2d(AnalogConvTranspose):
 
     ndim = 2
     digital = nn.ConvTranspose2d
+
+
+class AnalogConvTranspose3d(AnalogConvTranspose):
+    """3-D transposed convolution on analog tiles (nn.ConvTranspose3d's arguments; zero padding)."""
+
+    ndim = 3
+    digital = nn.ConvTranspose3d

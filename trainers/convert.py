@@ -1,4 +1,4 @@
-"""Swap a torch model's Linear / Conv / ConvTranspose (1-d, 2-d) / RNN / LSTM / GRU layers for analog ones,
+"""Swap a torch model's Linear / Conv / ConvTranspose (1-d to 3-d) / RNN / LSTM / GRU layers for analog ones,
 and export back to a digital model."""
 
 from __future__ import annotations
@@ -13,7 +13,14 @@ from torch import nn
 
 from aimc.common import seeds
 from aimc.trainers.config import TileConfig
-from aimc.trainers.conv_layers import AnalogConv1d, AnalogConv2d, AnalogConvTranspose1d, AnalogConvTranspose2d
+from aimc.trainers.conv_layers import (
+    AnalogConv1d,
+    AnalogConv2d,
+    AnalogConv3d,
+    AnalogConvTranspose1d,
+    AnalogConvTranspose2d,
+    AnalogConvTranspose3d,
+)
 from aimc.trainers.inference_config import InferenceTileConfig
 from aimc.trainers.layers import AnalogLayer, AnalogLinear
 from aimc.trainers.recurrent_layers import AnalogGRU, AnalogLSTM, AnalogRNN, AnalogRNNBase
@@ -22,8 +29,10 @@ ANALOG = {
     nn.Linear: AnalogLinear,
     nn.Conv1d: AnalogConv1d,
     nn.Conv2d: AnalogConv2d,
+    nn.Conv3d: AnalogConv3d,
     nn.ConvTranspose1d: AnalogConvTranspose1d,
     nn.ConvTranspose2d: AnalogConvTranspose2d,
+    nn.ConvTranspose3d: AnalogConvTranspose3d,
     nn.RNN: AnalogRNN,
     nn.LSTM: AnalogLSTM,
     nn.GRU: AnalogGRU,
@@ -32,8 +41,6 @@ ANALOG = {
 
 NOT_MAPPED = {
     nn.RNNCellBase: "recurrent cells (RNNCell, LSTMCell, GRUCell) have no analog counterpart yet",
-    nn.Conv3d: "3-d convolutions have no analog counterpart yet",
-    nn.ConvTranspose3d: "3-d transposed convolutions have no analog counterpart yet",
     nn.Embedding: "embeddings are table look-ups, not matrix products",
     nn.EmbeddingBag: "embeddings are table look-ups, not matrix products",
     nn.Bilinear: "bilinear layers have no analog counterpart yet",
@@ -80,18 +87,18 @@ def convert(
     seed: int = 0,
     strict: bool = False,
 ) -> nn.Module:
-    """Replace (in place, and return) the model's nn.Linear, nn.Conv1d/2d (grouped too), nn.ConvTranspose1d/2d,
-    nn.RNN, nn.LSTM and nn.GRU modules by their analog counterparts (`ANALOG`) on tiles of `tile_cfg`, with
-    their current weights written into the arrays. A module used at several places becomes one analog module
-    used at the same places; weights outside the device's bounds are clipped with a
-    `WeightClipWarning`.
+    """Replace (in place, and return) the model's nn.Linear, nn.Conv1d/2d/3d (grouped too),
+    nn.ConvTranspose1d/2d/3d, nn.RNN, nn.LSTM and nn.GRU modules by their analog counterparts (`ANALOG`) on
+    tiles of `tile_cfg`, with their current weights written into the arrays. A module used at several places
+    becomes one analog module used at the same places; weights outside the device's bounds are clipped with
+    a `WeightClipWarning`.
 
     layers: qualified module names (as in `model.named_modules()`) to convert; None converts all.
     A layer larger than max_out x max_in is split over a grid of tiles. Layer k (in module order) gets
     tile seeds derived from `seed` and k, so a conversion is reproducible.
-    Layers with weight matrices that cannot be mapped (recurrent cells, LSTM projections, 3-d convolutions,
-    non-zero padding modes, embeddings, attention; see `digital_layers`) stay digital: a `UserWarning` names
-    each with the reason, and `strict=True` raises a ValueError instead.
+    Layers with weight matrices that cannot be mapped (recurrent cells, non-zero padding modes, embeddings,
+    attention; see `digital_layers`) stay digital: a `UserWarning` names each with the reason, and
+    `strict=True` raises a ValueError instead.
     An `InferenceTileConfig` maps Linear and Conv2d onto inference tiles instead (trainers/inference_program.py).
     """
     if isinstance(tile_cfg, InferenceTileConfig):

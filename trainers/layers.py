@@ -1,9 +1,9 @@
 """Analog layers: torch modules whose weights live in the conductance arrays of `devices.AnalogTile`s.
 
 `AnalogLinear` maps an (out, in) weight onto a grid of tiles of at most `max_out` x `max_in` (the analog
-bias, when chosen, is one more input column fed with 1). `AnalogConv1d` and `AnalogConv2d`
-(`trainers/conv_layers.py`) unfold their input (im2col) and run the same matrix product, one "sample" per
-output position. All use one autograd bridge:
+bias, when chosen, is one more input column fed with 1, one per group of a grouped convolution).
+`AnalogConv1d`, `AnalogConv2d` and `AnalogConv3d` (`trainers/conv_layers.py`) unfold their input (im2col)
+and run the same matrix product, one "sample" per output position. All use one autograd bridge:
 
 - forward: y = read(W_eff, x) through each tile's forward periphery (sum over the input blocks);
 - backward: grad_x = read(W_eff^T, d) through the backward periphery (skipped when x needs no grad);
@@ -65,7 +65,8 @@ class AnalogLayer(nn.Module):
 
     def _init_tiles(self, out_features: int, in_features: int, bias: bool, cfg: TileConfig, seed: int, groups: int = 1):
         """The tile grid of an (out, in) weight; with groups > 1 a block-diagonal weight, one grid of tiles
-        per group (rows and columns of group g: its out/groups outputs and in/groups inputs)."""
+        per group (rows and columns of group g: its out/groups outputs and in/groups inputs). An analog bias
+        is one more column per group, after the group's inputs: the bias of its outputs, fed with 1."""
         self.tile_config = cfg
         self.out_features, self.in_features = int(out_features), int(in_features)
         self.groups = int(groups)
@@ -74,10 +75,8 @@ class AnalogLayer(nn.Module):
                 f"{self.label()}: an empty weight ({self.out_features} outputs x {self.in_features} inputs) "
                 "maps onto no tile; analog layers need at least one input and one output"
             )
-        if self.groups > 1 and bool(bias) and cfg.bias == "analog":
-            raise ValueError(f"{self.label()}: bias='analog' with groups={self.groups} is not mapped (use 'digital')")
         self.analog_bias = bool(bias) and cfg.bias == "analog"
-        self.in_ext = self.in_features + (1 if self.analog_bias else 0)
+        self.in_ext = self.in_features + (self.groups if self.analog_bias else 0)
         self.seed = int(seed)
         device, array_devices = cfg.resolved_device(), cfg.resolved_devices()
         self.blocks: list[TileBlock] = []
@@ -158,12 +157,20 @@ class AnalogLayer(nn.Module):
         return np.zeros(shape, np.float32)
 
     def _extend(self, x: np.ndarray) -> np.ndarray:
+        """x (n, in) -> (n, in_ext): each group's inputs followed by a 1 for its bias column (analog bias)."""
         if not self.analog_bias:
             return x
-        xe = self._zeros(x, (x.shape[0], self.in_ext))
-        xe[:, : self.in_features] = x
-        xe[:, self.in_features] = 1.0
+        n, ig = x.shape[0], self.in_features // self.groups
+        xe = self._zeros(x, (n, self.in_ext))
+        per_group = xe.reshape(n, self.groups, ig + 1)  # a view of xe
+        per_group[:, :, :ig] = x.reshape(n, self.groups, ig)
+        per_group[:, :, ig] = 1.0
         return xe
+
+    def _inputs_of(self, z):
+        """(n, in_ext) -> the (n, in) input columns (without the groups' bias columns)."""
+        n, ig = z.shape[0], self.in_features // self.groups
+        return z.reshape(n, self.groups, ig + 1)[:, :, :ig].reshape(n, self.in_features)
 
     def read_forward(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(y (batch, out) = the tiles' forward reads summed over each row of the grid, the extended x)."""
@@ -185,7 +192,7 @@ class AnalogLayer(nn.Module):
             z[:, b.c0 : b.c1] += b.tile.backward(d[:, b.r0 : b.r1])
         if not self.analog_bias:
             return z
-        z = z[:, : self.in_features]
+        z = self._inputs_of(z)
         return z.contiguous() if self.gpu_tiles else np.ascontiguousarray(z)
 
     # -- saved x and d ----------------------------------------------------------------------------------
@@ -297,8 +304,9 @@ class AnalogLayer(nn.Module):
         w = torch.from_numpy(self.analog_weight())
         bias = None
         if self.analog_bias:
-            bias = w[:, -1].clone()
-            w = w[:, :-1]
+            rows = torch.arange(self.out_features)
+            bias = w.reshape(self.out_features, self.groups, -1)[rows, rows // (self.out_features // self.groups), -1]
+            w = self._inputs_of(w)
         elif self.bias is not None:
             bias = self.bias.detach().clone()
         w = self._group_blocks(w).clone()
@@ -347,11 +355,14 @@ class AnalogLayer(nn.Module):
         weight = self.weight_matrix(weight) if weight.dim() > 2 else weight  # torch's layout of a convolution
         w = weight.detach().reshape(self.out_features, -1).to(torch.float32).numpy()
         w = self._block_diagonal(w)
-        if self.analog_bias:
-            col = np.zeros((self.out_features, 1), np.float32)
+        if self.analog_bias:  # each group's inputs, then its bias column (nonzero in the group's rows only)
+            og, ig = self.out_features // self.groups, self.in_features // self.groups
+            ext = np.zeros((self.out_features, self.groups, ig + 1), np.float32)
+            ext[:, :, :ig] = w.reshape(self.out_features, self.groups, ig)
             if bias is not None:
-                col[:, 0] = bias.detach().numpy()
-            w = np.concatenate([w, col], axis=1)
+                rows = np.arange(self.out_features)
+                ext[rows, rows // og, ig] = bias.detach().numpy()
+            w = ext.reshape(self.out_features, self.in_ext)
         elif bias is not None and self.bias is not None:
             with torch.no_grad():
                 self.bias.copy_(bias.detach())

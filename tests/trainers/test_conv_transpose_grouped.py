@@ -95,8 +95,6 @@ def test_directly_built_layers_start_from_torch_initialisation():
 def test_unmapped_options_are_named():
     with pytest.raises(ValueError, match=r"groups=3 must divide in_channels=4"):
         T.AnalogConv2d(4, 6, 3, groups=3)
-    with pytest.raises(ValueError, match=r"bias='analog' with groups=2 is not mapped"):
-        T.AnalogConv2d(4, 6, 3, groups=2, tile_config=PERFECT.model_copy(update={"bias": "analog"}))
     left = T.digital_layers(nn.Sequential(nn.ConvTranspose2d(2, 2, 3, stride=1, dilation=2, output_padding=1)))
     assert left == {"0": "ConvTranspose2d: output_padding=(1, 1) not below stride=(1, 1)"}
 
