@@ -1,18 +1,18 @@
 """The read periphery on a GPU: devices.periphery.analog_mvm on torch tensors, its element-wise stages as
 CUDA kernels.
 
-The stages and their threads: noise management's scales are torch reductions (amax: exact, the CPU's
-numbers), abs_max_np_sum's sums `np_sum_kernel`, one thread per sample summing in the CPU's order, and
-average_abs_max's running average the CPU's own loop on the host over the batch's max |x| (one copy of
-batch floats a read); the DAC is `dac_kernel`, one thread per (sample, input); the product is torch's matmul; output
-noise, bound management's saturation test and the ADC are `adc_kernel`, one thread per sample, calling the
-CPU's own `devices.periphery.finish_row`: a sample's noise comes from its stream (seed, counter, sample),
-drawn in order over its outputs (the ziggurat takes a varying number of draws, so draw j has no index of its
-own). Saturated samples are read again, with their input halved per attempt, as the CPU reads them: the
-same stream counters (one per read) and the same stream keys, so everything but the product's summation order
-equals the CPU's result. Each product is within (n - 1) 2^-24 sum_k |W_ok xq_k| of the exact sum (n inputs,
-any summation order), so the two differ by at most twice that: an output can land on the other side of an
-ADC level edge, or of bound management's saturation test, only where the exact sum lies that close to it.
+The stages and their threads: noise management's scales are torch reductions (amax: exact, the CPU's numbers),
+abs_max_np_sum's sums `np_sum_kernel`, one thread per sample summing in the CPU's order, and average_abs_max's
+running average the CPU's own loop on the host over the batch's max |x| (one copy of batch floats a read); the
+DAC is `dac_kernel`, one thread per (sample, input); the product is torch's matmul; output noise, bound
+management's saturation test and the ADC are `adc_kernel`, one thread per sample, calling the CPU's own
+`devices.periphery.finish_row`: a sample's noise comes from its stream (seed, counter, sample), drawn in order
+over its outputs (the ziggurat takes a varying number of draws, so draw j has no index of its own). Saturated
+samples are read again, with their input halved per attempt, as the CPU reads them: the same stream counters
+(one per read) and the same stream keys, so everything but the product's summation order equals the CPU's
+result. Each product is within (n - 1) 2^-24 sum_k |W_ok xq_k| of the exact sum (n inputs, any summation
+order), so the two differ by at most twice that: an output can land on the other side of an ADC level edge, or
+of bound management's saturation test, only where the exact sum lies that close to it.
 """
 
 from __future__ import annotations

@@ -160,6 +160,29 @@ def test_reads_without_an_average_start_a_fresh_one():
 
 
 @pytest.mark.parametrize(
+    "kw, scale",
+    [
+        (dict(noise_management="abs_max_np_sum", nm_assumed_wmax=30.0), 2.5),  # max(1, min(30 / 12, 15.75))
+        (dict(noise_management="abs_max_np_sum", nm_assumed_wmax=30.0, nm_thres=0.1), 1.575),  # min(2.5, 0.1 x 15.75)
+        (dict(noise_management="average_abs_max", nm_decay=0.3), 1.0),
+    ],
+)
+def test_one_hot_column_read_is_the_read_of_a_unit_vector(kw, scale):
+    """read_one_hot (the column reads inside kernels) equals analog_mvm of the column with input [[1]], bit for
+    bit, saturating re-reads included, at the scale PeripheryConfig.one_hot_scale."""
+    from aimc.devices.column_read import one_hot_settings
+    from aimc.devices.periphery import read_one_hot
+
+    col = np.linspace(-30, 30, 16, dtype=np.float32)
+    cfg = PeripheryConfig(**kw)
+    want = analog_mvm(col[:, None], np.ones((1, 1), np.float32), cfg, Stream(3))[0]
+    out = np.empty(16, np.float32)
+    read_one_hot(col, one_hot_settings(cfg), 3, 0, out)
+    assert np.array_equal(out, want)
+    assert cfg.one_hot_scale == pytest.approx(scale, rel=1e-6)
+
+
+@pytest.mark.parametrize(
     "field, value", [("nm_decay", 1.5), ("nm_decay", -0.1), ("nm_assumed_wmax", 0.0), ("noise_management", "avg")]
 )
 def test_bad_values_name_their_field(field, value):
