@@ -3,13 +3,16 @@
 Model (aihwkit 1.1.0's forward pass, forward and backward alike; the defaults are R1's hardware settings:
 DAC 7 bit, input bound 1, ADC 9 bit, output bound 12, output noise 0.06, noise and bound management on,
 [R1] Wu et al., NeurIPS 2025, arXiv:2502.06309): each input vector is divided by its absolute maximum
-(noise management), clipped to +-inp_bound and quantized to 2^inp_bits - 1 levels; the analog MVM adds
-N(0, out_noise^2) to every output; outputs are clipped to +-out_bound and quantized to 2^out_bits - 1
-levels; where an output saturates and bound management is on, that sample is read again with its input
-halved, until the input's divisor exceeds `max_bm_factor` or `max_bm_res` / the DAC's step (aihwkit's
-limits: with a 7-bit DAC the fifth read, at 1/16 of the input, is the last), and the last read is clipped.
+(noise management; PeripheryConfig.noise_management lists the other scales), clipped to +-inp_bound and
+quantized to 2^inp_bits - 1 levels; the analog MVM adds N(0, out_noise^2) to every output; outputs are
+clipped to +-out_bound and quantized to 2^out_bits - 1 levels; where an output saturates and bound
+management is on, that sample is read again with its input halved, until the input's divisor exceeds
+`max_bm_factor` or `max_bm_res` / the DAC's step (aihwkit's limits: with a 7-bit DAC the fifth read, at 1/16
+of the input, is the last), and the last read is clipped.
 The result is scaled back to the units of x. The output noise of sample b comes from stream (seed, counter,
 b) of the caller's `devices.rng.Stream`, one counter per read (and per bound-management re-read).
+average_abs_max noise management keeps a running average across reads: the caller holds it (an AnalogTile
+one for its forward and backward reads together, as aihwkit 1.1.0's CPU tile).
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ from aimc.devices.loops import row_abs_max
 from aimc.devices.rng import Stream, normal_step, stream_seed
 from aimc.devices.threads import kernel_thread_count
 
+NM_CODES = {False: 0, True: 1, "abs_max": 1, "max": 2, "constant": 3, "abs_max_np_sum": 4, "average_abs_max": 5}
+"""The kernels' code of each noise_management value."""
+
 
 class PeripheryConfig(Float32Config):
     """DAC/ADC and noise of one read direction. Defaults are R1's hardware settings."""
@@ -35,13 +41,24 @@ class PeripheryConfig(Float32Config):
     out_bound: float = Field(12.0, gt=0, description="ADC output range +-out_bound (normalized units)")
     out_bits: int | None = Field(9, ge=1, le=24, description="ADC resolution in bits; None: no quantization")
     out_noise: float = Field(0.06, ge=0, description="std of additive output noise (normalized units)")
-    noise_management: bool | Literal["abs_max", "max", "constant"] = Field(
+    noise_management: bool | Literal["abs_max", "max", "constant", "abs_max_np_sum", "average_abs_max"] = Field(
         True,
         description="the scale each input vector is divided by: true or abs_max its max |x|, max its max x (a "
-        "vector with max x <= 0 reads 0), constant nm_thres; false none (aihwkit's NoiseManagementType)",
+        "vector with max x <= 0 reads 0), constant nm_thres, abs_max_np_sum max |x| raised towards "
+        "max(sum x+, -sum x-) nm_assumed_wmax / out_bound, average_abs_max a running average of max |x| "
+        "(nm_decay); false none (aihwkit's NoiseManagementType)",
     )
     nm_thres: float = Field(
-        0.0, ge=0, description="constant: the scale (0: 1); abs_max, max: the most the scale may be (0: no limit)"
+        0.0,
+        ge=0,
+        description="constant: the scale (0: 1); abs_max, max, abs_max_np_sum: the most max |x| or max x may "
+        "count for (0: no limit); unused by average_abs_max",
+    )
+    nm_assumed_wmax: float = Field(
+        0.6, gt=0, description="abs_max_np_sum: the |weight| assumed for every element (normalized units)"
+    )
+    nm_decay: float = Field(
+        0.001, ge=0, le=1, description="average_abs_max: the weight of each new vector's max |x| in the average"
     )
     bound_management: bool = Field(True, description="re-read saturated samples with the input halved")
     max_bm_factor: int = Field(1000, ge=1, description="bound management stops once the input is divided by more")
@@ -58,16 +75,30 @@ class PeripheryConfig(Float32Config):
 
     @property
     def nm_code(self) -> int:
-        """noise_management as the kernels take it: 0 none, 1 abs_max, 2 max, 3 constant."""
-        nm = self.noise_management
-        return {False: 0, True: 1, "abs_max": 1, "max": 2, "constant": 3}[nm]
+        """noise_management as the kernels take it: 0 none, 1 abs_max, 2 max, 3 constant, 4 abs_max_np_sum,
+        5 average_abs_max."""
+        return NM_CODES[self.noise_management]
 
-    @property
+    @cached_property
+    def nm_settings(self) -> tuple:
+        """Noise management as `nm_scales` takes it: (nm_code, nm_thres, nm_assumed_wmax, out_bound, the DAC
+        step (0: no DAC), max_bm_res, nm_decay)."""
+        inp_res = float(level_step(self.inp_bound, self.inp_bits)) if self.inp_bits is not None else 0.0
+        return (
+            self.nm_code,
+            float(self.nm_thres),
+            float(self.nm_assumed_wmax),
+            float(self.out_bound),
+            inp_res,
+            float(self.max_bm_res),
+            float(self.nm_decay),
+        )
+
+    @cached_property
     def one_hot_scale(self) -> float:
-        """The noise-management scale of a one-hot input of 1 (1 unless nm_thres limits or sets it)."""
-        if self.nm_code == 0 or self.nm_thres <= 0:
-            return 1.0
-        return float(self.nm_thres) if self.nm_code == 3 else min(1.0, float(self.nm_thres))
+        """The noise-management scale of a one-hot input of 1 (1 unless nm_thres limits or sets it, or
+        abs_max_np_sum raises it; a fresh running average of average_abs_max is 1)."""
+        return float(nm_scales(np.ones((1, 1), np.float32), self.nm_settings, fresh_average())[0])
 
     @cached_property
     def bm_reads(self) -> int:
@@ -100,25 +131,73 @@ def quantize(v, b32, step):
     return np.float32(round(min(max(v, -b32), b32) / step, 0)) * step
 
 
+def fresh_average() -> np.ndarray:
+    """A running average of average_abs_max noise management before its first vector: float32 (1,), -1."""
+    return np.full(1, -1.0, np.float32)
+
+
 @njit(cache=True)
-def _prepare_input(x, bound, bits, nm, thres):
-    """Noise management (divide each row by its scale: nm 1 max |x|, 2 max x, 3 thres (1 where 0), 0 none; for
-    1 and 2 at most thres where thres > 0), clip to +-bound, quantize to 2^bits - 1 levels (bits 0: none).
-    Returns (xq float32, scale float32 (batch,)). A row whose max |x| or max x is <= 0 gets scale 0: its read
-    is skipped and its output is 0, without output noise (aihwkit 1.1.0's binary, measured: under ABS_MAX a
-    zero input vector reads exactly 0 forward and backward; under MAX a vector without a positive entry)."""
-    batch, n = x.shape
-    xq = np.empty((batch, n), np.float32)
+def nm_scales(x, nm, average):
+    """The noise-management scale of each row of x (float32 (batch,)); nm: PeripheryConfig.nm_settings.
+    Code 1 max |x|, 2 max x, each at most thres where thres > 0; 3 thres (1 where 0); 4 max |x| (at most
+    thres) raised to np_sum_scale; 5 the running average average[0] (float32 (1,), negative before the first
+    vector) updated row by row, in place: the first row's max |x|, then a (1 - decay) + decay max |x| (aihwkit
+    1.1.0's CPU binary, measured: one update per vector, in batch order, in every read); 0 none. A scale
+    <= 0 is returned as 0: that row's read is skipped and its output is 0, without output noise (aihwkit
+    1.1.0's binary, measured: under ABS_MAX a zero input vector reads exactly 0 forward and backward; under
+    MAX a vector without a positive entry)."""
+    code, thres, wmax, out_bound, inp_res, max_bm_res, decay = nm
+    batch = x.shape[0]
     scale = np.ones(batch, np.float32)
-    step = level_step(bound, bits)
-    b32 = np.float32(bound)
-    if nm == 1 or nm == 2:
-        x_max = row_abs_max(x) if nm == 1 else _row_max(x)
+    if code == 1 or code == 2 or code == 4:
+        x_max = _row_max(x) if code == 2 else row_abs_max(x)
         for i in range(batch):
             v = x_max[i] if thres <= 0 else min(x_max[i], np.float32(thres))
+            if code == 4:
+                v = np_sum_scale(x[i], v, wmax, out_bound, inp_res, max_bm_res)
             scale[i] = v if v > 0 else np.float32(0.0)
-    elif nm == 3 and thres > 0:
+    elif code == 3 and thres > 0:
         scale[:] = np.float32(thres)
+    elif code == 5:
+        x_max = row_abs_max(x)
+        keep, d32 = np.float32(1.0) - np.float32(decay), np.float32(decay)
+        for i in range(batch):
+            a = average[0]
+            a = x_max[i] if a < 0 else a * keep + d32 * x_max[i]
+            average[0] = a
+            scale[i] = a if a > 0 else np.float32(0.0)
+    return scale
+
+
+@njit(cache=True, inline="always")
+def np_sum_scale(row, amax, wmax, out_bound, inp_res, max_bm_res):
+    """abs_max_np_sum's scale of one input vector `row` whose max |x| (at most nm_thres) is amax:
+    max(amax, min(S wmax / out_bound, amax / inp_res max_bm_res)), S = max(sum of the positive entries, -sum
+    of the negative ones) summed in order, the min only with a DAC (inp_res > 0), all in float32 (aihwkit
+    1.1.0's computeNoiseManagement, AbsMaxNPSum: the input is scaled so that a weight of wmax everywhere
+    would not saturate the ADC, but by at most the DAC's max_bm_res limit; out_bound is finite here)."""
+    psum = np.float32(0.0)
+    nsum = np.float32(0.0)
+    for j in range(row.shape[0]):
+        v = row[j]
+        if v > 0:
+            psum += v
+        elif v < 0:
+            nsum += v
+    s = max(psum, -nsum) * np.float32(wmax) / np.float32(out_bound)
+    if inp_res > 0:
+        s = min(amax / np.float32(inp_res) * np.float32(max_bm_res), s)
+    return max(amax, s)
+
+
+@njit(cache=True)
+def _prepare_input(x, bound, bits, scale):
+    """Divide each row of x by its scale (1 where 0), clip to +-bound, quantize to 2^bits - 1 levels (bits 0:
+    none). Returns xq float32 (batch, n)."""
+    batch, n = x.shape
+    xq = np.empty((batch, n), np.float32)
+    step = level_step(bound, bits)
+    b32 = np.float32(bound)
     for i in range(batch):
         s = scale[i] if scale[i] > 0 else np.float32(1.0)
         row = x[i]
@@ -129,7 +208,7 @@ def _prepare_input(x, bound, bits, nm, thres):
         else:
             for j in range(n):
                 out[j] = min(max(row[j] / s, -b32), b32)
-    return xq, scale
+    return xq
 
 
 @njit(cache=True)
@@ -294,10 +373,11 @@ def read_one_hot(col, periphery, seed, counter, out) -> int:
 
 
 @njit(cache=True)
-def _read(mat, transposed, x, inp_bound, inp_bits, nm, thres, out_noise, out_bound, out_bits, check, seed, counter):
-    """One read in one call: DAC (_prepare_input), product, output noise and ADC (_finish_rows).
-    Returns (y, input scales, finished rows)."""
-    xq, scale = _prepare_input(x, inp_bound, inp_bits, nm, thres)
+def _read(mat, transposed, x, inp_bound, inp_bits, nm, out_noise, out_bound, out_bits, check, seed, counter, average):
+    """One read in one call: noise management (nm_scales), DAC (_prepare_input), product, output noise and
+    ADC (_finish_rows). Returns (y, input scales, finished rows)."""
+    scale = nm_scales(x, nm, average)
+    xq = _prepare_input(x, inp_bound, inp_bits, scale)
     y = np.zeros((x.shape[0], mat.shape[1] if transposed else mat.shape[0]), np.float32)
     _product(mat, transposed, xq, y)
     done = np.empty(x.shape[0], np.bool_)
@@ -316,11 +396,16 @@ def _row_major(weight: np.ndarray) -> tuple[np.ndarray, bool]:
     return np.ascontiguousarray(weight), False
 
 
-def analog_mvm(weight: np.ndarray, x: np.ndarray, cfg: PeripheryConfig, stream: Stream) -> np.ndarray:
+def analog_mvm(
+    weight: np.ndarray, x: np.ndarray, cfg: PeripheryConfig, stream: Stream, nm_average: np.ndarray | None = None
+) -> np.ndarray:
     """y[b] = weight @ x[b] read through the periphery; weight (out, in), x (batch, in) -> (batch, out).
 
-    stream: the source of the output noise (one counter per read; an empty batch takes none). The common
-    case (no saturated output) is one Numba call; an ideal read is numpy's exact float32 product.
+    stream: the source of the output noise (one counter per read; an empty batch takes none). nm_average:
+    the running average of average_abs_max noise management (float32 (1,), `fresh_average()` before the
+    first vector; updated in place, one update per vector; None: a fresh one for this read alone); other
+    noise-management types leave it alone. The common case (no saturated output) is one Numba call; an ideal
+    read is numpy's exact float32 product.
     """
     x = np.ascontiguousarray(x, dtype=np.float32)
     if len(x) == 0:  # an empty batch reads nothing (and takes no counter)
@@ -335,14 +420,14 @@ def analog_mvm(weight: np.ndarray, x: np.ndarray, cfg: PeripheryConfig, stream: 
         x,
         cfg.inp_bound,
         cfg.inp_bits or 0,
-        cfg.nm_code,
-        cfg.nm_thres,
+        cfg.nm_settings,
         cfg.out_noise,
         cfg.out_bound,
         cfg.out_bits or 0,
         check,
         stream.seed,
         stream.take(),
+        fresh_average() if nm_average is None else nm_average,
     )
     if not done.all():
         _reread_saturated(y, x, np.flatnonzero(~done), scale, cfg, mat, transposed, stream)
@@ -358,7 +443,8 @@ def _reread_saturated(y, x, todo, scale, cfg, mat, transposed, stream) -> None:
         if len(todo) == 0:
             break
         factor *= np.float32(0.5)
-        xs, _ = _prepare_input(x[todo] * (factor / scale[todo])[:, None], cfg.inp_bound, inp_bits, 0, 0.0)
+        unit = np.ones(len(todo), np.float32)
+        xs = _prepare_input(x[todo] * (factor / scale[todo])[:, None], cfg.inp_bound, inp_bits, unit)
         ys = np.zeros((len(todo), y.shape[1]), np.float32)
         _product(mat, transposed, xs, ys)
         y[todo] = ys

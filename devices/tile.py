@@ -24,7 +24,7 @@ from aimc.devices.effective_weight import effective_weight_kernel
 from aimc.devices.kernel_bundles import update_settings
 from aimc.devices.one_sided import OneSided
 from aimc.devices.one_sided_array import OneSidedArray
-from aimc.devices.periphery import PeripheryConfig, analog_mvm
+from aimc.devices.periphery import PeripheryConfig, analog_mvm, fresh_average
 from aimc.devices.response import DeviceConfig
 from aimc.devices.threshold import threshold_counts, threshold_counts_cols
 from aimc.devices.unit_cell_array import UnitCellArray
@@ -76,6 +76,7 @@ class AnalogTile:
         self.update_cfg = update or UpdateConfig()
         self.stream = ReadStream(seeds.stream_seed(self.seed, seeds.TILE_READS))  # read noise, reads
         self.out_scale = 1.0  # digital scale of forward outputs: the drift compensation (devices.drift_compensation)
+        self.nm_average = fresh_average()  # average_abs_max's running average, forward and backward reads alike
 
     # -- the stack --------------------------------------------------------------------------------------
 
@@ -177,18 +178,20 @@ class AnalogTile:
         """y = out_scale W x for x (batch, in) through the forward periphery (out_scale 1 but after a drift
         compensation)."""
         self.stream.count_reads(len(x))
-        y = analog_mvm(self.forward_weight(), x, self.forward_cfg, self.stream)
+        y = analog_mvm(self.forward_weight(), x, self.forward_cfg, self.stream, self.nm_average)
         return y if self.out_scale == 1.0 else y * np.float32(self.out_scale)
 
     def backward(self, d: np.ndarray) -> np.ndarray:
         """z = W^T d for d (batch, out) through the backward periphery."""
         self.stream.count_reads(len(d))
-        return analog_mvm(self.forward_weight().T, d, self.backward_cfg, self.stream)
+        return analog_mvm(self.forward_weight().T, d, self.backward_cfg, self.stream, self.nm_average)
 
     def read_columns(self, index: int, cols: np.ndarray) -> np.ndarray:
         """Read columns `cols` of array `index` through the forward periphery, one one-hot input each:
         returns (len(cols), out) noisy values W_index[:, j] (as R1's transfer reads P). Only the read
-        columns enter the product (a one-hot input sees nothing else)."""
+        columns enter the product (a one-hot input sees nothing else). The reads leave `nm_average` alone:
+        under average_abs_max each has scale 1, the running average of one-hot inputs of 1 (aihwkit's
+        transfer reads keep an average of their own)."""
         cols = np.atleast_1d(cols)
         a = self.arrays[index]
         sub = a.w[:, cols] - a.reference[:, cols]  # (out, n)
@@ -279,6 +282,7 @@ class AnalogTile:
             "gains": self.gains.copy(),
             "read_counter": self.stream.counter,
             "reads": self.reads,
+            "nm_average": float(self.nm_average[0]),
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -288,6 +292,7 @@ class AnalogTile:
             a.load_state_dict(s)
         self.gains = np.asarray(state["gains"], np.float32)
         self.stream.counts[:] = (int(state["read_counter"]), int(state["reads"]))
+        self.nm_average[0] = state.get("nm_average", -1.0)  # a checkpoint without it: no vector read yet
         self.invalidate(layout=True)
 
     # -- what the algorithms ask of a tile ---------------------------------------------------------------

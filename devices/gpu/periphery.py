@@ -1,16 +1,18 @@
 """The read periphery on a GPU: devices.periphery.analog_mvm on torch tensors, its element-wise stages as
 CUDA kernels.
 
-The stages and their threads: noise management's scales are torch reductions (amax: exact, the CPU's
-numbers); the DAC is `dac_kernel`, one thread per (sample, input); the product is torch's matmul; output
-noise, bound management's saturation test and the ADC are `adc_kernel`, one thread per sample, calling the
-CPU's own `devices.periphery.finish_row`: a sample's noise comes from its stream (seed, counter, sample),
-drawn in order over its outputs (the ziggurat takes a varying number of draws, so draw j has no index of its
-own). Saturated samples are read again, with their input halved per attempt, as the CPU reads them: the
-same stream counters (one per read) and the same stream keys, so everything but the product's summation order
-equals the CPU's result. Each product is within (n - 1) 2^-24 sum_k |W_ok xq_k| of the exact sum (n inputs,
-any summation order), so the two differ by at most twice that: an output can land on the other side of an
-ADC level edge, or of bound management's saturation test, only where the exact sum lies that close to it.
+The stages and their threads: noise management's scales are torch reductions (amax: exact, the CPU's numbers),
+abs_max_np_sum's sums `np_sum_kernel`, one thread per sample summing in the CPU's order, and average_abs_max's
+running average the CPU's own loop on the host over the batch's max |x| (one copy of batch floats a read); the
+DAC is `dac_kernel`, one thread per (sample, input); the product is torch's matmul; output noise, bound
+management's saturation test and the ADC are `adc_kernel`, one thread per sample, calling the CPU's own
+`devices.periphery.finish_row`: a sample's noise comes from its stream (seed, counter, sample), drawn in order
+over its outputs (the ziggurat takes a varying number of draws, so draw j has no index of its own). Saturated
+samples are read again, with their input halved per attempt, as the CPU reads them: the same stream counters
+(one per read) and the same stream keys, so everything but the product's summation order equals the CPU's
+result. Each product is within (n - 1) 2^-24 sum_k |W_ok xq_k| of the exact sum (n inputs, any summation
+order), so the two differ by at most twice that: an output can land on the other side of an ADC level edge, or
+of bound management's saturation test, only where the exact sum lies that close to it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,15 @@ import torch
 from numba import cuda
 
 from aimc.devices.gpu.runtime import launch
-from aimc.devices.periphery import PeripheryConfig, finish_row, level_step, quantize
+from aimc.devices.periphery import (
+    PeripheryConfig,
+    finish_row,
+    fresh_average,
+    level_step,
+    nm_scales,
+    np_sum_scale,
+    quantize,
+)
 from aimc.devices.rng import Stream
 
 
@@ -60,24 +70,53 @@ def adc_kernel(y, rows, scale, factor, out_noise, bound, bits, check, seed, coun
     done[k] = finish_row(y[r], scale[r] / factor, out_noise, bound, bits, check, seed, counter, r)
 
 
-def input_scales(x: torch.Tensor, cfg: PeripheryConfig) -> torch.Tensor:
+@cuda.jit
+def np_sum_kernel(x, amax, wmax, out_bound, inp_res, max_bm_res, scale):
+    """scale[i] = abs_max_np_sum's scale of row i of x (devices.periphery.np_sum_scale) whose max |x| (at
+    most nm_thres) is amax[i], 0 where not positive; one thread per row."""
+    i = cuda.grid(1)
+    if i >= x.shape[0]:
+        return
+    v = np_sum_scale(x[i], amax[i], wmax, out_bound, inp_res, max_bm_res)
+    scale[i] = v if v > 0 else np.float32(0.0)
+
+
+def input_scales(x: torch.Tensor, cfg: PeripheryConfig, nm_average: np.ndarray | None = None) -> torch.Tensor:
     """Noise management's scale of each input vector x (batch, in), float32 (batch,), as
-    devices.periphery._prepare_input: max |x| (abs_max) or max x (max), at most nm_thres where it is > 0, 0
-    where not positive; nm_thres (1 where 0) for constant; 1 without noise management."""
+    devices.periphery.nm_scales: max |x| (abs_max, abs_max_np_sum) or max x (max), at most nm_thres where it
+    is > 0, abs_max_np_sum's raised by np_sum_kernel, 0 where not positive; nm_thres (1 where 0) for
+    constant; the running average nm_average (None: a fresh one), updated in place, for average_abs_max; 1
+    without noise management."""
     nm, thres = cfg.nm_code, np.float32(cfg.nm_thres)
-    if nm == 1 or nm == 2:
-        m = x.abs().amax(dim=1) if nm == 1 else x.amax(dim=1)
+    if nm == 5:
+        x_max = np.ascontiguousarray(x.abs().amax(dim=1).cpu().numpy().reshape(-1, 1))  # rows of one: max |x|
+        average = fresh_average() if nm_average is None else nm_average
+        return torch.from_numpy(nm_scales(x_max, cfg.nm_settings, average)).to(x.device)
+    if nm in (1, 2, 4):
+        m = x.amax(dim=1) if nm == 2 else x.abs().amax(dim=1)
         if thres > 0:
             m = torch.minimum(m, torch.tensor(thres, device=x.device))
+        if nm == 4:
+            scale = torch.empty_like(m)
+            _, _, wmax, out_bound, inp_res, max_bm_res, _ = cfg.nm_settings
+            launch(np_sum_kernel, len(m), x, m.contiguous(), wmax, out_bound, inp_res, max_bm_res, scale)
+            return scale
         return torch.where(m > 0, m, torch.zeros_like(m))
     value = thres if nm == 3 and thres > 0 else np.float32(1.0)
     return torch.full((x.shape[0],), float(value), dtype=torch.float32, device=x.device)
 
 
-def analog_mvm(weight: torch.Tensor, x: torch.Tensor, cfg: PeripheryConfig, stream: Stream) -> torch.Tensor:
+def analog_mvm(
+    weight: torch.Tensor,
+    x: torch.Tensor,
+    cfg: PeripheryConfig,
+    stream: Stream,
+    nm_average: np.ndarray | None = None,
+) -> torch.Tensor:
     """y[b] = weight @ x[b] read through the periphery, as devices.periphery.analog_mvm: weight (out, in)
     (a transposed view too), x (batch, in) -> (batch, out) float32 on x's device. stream: the source of
-    the output noise, one counter per read and re-read (an empty batch takes none)."""
+    the output noise, one counter per read and re-read (an empty batch takes none). nm_average: the host's
+    running average of average_abs_max (devices.periphery.analog_mvm)."""
     x = x.to(torch.float32).contiguous()
     weight = weight.to(torch.float32)
     if x.shape[0] == 0:
@@ -86,7 +125,7 @@ def analog_mvm(weight: torch.Tensor, x: torch.Tensor, cfg: PeripheryConfig, stre
         return torch.matmul(x, weight.T)
     batch, n_in = x.shape
     inp_bits, out_bits = cfg.inp_bits or 0, cfg.out_bits or 0
-    scale = input_scales(x, cfg)
+    scale = input_scales(x, cfg, nm_average)
     rows = torch.arange(batch, device=x.device)
     xq = torch.empty_like(x)
     one = np.float32(1.0)

@@ -59,7 +59,8 @@ class GpuTile:
     # -- what the layers and optimizers read off a tile --------------------------------------------------
     def __getattr__(self, name: str):
         """The host tile's configuration (out_size, in_size, device, seed, stream, forward_cfg, backward_cfg,
-        update_cfg, out_scale, array_devices), shared, not copied."""
+        update_cfg, out_scale, array_devices) and noise-management average (nm_average), shared, not
+        copied."""
         if name in _SHARED:
             return getattr(self.__dict__["host"], name)
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
@@ -99,13 +100,13 @@ class GpuTile:
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """y = out_scale W x for x (batch, in) on the device, through the forward periphery."""
         self.stream.count_reads(len(x))
-        y = analog_mvm(self.forward_weight(), x, self.forward_cfg, self.stream)
+        y = analog_mvm(self.forward_weight(), x, self.forward_cfg, self.stream, self.nm_average)
         return y if self.out_scale == 1.0 else y * np.float32(self.out_scale)
 
     def backward(self, d: torch.Tensor) -> torch.Tensor:
         """z = W^T d for d (batch, out) on the device, through the backward periphery."""
         self.stream.count_reads(len(d))
-        return analog_mvm(self.forward_weight().T, d, self.backward_cfg, self.stream)
+        return analog_mvm(self.forward_weight().T, d, self.backward_cfg, self.stream, self.nm_average)
 
     def read_columns(self, index: int, cols) -> np.ndarray:
         """Columns `cols` of array `index` read through the forward periphery on the device (AnalogTile.
@@ -245,6 +246,7 @@ _SHARED = frozenset(
         "backward_cfg",
         "update_cfg",
         "out_scale",
+        "nm_average",
     )
 )
 """The host tile's attributes a GpuTile shares (GpuTile.__getattr__)."""

@@ -23,7 +23,7 @@ from aimc.devices.gpu import runtime
 from aimc.devices.gpu.column_read import column_reads_kernel, read_columns
 from aimc.devices.gpu.effective_weight import effective_weight
 from aimc.devices.gpu.periphery import adc_kernel, analog_mvm, dac_kernel
-from aimc.devices.periphery import PeripheryConfig
+from aimc.devices.periphery import PeripheryConfig, fresh_average
 from aimc.devices.periphery import analog_mvm as cpu_analog_mvm
 from aimc.devices.rng import Stream, normal_kernel
 
@@ -65,6 +65,9 @@ EXACT_CONFIGS = {
     "nm_constant_0": PeripheryConfig(**DAC3, noise_management="constant"),
     "nm_abs_max_thres": PeripheryConfig(**DAC3, noise_management="abs_max", nm_thres=0.5),
     "nm_max_thres": PeripheryConfig(**DAC3, noise_management="max", nm_thres=0.5),
+    "nm_np_sum": PeripheryConfig(**DAC3, noise_management="abs_max_np_sum", nm_assumed_wmax=2.0, out_bound=3.0),
+    "nm_np_sum_thres": PeripheryConfig(**DAC3, noise_management="abs_max_np_sum", nm_thres=0.5, out_bound=1.0),
+    "nm_average": PeripheryConfig(**DAC3, noise_management="average_abs_max", nm_decay=0.25),
     "no_converters": PeripheryConfig(inp_bits=None, out_bits=None, out_noise=0.1),
     "adc4": PeripheryConfig(**DAC3, out_bits=4, out_bound=2.0, bound_management=False),
     "bm_dac": PeripheryConfig(**DAC3, out_bound=0.3),
@@ -95,8 +98,26 @@ DIAGONAL_CONFIGS = {
     "nm_max": PeripheryConfig(noise_management="max"),
     "nm_abs_max_thres": PeripheryConfig(nm_thres=0.8),
     "nm_constant": PeripheryConfig(noise_management="constant", nm_thres=1.3),
+    "nm_np_sum": PeripheryConfig(noise_management="abs_max_np_sum", nm_assumed_wmax=3.0),
     "dac4_adc6": PeripheryConfig(inp_bits=4, out_bits=6, out_bound=20.0),
 }
+
+
+@needs_kernels
+def test_running_average_continues_across_reads_as_on_the_cpu():
+    """average_abs_max with a running average held across three reads (forward and backward views): the
+    GPU's scales and the average after each read are the CPU's, bit for bit."""
+    cfg = EXACT_CONFIGS["nm_average"]
+    w, x = _dyadic(np.random.default_rng(5))
+    avg_cpu, avg_gpu = fresh_average(), fresh_average()
+    cpu_stream, gpu_stream = Stream(SEED), Stream(SEED)
+    for k, transposed in enumerate((False, True, False)):
+        xk = x * np.float32(2.0**-k)
+        wk = np.ascontiguousarray(w.T).T if transposed else w
+        y_cpu = cpu_analog_mvm(wk, xk, cfg, cpu_stream, avg_cpu)
+        y_gpu = analog_mvm(on_device(wk), on_device(xk), cfg, gpu_stream, avg_gpu)
+        assert_twins(y_gpu.cpu().numpy(), y_cpu)
+        assert avg_gpu[0] == avg_cpu[0] > 0
 
 
 @needs_kernels
