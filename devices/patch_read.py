@@ -12,6 +12,7 @@ slice of the offsets.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import torch
 from numba import njit, prange
@@ -20,7 +21,11 @@ from aimc.devices.periphery import PeripheryConfig, read_rows, reread_saturated
 from aimc.devices.rng import Stream
 
 BLOCK_BYTES = 1 << 17
-"""Size of a block of gathered patch rows (float32): 128 KiB stays in a core's L2 cache with its DAC copy."""
+"""Size of a block of gathered patch rows (float32) where the kernels run on one thread: 128 KiB stays in a
+core's L2 cache with its DAC copy. With several threads the batch is one block: each block is three
+parallel launches (gather, product, output), and on cores shared with other jobs a launch waits for its
+threads (the first convolution of R1's CNN on 2 loaded cores: 26 ms of CPU in one block, 132 ms in blocks of
+128 KiB)."""
 
 
 def patch_offsets(x: torch.Tensor, kernel: tuple[int, int], dilation: tuple[int, int]) -> np.ndarray:
@@ -114,7 +119,8 @@ def read_patches(
         x = x.contiguous()
     offsets = np.ascontiguousarray(patch_offsets(x, kernel, dilation)[cols])
     h, w = ((size - d * (k - 1) - 1) // s + 1 for size, k, s, d in zip(x.shape[2:], kernel, stride, dilation))
-    if x.shape[0] * h * w == 0:  # an empty batch reads nothing (and takes no counter)
+    n = x.shape[0] * h * w
+    if n == 0:  # an empty batch reads nothing (and takes no counter)
         return np.zeros((0, weight.shape[0]), np.float32)
     flat = x.as_strided((x.numel(),), (1,), x.storage_offset()).numpy()
     sb, _, sh, sw = x.stride()
@@ -131,7 +137,7 @@ def read_patches(
         cfg.out_bits or 0,
         check,
     )
-    block = max(1, BLOCK_BYTES // (4 * len(offsets)))
+    block = max(1, BLOCK_BYTES // (4 * len(offsets))) if numba.get_num_threads() == 1 else n
     y, scale, done = _read_patches(flat, offsets, geometry, mat, block, settings, stream.seed, stream.take())
     if not done.all():
         rows = _PatchRows(flat, offsets, geometry)

@@ -1,5 +1,6 @@
 """A convolution's read of its patches straight from the image: analog_mvm of the F.unfold rows, bit for bit."""
 
+import numba
 import numpy as np
 import pytest
 import torch
@@ -24,7 +25,20 @@ PERIPHERIES = [
 @pytest.mark.parametrize("geometry", GEOMETRIES)
 @pytest.mark.parametrize("cfg", PERIPHERIES)
 @pytest.mark.parametrize("channels_last", [False, True])
-def test_patch_read_equals_the_read_of_the_unfolded_rows(geometry, cfg, channels_last):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_patch_read_equals_the_read_of_the_unfolded_rows(geometry, cfg, channels_last, threads):
+    """On one thread in blocks of 128 KiB (here one block), on several in one block."""
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip("Numba was started with fewer threads")
+    before = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        _check_patch_read(geometry, cfg, channels_last)
+    finally:
+        numba.set_num_threads(before)
+
+
+def _check_patch_read(geometry, cfg, channels_last):
     shape, kernel, stride, dilation = geometry
     torch.manual_seed(0)
     x = torch.randn(shape)
@@ -42,7 +56,16 @@ def test_patch_read_equals_the_read_of_the_unfolded_rows(geometry, cfg, channels
         assert stream.counter > 1
 
 
-def test_patch_read_blocks_join_without_a_seam(monkeypatch):
+@pytest.fixture
+def one_thread():
+    """The kernels on one thread (where the patches are read in blocks), restored afterwards."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    yield
+    numba.set_num_threads(before)
+
+
+def test_patch_read_blocks_join_without_a_seam(monkeypatch, one_thread):
     """Blocks of a few rows (a patch row count that is no multiple of the block) read as the whole batch."""
     import aimc.devices.patch_read as patch_read
 
