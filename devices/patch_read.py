@@ -53,9 +53,9 @@ def _gather(flat, offsets, first, out, h, w, sb, sh, sw):
 
 @njit(cache=True)
 def _read_patches(flat, offsets, geometry, mat, block, settings, seed, counter):
-    """`read_rows` of every patch row, gathered `block` rows at a time; returns (y, input scales, finished)."""
+    """`read_rows` of every patch row, gathered `block` rows at a time; settings: read_rows' from inp_bound to
+    check. Returns (y, input scales, finished)."""
     batch, h, w, sb, sh, sw = geometry
-    inp_bound, inp_bits, nm, thres, out_noise, out_bound, out_bits, check = settings
     n = batch * h * w
     y = np.zeros((n, mat.shape[0]), np.float32)
     scale = np.empty(n, np.float32)
@@ -64,24 +64,7 @@ def _read_patches(flat, offsets, geometry, mat, block, settings, seed, counter):
     for first in range(0, n, block):
         x = buf[: min(block, n - first)]
         _gather(flat, offsets, first, x, h, w, sb, sh, sw)
-        read_rows(
-            mat,
-            x,
-            first,
-            y,
-            scale,
-            done,
-            inp_bound,
-            inp_bits,
-            nm,
-            thres,
-            out_noise,
-            out_bound,
-            out_bits,
-            check,
-            seed,
-            counter,
-        )
+        read_rows(mat, x, first, y, scale, done, *settings, seed, counter)
     return y, scale, done
 
 
