@@ -385,6 +385,22 @@ def _read(mat, transposed, x, inp_bound, inp_bits, nm, out_noise, out_bound, out
     return y, scale, done
 
 
+@njit(cache=True)
+def read_rows(
+    mat, x, first, y, scale, done, inp_bound, inp_bits, nm, thres, out_noise, out_bound, out_bits, check, seed, counter
+) -> None:
+    """Rows first, ..., first + len(x) - 1 of the read of all rows of a batch by `_read` (mat (out, in) row-major):
+    their inputs x (rows, in) into y[first:stop] (zero on entry), the input scales scale[first:stop] and the
+    finished flags done[first:stop]. Row i's output noise comes from stream (seed, counter, i), so a read
+    taken block by block of rows equals `_read` of the whole batch, bit for bit (each output is the same dot
+    product, in the same order)."""
+    stop = first + x.shape[0]
+    xq, s = _prepare_input(x, inp_bound, inp_bits, nm, thres)
+    scale[first:stop] = s
+    _product(mat, False, xq, y[first:stop])
+    _finish_rows(y, np.arange(first, stop), s, out_noise, out_bound, out_bits, check, seed, counter, done[first:stop])
+
+
 def _row_major(weight: np.ndarray) -> tuple[np.ndarray, bool]:
     """(mat, transposed) for _product: weight (out, in) itself when row-major, else its row-major
     transpose (a zero-copy view when weight is a transposed array, as in backward reads)."""
@@ -430,13 +446,14 @@ def analog_mvm(
         fresh_average() if nm_average is None else nm_average,
     )
     if not done.all():
-        _reread_saturated(y, x, np.flatnonzero(~done), scale, cfg, mat, transposed, stream)
+        reread_saturated(y, x, np.flatnonzero(~done), scale, cfg, mat, transposed, stream)
     return y
 
 
-def _reread_saturated(y, x, todo, scale, cfg, mat, transposed, stream) -> None:
+def reread_saturated(y, x, todo, scale, cfg, mat, transposed, stream) -> None:
     """Bound management: read the saturated rows `todo` of y again with their input halved once more per
-    attempt, up to cfg.bm_reads reads in all (the last one is clipped); y is finished in place."""
+    attempt, up to cfg.bm_reads reads in all (the last one is clipped); y is finished in place. x: the
+    batch's inputs, indexed by vectors of rows (x[rows] (len(rows), in) float32)."""
     inp_bits, out_bits = cfg.inp_bits or 0, cfg.out_bits or 0
     factor = np.float32(1.0)
     for attempt in range(1, cfg.bm_reads):

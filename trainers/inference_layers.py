@@ -13,11 +13,14 @@ Backward: grad_x = read_backward(W_k^T, d), grad_W = d^T x (digital, the optimiz
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from aimc.common import seeds
+from aimc.devices.patch_read import read_patches
 from aimc.devices.periphery import PeripheryConfig, analog_mvm
 from aimc.devices.rng import Stream
 from aimc.trainers.inference_config import InferenceTileConfig
@@ -145,12 +148,17 @@ class InferenceLayer(nn.Module):
     def _matmul(self, x2d: torch.Tensor) -> torch.Tensor:
         """(batch, in) -> (batch, out): the tiles' reads summed over the input blocks, output scale, bias."""
         x2d = x2d.to(torch.float32).contiguous()
+        return self._combine(lambda tile: self._tile_read(tile, x2d))
+
+    def _combine(self, read: Callable[[GridTile], torch.Tensor]) -> torch.Tensor:
+        """(batch, out): read(tile), each tile's share of its output rows, summed over the input blocks; the
+        output scale and bias."""
         if len(self.tiles) == 1:
-            y = self._tile_read(self.tiles[0], x2d)
+            y = read(self.tiles[0])
         else:
             parts: dict[int, torch.Tensor] = {}
             for tile in self.tiles:
-                part = self._tile_read(tile, x2d)
+                part = read(tile)
                 parts[tile.rows.start] = _plus(parts[tile.rows.start], part) if tile.rows.start in parts else part
             y = torch.cat([parts[k] for k in sorted(parts)], dim=1)
         y = _times(y, self.out_scale)
@@ -201,7 +209,10 @@ class InferenceLinear(InferenceLayer):
 
 
 class InferenceConv2d(InferenceLayer):
-    """nn.Conv2d on an inference tile: each output pixel is a read of the unfolded (C kh kw) patch."""
+    """nn.Conv2d on an inference tile: each output pixel is a read of the unfolded (C kh kw) patch. Evaluation
+    of programmed tiles without a gradient to the input reads the patches block by block from the image
+    (`devices.patch_read.read_patches`: the same values as the read of the patch matrix, which it never
+    builds)."""
 
     def __init__(self, conv: nn.Conv2d, cfg: InferenceTileConfig, seed: int = 0):
         super().__init__()
@@ -217,8 +228,15 @@ class InferenceConv2d(InferenceLayer):
         x = x.unsqueeze(0) if unbatched else x
         if x.dim() != 4 or x.shape[1] != self.in_channels:
             raise ValueError(f"InferenceConv2d: expects (B, {self.in_channels}, H, W) input, got {tuple(x.shape)}")
-        rows, h, w = self._patches(x.to(torch.float32))
-        y = self._matmul(rows)
+        x = x.to(torch.float32)
+        if self._reads_patches(x):
+            ph, pw = self.padding
+            xp = F.pad(x, (pw, pw, ph, ph)) if ph or pw else x
+            h, w = self._out_size(x)
+            y = self._combine(lambda tile: self._patch_read(tile, xp))
+        else:
+            rows, h, w = self._patches(x)
+            y = self._matmul(rows)
         # (B h w, out) viewed as (B, out, h, w): channels-last strides, no copy
         y = y.reshape(len(x), h * w, self.out_features).transpose(1, 2).reshape(len(x), self.out_features, h, w)
         return y[0] if unbatched else y
@@ -231,16 +249,37 @@ class InferenceConv2d(InferenceLayer):
         (kh, kw), (sh, sw), (ph, pw), (dh, dw) = self.kernel_size, self.stride, self.padding, self.dilation
         if torch.is_grad_enabled() and x.requires_grad:
             cols = F.unfold(x, self.kernel_size, self.dilation, self.padding, self.stride)
-            h, w = (
-                (size + 2 * p - d * (k - 1) - 1) // s + 1
-                for size, k, s, p, d in zip(x.shape[2:], self.kernel_size, self.stride, self.padding, self.dilation)
-            )
-            return cols.transpose(1, 2).reshape(-1, self.in_features), h, w
+            return cols.transpose(1, 2).reshape(-1, self.in_features), *self._out_size(x)
         if ph or pw:
             x = F.pad(x, (pw, pw, ph, ph))
         v = x.unfold(2, dh * (kh - 1) + 1, sh).unfold(3, dw * (kw - 1) + 1, sw)[..., ::dh, ::dw]
         h, w = v.shape[2], v.shape[3]
         return v.permute(0, 2, 3, 1, 4, 5).reshape(-1, self.in_features), h, w
+
+    def _out_size(self, x: torch.Tensor) -> tuple[int, int]:
+        """The output's (h, w) for the input x (B, C, H, W)."""
+        h, w = (
+            (size + 2 * p - d * (k - 1) - 1) // s + 1
+            for size, k, s, p, d in zip(x.shape[2:], self.kernel_size, self.stride, self.padding, self.dilation)
+        )
+        return h, w
+
+    def _reads_patches(self, x: torch.Tensor) -> bool:
+        """Whether evaluation reads the patches straight from the image (`read_patches`): programmed tiles in
+        eval mode, a periphery that is not exact and no gradient to x (the same values as reading the
+        gathered patch rows)."""
+        return (
+            not self.training
+            and self.programmed
+            and not self.tile_config.forward.ideal
+            and not (torch.is_grad_enabled() and x.requires_grad)
+        )
+
+    def _patch_read(self, tile: GridTile, x: torch.Tensor) -> torch.Tensor:
+        """A programmed tile's read of its columns of the patches of the padded input x, times its alpha."""
+        k, s, d, cfg = self.kernel_size, self.stride, self.dilation, self.tile_config.forward
+        y = read_patches(tile.read.numpy(), x, k, s, d, tile.cols, cfg, tile.stream)
+        return _times(torch.from_numpy(y), tile.alpha)
 
     def to_digital(self) -> nn.Conv2d:
         """The equivalent nn.Conv2d (s * W, the bias)."""

@@ -29,6 +29,7 @@ from aimc.common.figures import PALETTE, figure_style, pyplot, save_figure
 from aimc.common.files import atomic_write_csv
 from aimc.config import ExperimentConfig, parse_time
 from aimc.datasets import load_dataset
+from aimc.devices import set_kernel_threads
 from aimc.runs.network import build, evaluate
 from aimc.runs.retention import finished_config
 from aimc.runs.run_folder import RunFolder
@@ -91,6 +92,7 @@ def inference_evaluation(
     root = _source(Path(source))[0]
     x, y = load_dataset(cfg.data.name, cfg.data.path, cfg.data.n_train, cfg.data.n_test).tensors()[2:]
     torch.set_num_threads(cfg.threads)
+    set_kernel_threads(cfg.threads)
     digital = digital_model(model)
     reference = evaluate(digital, x, y, cfg.eval_batch_size)[1]
     if tile_config is not None or not trainers.inference_layers(model):

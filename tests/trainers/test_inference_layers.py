@@ -1,12 +1,15 @@
 """Inference layers: the mapping scales, the exact read against torch's layers, training by a torch
 optimizer, programming and drift with an exact noise model."""
 
+import importlib
+
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from aimc import trainers
+from aimc.devices.patch_read import read_patches
 from aimc.devices.periphery import PeripheryConfig
 from aimc.trainers import InferenceTileConfig
 
@@ -44,6 +47,34 @@ def test_conv_patches_without_gradient_equal_unfold_and_torch_conv():
     torch.testing.assert_close(gathered, ref, rtol=1e-5, atol=1e-5)
     with torch.no_grad():
         torch.testing.assert_close(layer(x[0]), ref[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("out_bound", [12.0, 0.5])
+def test_programmed_conv_reads_its_patches_from_the_image_as_the_unfolded_rows(out_bound, monkeypatch):
+    """Evaluation of programmed tiles through a noisy periphery reads the patches from the image (no gradient
+    to x) or the F.unfold rows (a gradient to x): the same noise draws, values bit for bit (tiles split over
+    inputs and outputs, padding, stride, dilation; bound management's re-reads with out_bound 0.5)."""
+    torch.manual_seed(0)
+    conv = nn.Conv2d(3, 6, (3, 5), stride=(2, 1), padding=(1, 2), dilation=(1, 2))
+    x = torch.randn(2, 3, 11, 13)
+    mapping = dict(max_input_size=20, max_output_size=4)
+    cfg = InferenceTileConfig(forward=PeripheryConfig(out_bound=out_bound), mapping=mapping)
+    layer = trainers.convert(nn.Sequential(conv), cfg)[0].eval()
+    calls = []
+    layers = importlib.import_module("aimc.trainers.inference_layers")  # the module (the package's name is a function)
+    monkeypatch.setattr(layers, "read_patches", lambda *a: calls.append(1) or read_patches(*a))
+    trainers.program(layer, t_inference=3600.0)
+    counters = [t.stream.counter for t in layer.tiles]
+    with torch.no_grad():
+        from_image = layer(x)
+    after = [t.stream.counter for t in layer.tiles]
+    for tile, c in zip(layer.tiles, counters):
+        tile.stream.counter = c
+    unfolded = layer(x.clone().requires_grad_()).detach()
+    assert len(layer.tiles) == 6 and len(calls) == 6
+    assert torch.equal(from_image, unfolded)
+    assert [t.stream.counter for t in layer.tiles] == after
+    assert (max(after) - max(counters) > 1) == (out_bound < 1)
 
 
 @pytest.mark.parametrize("columnwise", [False, True])
