@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from aimc.devices.periphery import PeripheryConfig, read_rows, reread_saturated
+from aimc.devices.periphery import PeripheryConfig, fresh_average, read_rows, reread_saturated
 from aimc.devices.rng import Stream
 
 BLOCK_BYTES = 1 << 17
@@ -52,9 +52,10 @@ def _gather(flat, offsets, first, out, h, w, sb, sh, sw):
 
 
 @njit(cache=True)
-def _read_patches(flat, offsets, geometry, mat, block, settings, seed, counter):
+def _read_patches(flat, offsets, geometry, mat, block, settings, seed, counter, average):
     """`read_rows` of every patch row, gathered `block` rows at a time; settings: read_rows' from inp_bound to
-    check. Returns (y, input scales, finished)."""
+    check; average: average_abs_max's running average (`periphery.fresh_average` for one read alone).
+    Returns (y, input scales, finished)."""
     batch, h, w, sb, sh, sw = geometry
     n = batch * h * w
     y = np.zeros((n, mat.shape[0]), np.float32)
@@ -64,7 +65,7 @@ def _read_patches(flat, offsets, geometry, mat, block, settings, seed, counter):
     for first in range(0, n, block):
         x = buf[: min(block, n - first)]
         _gather(flat, offsets, first, x, h, w, sb, sh, sw)
-        read_rows(mat, x, first, y, scale, done, *settings, seed, counter)
+        read_rows(mat, x, first, y, scale, done, *settings, seed, counter, average)
     return y, scale, done
 
 
@@ -113,15 +114,16 @@ def read_patches(
     settings = (
         cfg.inp_bound,
         cfg.inp_bits or 0,
-        cfg.nm_code,
-        cfg.nm_thres,
+        cfg.nm_settings,
         cfg.out_noise,
         cfg.out_bound,
         cfg.out_bits or 0,
         check,
     )
     block = max(1, BLOCK_BYTES // (4 * len(offsets))) if numba.get_num_threads() == 1 else n
-    y, scale, done = _read_patches(flat, offsets, geometry, mat, block, settings, stream.seed, stream.take())
+    y, scale, done = _read_patches(
+        flat, offsets, geometry, mat, block, settings, stream.seed, stream.take(), fresh_average()
+    )
     if not done.all():
         rows = _PatchRows(flat, offsets, geometry)
         reread_saturated(y, rows, np.flatnonzero(~done), scale, cfg, mat, False, stream)

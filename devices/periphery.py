@@ -387,15 +387,32 @@ def _read(mat, transposed, x, inp_bound, inp_bits, nm, out_noise, out_bound, out
 
 @njit(cache=True)
 def read_rows(
-    mat, x, first, y, scale, done, inp_bound, inp_bits, nm, thres, out_noise, out_bound, out_bits, check, seed, counter
+    mat,
+    x,
+    first,
+    y,
+    scale,
+    done,
+    inp_bound,
+    inp_bits,
+    nm,
+    out_noise,
+    out_bound,
+    out_bits,
+    check,
+    seed,
+    counter,
+    average,
 ) -> None:
     """Rows first, ..., first + len(x) - 1 of the read of all rows of a batch by `_read` (mat (out, in) row-major):
     their inputs x (rows, in) into y[first:stop] (zero on entry), the input scales scale[first:stop] and the
     finished flags done[first:stop]. Row i's output noise comes from stream (seed, counter, i), so a read
     taken block by block of rows equals `_read` of the whole batch, bit for bit (each output is the same dot
-    product, in the same order)."""
+    product, in the same order; average_abs_max's running average, `average`, is carried from block to block in
+    row order)."""
     stop = first + x.shape[0]
-    xq, s = _prepare_input(x, inp_bound, inp_bits, nm, thres)
+    s = nm_scales(x, nm, average)
+    xq = _prepare_input(x, inp_bound, inp_bits, s)
     scale[first:stop] = s
     _product(mat, False, xq, y[first:stop])
     _finish_rows(y, np.arange(first, stop), s, out_noise, out_bound, out_bits, check, seed, counter, done[first:stop])
