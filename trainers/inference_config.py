@@ -131,3 +131,12 @@ class InferenceTileConfig(Float32Config):
     clip: WeightClipParameter = Field(default_factory=WeightClipParameter)
     modifier: WeightModifierParameter = Field(default_factory=WeightModifierParameter)
     mapping: MappingParameter = Field(default_factory=MappingParameter)
+
+    @model_validator(mode="after")
+    def _stateless_reads(self) -> InferenceTileConfig:
+        """average_abs_max needs the running average a training tile holds (`AnalogTile.nm_average`); the
+        inference layers' reads keep none."""
+        for name in ("forward", "backward"):
+            if getattr(self, name).noise_management == "average_abs_max":
+                raise ValueError(f"{name}.noise_management: average_abs_max is not available on inference tiles")
+        return self

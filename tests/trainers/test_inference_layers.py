@@ -194,3 +194,12 @@ def test_every_noise_model_and_compensation_programs_and_drifts(noise_model, com
 def test_bad_noise_model_options_name_the_field():
     with pytest.raises(ValueError, match="noise_model_options"):
         trainers.convert(_model(), InferenceTileConfig(noise_model_options={"g_maxx": 1.0}))
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_average_abs_max_is_refused_on_inference_tiles(direction):
+    """Its running average lives on training tiles; an inference tile names the field instead of reading
+    with a fresh average at every call."""
+    with pytest.raises(ValueError, match=f"{direction}.noise_management: average_abs_max"):
+        InferenceTileConfig(**{direction: PeripheryConfig(noise_management="average_abs_max")})
+    InferenceTileConfig(forward=PeripheryConfig(noise_management="abs_max_np_sum"))
