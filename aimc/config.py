@@ -213,6 +213,22 @@ _ADDED_LATER_IN = {
     "data": ("source", "options", "augment", "crop_padding", "normalize"),
     "model": ("pretrained", "analog_layers", "analog_types"),
 }
+_ADDED_LATER_PERIPHERY = {"nm_assumed_wmax": 0.6, "nm_decay": 0.001}  # in every read periphery, at its default
+
+
+def _drop_periphery_defaults(node: Any) -> None:
+    """Remove _ADDED_LATER_PERIPHERY's keys at their defaults from every periphery (a dict with
+    noise_management) in the dumped config."""
+    if isinstance(node, dict):
+        if "noise_management" in node:
+            for key, default in _ADDED_LATER_PERIPHERY.items():
+                if node.get(key) == default:
+                    del node[key]
+        for value in node.values():
+            _drop_periphery_defaults(value)
+    elif isinstance(node, list):
+        for value in node:
+            _drop_periphery_defaults(value)
 
 
 def canonical_json(cfg: BaseModel) -> str:
@@ -226,6 +242,7 @@ def canonical_json(cfg: BaseModel) -> str:
         for key in keys:
             if key in data[section] and data[section][key] == _default(fields[key]):
                 del data[section][key]
+    _drop_periphery_defaults(data)
     if data.get("device") == "cpu":  # added later; a GPU run keeps it (its sums may round apart from the CPU's)
         del data["device"]
     data["data"].pop("workers", None)  # who draws the batches changes no result
