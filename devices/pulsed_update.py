@@ -69,9 +69,10 @@ def draw_trains(x, d, settings, seed, counter, mask_pad) -> tuple:
     """The pulse trains of the update W -= lr d^T x (settings: devices.kernel_bundles.UpdateSettings): train
     plan (plan_kernel), the x and d trains (streams 0 .. B-1 and B .. 2B-1) with x's slot lists and d's slot
     counts. Where a train is longer than SLOTS, the samples are the chunks of split_long_trains (B then
-    counts the chunks, each with its own streams). Small updates draw on the calling thread (SERIAL_TRAIN_ELEMENTS), large ones
-    in parallel; the trains do not depend on it. d_masks gets mask_pad zero columns past d's (MASK_PAD).
-    Returns (x_lists, x_counts, d_masks, d_counts, d), d the rows of the samples (chunks) the trains have."""
+    counts the chunks, each with its own streams). Small updates draw on the calling thread
+    (SERIAL_TRAIN_ELEMENTS), large ones in parallel; the trains do not depend on it. d_masks gets mask_pad
+    zero columns past d's (MASK_PAD). Returns (x_lists, x_counts, d_masks, d_counts, d), d the rows of the
+    samples (chunks) the trains have."""
     lr, granularity, desired_bl, update_management, bl_management = settings
     bl, x_scale, d_scale = plan_kernel(x, d, abs(lr), granularity, desired_bl, update_management, bl_management)
     max_bl = 1
