@@ -26,7 +26,7 @@ def one_sided_update_kernel(w_plus, w_minus, x, d, settings, params_plus, params
     (out, in) float32 in place, with their own element parameters (params_plus, params_minus:
     ElementKernelParams of the same family and noise); x (B, in), d (B, out) float32; settings the update's
     UpdateSettings (devices.kernel_bundles). Returns pulses fired."""
-    x_lists, x_counts, d_masks, _ = draw_trains(x, d, settings, seed, counter, 0)
+    x_lists, x_counts, d_masks, _, d = draw_trains(x, d, settings, seed, counter, 0)
     lr = settings[0]
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     rows = w_plus.shape[0]

@@ -4,7 +4,8 @@ The update W -= lr d^T x of a mini-batch reaches the devices as coincidences of 
 StochasticCompressed pulse type, per sample): sample b gets a train length BL and probability scales so that
 x_j fires in each of BL slots with probability p_x = min(x_scale |x_j|, 1), d_i with p_d = min(d_scale |d_i|,
 1), and element (i, j) steps once per slot where both fire. The slot lists turn x's trains into, per sample
-and slot, the columns that fire, the form the coincidence stage (devices.coincidences) walks.
+and slot, the columns that fire, the form the coincidence stage (devices.coincidences) walks. A train is a
+uint32 bit mask of up to 32 slots; longer trains are split into consecutive chunks (split_long_trains).
 """
 
 from __future__ import annotations
@@ -74,6 +75,49 @@ def plan_kernel(x, d, lr, granularity, desired_bl, update_management, bl_managem
     return bl, x_scale, d_scale
 
 
+SLOTS = 32
+"""Slots of one train mask (the bits of a uint32). A train of BL > SLOTS slots is drawn and fired as
+ceil(BL / SLOTS) consecutive chunks (split_long_trains)."""
+
+MAX_BL = 1024
+"""The longest pulse train UpdateConfig.desired_bl allows (32 chunks). The slot lists of x take 4 bytes per
+slot and input of every sample, BL rounded up to whole chunks: 2 MB a sample for BL 1024 and 512 inputs."""
+
+
+@njit(cache=True)
+def split_long_trains(x, d, bl, x_scale, d_scale):
+    """The samples of a train plan (plan_kernel's bl, x_scale, d_scale for x (B, in), d (B, out)) with every
+    train longer than SLOTS split into consecutive chunks of SLOTS, SLOTS, ..., the rest slots, each chunk a
+    sample of its own with the same x and d rows and scales, in the order of the samples and chunks. The slots
+    of a train are independent draws with the same probabilities, so chunk c holds slots c SLOTS .. of the
+    long train in distribution, and firing the chunks in order fires each element's pulses in slot order.
+    Returns (x, d, bl, x_scale, d_scale) of the chunks (new arrays; a sample with BL <= SLOTS is one chunk
+    as it is)."""
+    batch = bl.shape[0]
+    chunks = 0
+    for b in range(batch):
+        chunks += max((bl[b] + SLOTS - 1) // SLOTS, 1)
+    xs = np.empty((chunks, x.shape[1]), x.dtype)
+    ds = np.empty((chunks, d.shape[1]), d.dtype)
+    bls = np.empty(chunks, bl.dtype)
+    x_sc = np.empty(chunks, x_scale.dtype)
+    d_sc = np.empty(chunks, d_scale.dtype)
+    c = 0
+    for b in range(batch):
+        left = bl[b]
+        while True:
+            xs[c] = x[b]
+            ds[c] = d[b]
+            bls[c] = min(left, SLOTS)
+            x_sc[c] = x_scale[b]
+            d_sc[c] = d_scale[b]
+            c += 1
+            left -= SLOTS
+            if left <= 0:
+                break
+    return xs, ds, bls, x_sc, d_sc
+
+
 @njit(cache=True)
 def clip_to_probability(v, scale):
     """v (B, n) with row b clipped to +-1 / scale[b], where its probabilities scale[b] |v| exceed 1: v itself
@@ -98,7 +142,8 @@ per-row streams (index = row) of the coincidence noise in the same call."""
 @njit(cache=True)
 def fill_train(values, b, scale, length, seed, counter, stream, masks) -> None:
     """Pulse trains of sample b (masks[b, k], see pulse_trains_kernel) from stream (seed, counter,
-    TRAIN_STREAMS + stream); nothing where length is 0."""
+    TRAIN_STREAMS + stream); nothing where length is 0. length <= SLOTS (split_long_trains splits longer
+    trains)."""
     if length <= 0:
         return
     s = stream_seed(uint64(seed), uint64(counter), TRAIN_STREAMS + uint64(stream))
@@ -150,8 +195,8 @@ def fill_train(values, b, scale, length, seed, counter, stream, masks) -> None:
 @njit(cache=True, parallel=True)
 def pulse_trains_kernel(values, prob_scale, bl, seed, counter, offset):
     """Stochastic pulse trains: bit t of masks[b, k] is set with probability
-    p = min(prob_scale[b] |values[b, k]|, 1), independently for each slot t < bl[b]; sample b draws from
-    stream TRAIN_STREAMS + offset + b. Returns masks uint32 (B, n).
+    p = min(prob_scale[b] |values[b, k]|, 1), independently for each slot t < bl[b] (<= SLOTS); sample b
+    draws from stream TRAIN_STREAMS + offset + b. Returns masks uint32 (B, n).
 
     A one-slot train (BL = 1) fires where the 31 random bits of element k (devices.rng.bits31_at) are
     below p 2^31, in float32 (no branch: the loop vectorizes). Otherwise one uniform decides whether a

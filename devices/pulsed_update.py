@@ -9,7 +9,7 @@ from numba import njit, prange
 
 from aimc.devices.coincidences import coincide_row, coincide_rows_parallel, redraw_pulsed_row, redraw_work, ring_size
 from aimc.devices.loops import total, zeros
-from aimc.devices.pulse_trains import fill_train, plan_kernel, slot_counts_of, slot_lists_of
+from aimc.devices.pulse_trains import SLOTS, fill_train, plan_kernel, slot_counts_of, slot_lists_of, split_long_trains
 
 MASK_PAD = 16
 """Extra (zero) columns of d's train masks in pulsed_update_kernel. The coincidence stage reads them by
@@ -68,15 +68,20 @@ def _fill_trains_parallel(
 def draw_trains(x, d, settings, seed, counter, mask_pad) -> tuple:
     """The pulse trains of the update W -= lr d^T x (settings: devices.kernel_bundles.UpdateSettings): train
     plan (plan_kernel), the x and d trains (streams 0 .. B-1 and B .. 2B-1) with x's slot lists and d's slot
-    counts. Small updates draw on the calling thread (SERIAL_TRAIN_ELEMENTS), large ones in parallel; the
-    trains do not depend on it. d_masks gets mask_pad zero columns past d's (MASK_PAD). Returns (x_lists,
-    x_counts, d_masks, d_counts)."""
-    batch = x.shape[0]
+    counts. Where a train is longer than SLOTS, the samples are the chunks of split_long_trains (B then
+    counts the chunks, each with its own streams). Small updates draw on the calling thread
+    (SERIAL_TRAIN_ELEMENTS), large ones in parallel; the trains do not depend on it. d_masks gets mask_pad
+    zero columns past d's (MASK_PAD). Returns (x_lists, x_counts, d_masks, d_counts, d), d the rows of the
+    samples (chunks) the trains have."""
     lr, granularity, desired_bl, update_management, bl_management = settings
     bl, x_scale, d_scale = plan_kernel(x, d, abs(lr), granularity, desired_bl, update_management, bl_management)
     max_bl = 1
-    for b in range(batch):
+    for b in range(bl.shape[0]):
         max_bl = max(max_bl, bl[b])
+    if max_bl > SLOTS:
+        x, d, bl, x_scale, d_scale = split_long_trains(x, d, bl, x_scale, d_scale)
+        max_bl = SLOTS
+    batch = x.shape[0]
     x_masks = zeros(x.shape, np.uint32)
     d_masks = zeros((batch, d.shape[1] + mask_pad), np.uint32)  # columns past d stay 0
     x_lists = np.empty((batch, max_bl, x.shape[1]), np.uint32)
@@ -87,7 +92,7 @@ def draw_trains(x, d, settings, seed, counter, mask_pad) -> tuple:
             fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts)
     else:
         _fill_trains_parallel(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts)
-    return x_lists, x_counts, d_masks, d_counts
+    return x_lists, x_counts, d_masks, d_counts, d
 
 
 @njit(cache=True, parallel=True)
@@ -109,7 +114,7 @@ def pulsed_update_kernel(w, x, d, settings, params, seed, counter, app, wn, wn_c
     bit-identical to devices.effects.redraw_kernel with the pulsed set and counter wn_counter). wn without
     rows (effects.NO_WRITE_NOISE): no write noise, app is not touched."""
     ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
-    x_lists, x_counts, d_masks, d_counts = draw_trains(x, d, settings, seed, counter, MASK_PAD)
+    x_lists, x_counts, d_masks, d_counts, d = draw_trains(x, d, settings, seed, counter, MASK_PAD)
     lr = settings[0]
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     fired = np.empty(w.shape[0], np.int64)

@@ -8,7 +8,7 @@ import numpy as np
 from pydantic import Field
 
 from aimc.common.validation import Float32Config
-from aimc.devices.pulse_trains import clip_to_probability, plan_kernel
+from aimc.devices.pulse_trains import MAX_BL, clip_to_probability, plan_kernel
 
 
 class UpdateConfig(Float32Config):
@@ -20,7 +20,9 @@ class UpdateConfig(Float32Config):
         description="pulsed: coincidences of stochastic pulse trains (hardware); expected: the "
         "Analog Update with granularity and noise (fast, the paper's model)",
     )
-    desired_bl: int = Field(31, ge=1, le=32, description="longest pulse train BL (pulses per sample)")
+    desired_bl: int = Field(
+        31, ge=1, le=MAX_BL, description=f"longest pulse train BL (slots per sample, at most {MAX_BL})"
+    )
     update_management: bool = Field(True, description="balance the x and d pulse probabilities")
     update_bl_management: bool = Field(True, description="shorten BL to ceil(lr max|x| max|d| / dw_min)")
 

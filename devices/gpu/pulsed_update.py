@@ -15,7 +15,8 @@ Three kernels, each a stage of the CPU kernel with its independent units as thre
 Each kernel's thread body is an @njit function, compiled for the GPU where the kernel calls it; the kernels
 take their arrays in tuples (bundles), which the CUDA simulator passes to the bodies as the arrays they are.
 The host reads three values: whether x and d are finite (before any launch), the longest train (the size of
-the slot lists) and the pulses fired.
+the slot lists; a train longer than SLOTS is split into chunks, as devices.pulsed_update.draw_trains splits
+it) and the pulses fired.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from aimc.devices.effects import WRITE, row_key
 from aimc.devices.gpu.runtime import launch
 from aimc.devices.jit_cache import flush_stale
 from aimc.devices.normals import normal_at
-from aimc.devices.pulse_trains import INDEX, NOT_FINITE, sample_plan
+from aimc.devices.pulse_trains import INDEX, NOT_FINITE, SLOTS, sample_plan
 from aimc.devices.pulsed_update import fill_trains_of
 from aimc.devices.pulses import noisy_pulse
 from aimc.devices.rng import stream_seed
@@ -167,6 +168,19 @@ def plan(x: torch.Tensor, d: torch.Tensor, settings: tuple) -> tuple[torch.Tenso
     return out
 
 
+def split_long_trains(x: torch.Tensor, d: torch.Tensor, trains_plan: tuple) -> tuple:
+    """devices.pulse_trains.split_long_trains on the GPU: every train longer than SLOTS split into consecutive
+    chunks of SLOTS, ..., the rest slots, each a sample of its own with the sample's rows and scales. Returns
+    (x, d, (bl, x_scale, d_scale)) of the chunks."""
+    bl, x_scale, d_scale = trains_plan
+    chunks = torch.clamp((bl + SLOTS - 1) // SLOTS, min=1)
+    rows = torch.repeat_interleave(torch.arange(bl.shape[0], device=bl.device), chunks)
+    first = torch.cumsum(chunks, 0) - chunks  # the first chunk of each sample
+    chunk = torch.arange(rows.shape[0], device=bl.device) - first[rows]
+    chunk_bl = torch.clamp(bl[rows] - SLOTS * chunk, 0, SLOTS).to(torch.int32)
+    return x[rows].contiguous(), d[rows].contiguous(), (chunk_bl, x_scale[rows], d_scale[rows])
+
+
 def pulsed_update(w, x, d, settings, params, seed, counter, app, wn, wn_counter) -> int:
     """W -= lr d^T x on the GPU, as devices.pulsed_update.pulsed_update_kernel: w (out, in), x (B, in),
     d (B, out) float32 tensors, app and wn float32 tensors (wn the write-noise std as (1, 1), or without
@@ -177,9 +191,12 @@ def pulsed_update(w, x, d, settings, params, seed, counter, app, wn, wn_counter)
         raise ValueError(NOT_FINITE)
     batch, rows, cols = x.shape[0], w.shape[0], w.shape[1]
     dev = w.device
-    inputs = (x, d)
     trains_plan = plan(x, d, settings)
     max_bl = max(int(trains_plan[0].max().item()), 1) if batch > 0 else 1
+    if max_bl > SLOTS:
+        x, d, trains_plan = split_long_trains(x, d, trains_plan)
+        batch, max_bl = x.shape[0], SLOTS
+    inputs = (x, d)
     trains = (
         _zeros((batch, cols), torch.uint32, dev),
         _zeros((batch, rows), torch.uint32, dev),

@@ -105,7 +105,7 @@ def test_error_path_prefix_is_the_caller_s():
 @pytest.mark.parametrize(
     "model,field,value",
     [
-        (UpdateConfig, "desired_bl", 40),
+        (UpdateConfig, "desired_bl", 2000),
         (UpdateConfig, "mode", "fast"),
         (PeripheryConfig, "inp_bits", 0),
         (PeripheryConfig, "out_noise", -1),

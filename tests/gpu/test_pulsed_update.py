@@ -1,7 +1,7 @@
 """The GPU pulsed update (devices.gpu.pulsed_update) against its CPU twin, pulsed_update_kernel: the same weights
 bit for bit and the same pulse count under the simulator, for every response family, both noise forms,
-without noise, BL 1 and longer trains, update management on and off, a negative lr and write noise; and its
-three kernels compile to PTX."""
+without noise, BL 1, longer trains and trains of several 32-slot chunks, update management on and off, a
+negative lr and write noise; and its three kernels compile to PTX."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from aimc.devices.gpu import runtime
 from aimc.devices.kernel_bundles import update_settings
 from aimc.devices.normals import BLOCK, fill_normals, normal_at
 from aimc.devices.presets import get_preset
+from aimc.devices.pulse_trains import split_long_trains
 from aimc.devices.pulsed_update import SERIAL_PULSES, pulsed_update_kernel
 
 SEED_COUNTER = 5
@@ -28,6 +29,7 @@ SETTINGS = {
     "negative lr, BL 9": (-0.2, UpdateConfig(update_bl_management=False, desired_bl=9)),
     "no management": (0.3, UpdateConfig(update_management=False, update_bl_management=False, desired_bl=4)),
     "BL 1": (0.5, UpdateConfig(update_bl_management=False, desired_bl=1)),
+    "BL 100 (trains of several chunks)": (0.5, UpdateConfig(desired_bl=100)),
 }
 
 
@@ -133,6 +135,18 @@ def test_pulsed_update_equals_the_cpu_kernel_with_write_noise():
     dev = get_preset("aihwkit_reram_es")
     assert dev.write_noise_std > 0
     assert _compare(dev, *SETTINGS["BL management"], rows=4, cols=40, batch=3) > 4 * 32
+
+
+def test_split_long_trains_equals_the_cpu_split():
+    """The chunks of trains of 0, 5, 32, 33 and 100 slots: the same rows, lengths and scales as
+    devices.pulse_trains.split_long_trains."""
+    x, d = _batch(3, 2, 5)
+    plan = (np.array([0, 5, 32, 33, 100], np.int32), np.linspace(0.1, 0.5, 5), np.linspace(1.0, 5.0, 5))
+    cpu = split_long_trains(x, d, *plan)
+    gx, gd, gplan = gpu.split_long_trains(on_device(x), on_device(d), tuple(on_device(a) for a in plan))
+    for want, got in zip(cpu, (gx, gd, *gplan)):
+        assert got.dtype == on_device(want).dtype
+        assert np.array_equal(got.cpu().numpy(), want)
 
 
 @needs_kernels

@@ -14,6 +14,7 @@ from torch import nn
 from aimc import trainers as T
 from aimc.common.errors import ConfigError
 from aimc.devices import ConstantStep, Linear
+from aimc.devices.pulse_trains import MAX_BL
 
 RESET = 0.1  # reset value b of the test device (reset_dtod 0: every element's b is exactly 0.1)
 
@@ -134,3 +135,12 @@ def test_resume_with_resets_is_bit_exact(cfg):
         for ta, tb in zip(a.tiles, b.tiles):
             assert np.array_equal(ta.arrays[1].w, tb.arrays[1].w)
     assert straight[1].costs()["resets"] == resumed[1].costs()["resets"] > 0
+
+
+def test_transfer_bl_reaches_the_update_limit():
+    """A transfer's own BL (transfer_bl) goes as far as an update's desired_bl, and is refused by name beyond."""
+    T.build_optimizer(T.convert(nn.Sequential(nn.Linear(4, 3))), {"algorithm": "tiki_taka", "transfer_bl": MAX_BL})
+    with pytest.raises(ConfigError, match="transfer_bl"):
+        T.build_optimizer(
+            T.convert(nn.Sequential(nn.Linear(4, 3))), {"algorithm": "tiki_taka", "transfer_bl": MAX_BL + 1}
+        )

@@ -25,6 +25,7 @@ from pydantic import Field
 
 from aimc.common import seeds
 from aimc.devices import UpdateConfig
+from aimc.devices.pulse_trains import MAX_BL
 from aimc.trainers.algorithms.base import AlgorithmConfig, AnalogOptimizer
 from aimc.trainers.algorithms.latency import LatencyModel
 from aimc.trainers.algorithms.transfer_parts import ReadEMA, ReadSum, ReferenceTracking, ThresholdBuffer
@@ -54,7 +55,7 @@ class TransferConfig(AlgorithmConfig):
     transfer_bl: int | None = Field(
         None,
         ge=1,
-        le=32,
+        le=MAX_BL,
         description="longest pulse train of a transfer (most "
         "pulses per element and transfer); None: the tile's update BL. aihwkit gives "
         "transfers their own update settings (BL 31 by default)",
