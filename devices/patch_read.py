@@ -110,19 +110,9 @@ def read_patches(
     sb, _, sh, sw = x.stride()
     geometry = (x.shape[0], h, w, sb, sh * stride[0], sw * stride[1])
     mat = np.ascontiguousarray(weight, dtype=np.float32)
-    check = cfg.bm_reads > 1
-    settings = (
-        cfg.inp_bound,
-        cfg.inp_bits or 0,
-        cfg.nm_settings,
-        cfg.out_noise,
-        cfg.out_bound,
-        cfg.out_bits or 0,
-        check,
-    )
     block = max(1, BLOCK_BYTES // (4 * len(offsets))) if numba.get_num_threads() == 1 else n
     y, scale, done = _read_patches(
-        flat, offsets, geometry, mat, block, settings, stream.seed, stream.take(), fresh_average()
+        flat, offsets, geometry, mat, block, cfg.read_settings, stream.seed, stream.take(), fresh_average()
     )
     if not done.all():
         rows = _PatchRows(flat, offsets, geometry)

@@ -80,6 +80,20 @@ class PeripheryConfig(Float32Config):
         return NM_CODES[self.noise_management]
 
     @cached_property
+    def read_settings(self) -> tuple:
+        """The read's converter, noise and bound settings as the kernels take them: (inp_bound, inp_bits (0: no
+        DAC), nm_settings, out_noise, out_bound, out_bits (0: no ADC), bound management's saturation check)."""
+        return (
+            self.inp_bound,
+            self.inp_bits or 0,
+            self.nm_settings,
+            self.out_noise,
+            self.out_bound,
+            self.out_bits or 0,
+            self.bm_reads > 1,
+        )
+
+    @cached_property
     def nm_settings(self) -> tuple:
         """Noise management as `nm_scales` takes it: (nm_code, nm_thres, nm_assumed_wmax, out_bound, the DAC
         step (0: no DAC), max_bm_res, nm_decay)."""
@@ -446,18 +460,11 @@ def analog_mvm(
     if cfg.ideal:
         return np.ascontiguousarray(x @ np.asarray(weight, dtype=np.float32).T)
     mat, transposed = _row_major(weight)
-    check = cfg.bm_reads > 1
     y, scale, done = _read(
         mat,
         transposed,
         x,
-        cfg.inp_bound,
-        cfg.inp_bits or 0,
-        cfg.nm_settings,
-        cfg.out_noise,
-        cfg.out_bound,
-        cfg.out_bits or 0,
-        check,
+        *cfg.read_settings,
         stream.seed,
         stream.take(),
         fresh_average() if nm_average is None else nm_average,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Collection, Mapping
+from typing import Any, Self
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -24,6 +25,16 @@ class Float32Config(BaseModel):
     call."""
 
     model_config = STRICT
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """pydantic's copy without the values the class's cached properties derived from the fields (pydantic
+        copies them along, so an update would leave them stale)."""
+        out = super().model_copy(update=update, deep=deep)
+        for klass in type(self).__mro__:
+            for name, attr in vars(klass).items():
+                if isinstance(attr, functools.cached_property):
+                    out.__dict__.pop(name, None)
+        return out
 
     @field_validator("*")
     @classmethod

@@ -112,6 +112,21 @@ def _batch(kind: str, k_mean: float) -> tuple[np.ndarray, np.ndarray]:
     return x, d.astype(np.float32)
 
 
+def _change_stats(dev, x: np.ndarray, d: np.ndarray, update: UpdateConfig | None = None):
+    """Per element, the mean and variance over SEEDS device draws (from W0) of one update's weight change."""
+    shape = (d.shape[1], x.shape[1])
+    acc, acc2 = np.zeros(shape), np.zeros(shape)
+    for seed in range(SEEDS):
+        arr = ConductanceArray(*shape, dev, seed=seed)
+        arr.w[...] = np.clip(np.float32(W0), *arr.bounds)
+        w0 = arr.w.astype(float)
+        arr.update(x, d, LR, update)
+        acc += arr.w - w0
+        acc2 += (arr.w - w0) ** 2
+    mean = acc / SEEDS
+    return mean, acc2 / SEEDS - mean**2
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["SoftBounds", "PowStep"])
 @pytest.mark.parametrize("k_mean", [10.0, 150.0])  # unsaturated (k < 31) and saturated (k about 120-190)
@@ -127,16 +142,7 @@ def test_minibatch_update_mean_and_spread_equal_aihwkit(kind, k_mean):
     )
     ak_mean, ak_var = np.array(ak["mean"]), np.array(ak["var"])
     dev = parse_device(dict(kind=kind))
-    acc, acc2 = np.zeros((64, 64)), np.zeros((64, 64))
-    for seed in range(SEEDS):
-        arr = ConductanceArray(64, 64, dev, seed=seed)
-        arr.w[...] = np.clip(np.float32(W0), *arr.bounds)
-        w0 = arr.w.astype(float)
-        arr.update(x, d, LR)
-        acc += arr.w - w0
-        acc2 += (arr.w - w0) ** 2
-    mean = acc / SEEDS
-    var = acc2 / SEEDS - mean**2
+    mean, var = _change_stats(dev, x, d)
     z = (mean - ak_mean) / np.sqrt((var + ak_var) / SEEDS)
     assert np.abs(z).max() < 5
     assert (z**2).mean() == pytest.approx(1.0, abs=0.1)
@@ -161,16 +167,7 @@ def test_long_train_update_mean_and_spread_equal_aihwkit(k_mean):
     (ak,) = run_aihwkit([dict(spec, update=update)])
     ak_mean, ak_var = np.array(ak["mean"]), np.array(ak["var"])
     dev = parse_device(dict(kind="ConstantStep"))
-    acc, acc2 = np.zeros((32, 32)), np.zeros((32, 32))
-    for seed in range(SEEDS):
-        arr = ConductanceArray(32, 32, dev, seed=seed)
-        arr.w[...] = np.clip(np.float32(W0), *arr.bounds)
-        w0 = arr.w.astype(float)
-        arr.update(x, d, LR, UpdateConfig(**update))
-        acc += arr.w - w0
-        acc2 += (arr.w - w0) ** 2
-    mean = acc / SEEDS
-    var = acc2 / SEEDS - mean**2
+    mean, var = _change_stats(dev, x, d, UpdateConfig(**update))
     z = (mean - ak_mean) / np.sqrt((var + ak_var) / SEEDS)
     assert np.abs(z).max() < 5
     assert (z**2).mean() == pytest.approx(1.0, abs=0.15)

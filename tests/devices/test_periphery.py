@@ -311,3 +311,13 @@ def test_one_hot_column_read_is_the_read_of_a_unit_vector(nm, thres):
     out = np.empty(16, np.float32)
     read_one_hot(col, one_hot_settings(cfg), 3, 0, out)
     assert np.array_equal(out, want)
+
+
+def test_an_updated_copy_recomputes_what_the_config_derives():
+    """The read's settings, its noise-management settings and its reads per sample are cached on a config;
+    a copy with other fields gets its own (pydantic's model_copy carries the cached values along)."""
+    cfg = PeripheryConfig()
+    assert cfg.bm_reads == 5 and cfg.read_settings[3] == pytest.approx(0.06)  # 7-bit DAC: read 5 is the last
+    other = cfg.model_copy(update={"bound_management": False, "out_noise": 0.5, "noise_management": "max"})
+    assert other.bm_reads == 1 and other.read_settings[3] == 0.5 and other.nm_settings[0] == 2
+    assert cfg.bm_reads == 5 and cfg.nm_settings[0] == 1
