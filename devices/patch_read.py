@@ -12,13 +12,18 @@ slice of the offsets.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numba
 import numpy as np
-import torch
 from numba import njit, prange
 
-from aimc.devices.periphery import PeripheryConfig, fresh_average, read_rows, reread_saturated
+from aimc.devices.noise_management import fresh_average
+from aimc.devices.periphery import PeripheryConfig, read_rows, reread_saturated
 from aimc.devices.rng import Stream
+
+if TYPE_CHECKING:  # torch is imported where a read takes a tensor: aimc.devices itself runs without it
+    import torch
 
 BLOCK_BYTES = 1 << 17
 """Size of a block of gathered patch rows (float32) where the kernels run on one thread: 128 KiB stays in a
@@ -54,7 +59,7 @@ def _gather(flat, offsets, first, out, h, w, sb, sh, sw):
 @njit(cache=True)
 def _read_patches(flat, offsets, geometry, mat, block, settings, seed, counter, average):
     """`read_rows` of every patch row, gathered `block` rows at a time; settings: read_rows' from inp_bound to
-    check; average: average_abs_max's running average (`periphery.fresh_average` for one read alone).
+    check; average: average_abs_max's running average (`noise_management.fresh_average` for one read alone).
     Returns (y, input scales, finished)."""
     batch, h, w, sb, sh, sw = geometry
     n = batch * h * w
@@ -95,6 +100,8 @@ def read_patches(
     """analog_mvm(weight, rows[:, cols], cfg, stream) for the patch rows (B h w, C kh kw) of x (B, C, H, W)
     (padded already), F.unfold's values in its order, without building them. weight (out, the columns
     `cols`); returns y (B h w, out) float32."""
+    import torch
+
     if cfg.ideal:
         raise ValueError("read_patches: an ideal read is the exact product (take it in torch)")
     if x.dtype != torch.float32:

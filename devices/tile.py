@@ -22,9 +22,10 @@ from aimc.devices.column_read import ReadStream, one_hot_settings
 from aimc.devices.drift import DriftParameter
 from aimc.devices.effective_weight import effective_weight_kernel
 from aimc.devices.kernel_bundles import update_settings
+from aimc.devices.noise_management import fresh_average
 from aimc.devices.one_sided import OneSided
 from aimc.devices.one_sided_array import OneSidedArray
-from aimc.devices.periphery import PeripheryConfig, analog_mvm, fresh_average
+from aimc.devices.periphery import PeripheryConfig, analog_mvm
 from aimc.devices.response import DeviceConfig
 from aimc.devices.threshold import threshold_counts, threshold_counts_cols
 from aimc.devices.unit_cell_array import UnitCellArray

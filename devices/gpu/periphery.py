@@ -22,15 +22,8 @@ import torch
 from numba import cuda
 
 from aimc.devices.gpu.runtime import launch
-from aimc.devices.periphery import (
-    PeripheryConfig,
-    finish_row,
-    fresh_average,
-    level_step,
-    nm_scales,
-    np_sum_scale,
-    quantize,
-)
+from aimc.devices.noise_management import fresh_average, nm_scales, np_sum_scale
+from aimc.devices.periphery import PeripheryConfig, finish_row, level_step, quantize
 from aimc.devices.rng import Stream
 
 
@@ -72,7 +65,7 @@ def adc_kernel(y, rows, scale, factor, out_noise, bound, bits, check, seed, coun
 
 @cuda.jit
 def np_sum_kernel(x, amax, wmax, out_bound, inp_res, max_bm_res, scale):
-    """scale[i] = abs_max_np_sum's scale of row i of x (devices.periphery.np_sum_scale) whose max |x| (at
+    """scale[i] = abs_max_np_sum's scale of row i of x (devices.noise_management.np_sum_scale) whose max |x| (at
     most nm_thres) is amax[i], 0 where not positive; one thread per row."""
     i = cuda.grid(1)
     if i >= x.shape[0]:
@@ -83,7 +76,7 @@ def np_sum_kernel(x, amax, wmax, out_bound, inp_res, max_bm_res, scale):
 
 def input_scales(x: torch.Tensor, cfg: PeripheryConfig, nm_average: np.ndarray | None = None) -> torch.Tensor:
     """Noise management's scale of each input vector x (batch, in), float32 (batch,), as
-    devices.periphery.nm_scales: max |x| (abs_max, abs_max_np_sum) or max x (max), at most nm_thres where it
+    devices.noise_management.nm_scales: max |x| (abs_max, abs_max_np_sum) or max x (max), at most nm_thres where it
     is > 0, abs_max_np_sum's raised by np_sum_kernel, 0 where not positive; nm_thres (1 where 0) for
     constant; the running average nm_average (None: a fresh one), updated in place, for average_abs_max; 1
     without noise management."""

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from aimc.common.validation import format_validation_error
 from aimc.devices import AnalogTile, PeripheryConfig, analog_mvm, parse_device
-from aimc.devices.periphery import fresh_average, nm_scales
+from aimc.devices.noise_management import fresh_average, nm_scales
 from aimc.devices.rng import Stream
 
 F32 = np.float32

@@ -23,7 +23,8 @@ from aimc.devices.gpu import runtime
 from aimc.devices.gpu.column_read import column_reads_kernel, read_columns
 from aimc.devices.gpu.effective_weight import effective_weight
 from aimc.devices.gpu.periphery import adc_kernel, analog_mvm, dac_kernel
-from aimc.devices.periphery import PeripheryConfig, fresh_average
+from aimc.devices.noise_management import fresh_average
+from aimc.devices.periphery import PeripheryConfig
 from aimc.devices.periphery import analog_mvm as cpu_analog_mvm
 from aimc.devices.rng import Stream, normal_kernel
 
