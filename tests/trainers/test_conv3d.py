@@ -6,15 +6,11 @@ step on the default device changes the weights."""
 import numpy as np
 import pytest
 import torch
+from conv_helpers import PERFECT, converted_in_groups
 from torch import nn
 
 from aimc import trainers as T
-from aimc.devices import Ideal, PeripheryConfig
 from aimc.trainers import conv_patches
-
-PERFECT = T.TileConfig(
-    device=Ideal(tau=2.0, dw_min=1e-3), forward=PeripheryConfig.perfect(), backward=PeripheryConfig.perfect()
-)
 
 LAYERS_3D = [
     lambda: nn.Conv3d(3, 4, 3),
@@ -57,13 +53,8 @@ def _applied_gradient(analog) -> tuple[torch.Tensor, torch.Tensor | None]:
 def test_3d_convolutions_match_torch(make, max_size):
     torch.manual_seed(0)
     layer = make()
-    cfg = PERFECT.model_copy(update={"max_in": max_size, "max_out": max_size})
-    model = T.convert(nn.Sequential(layer), cfg, strict=True)
+    model = converted_in_groups(layer, max_size)
     analog = model[0]
-    assert type(analog).__name__ == "Analog" + type(layer).__name__
-    og, ig = analog.out_features // layer.groups, analog.in_features // layer.groups
-    for b in analog.blocks:  # every tile lies inside one group's diagonal block
-        assert b.r0 // og == (b.r1 - 1) // og == b.c0 // ig == (b.c1 - 1) // ig
     ys, grads = _run(layer, analog, torch.randn(2, layer.in_channels, 5, 6, 4))
     assert ys[1].shape == ys[0].shape
     torch.testing.assert_close(ys[1], ys[0], atol=2e-6, rtol=1e-5)

@@ -4,14 +4,10 @@ tile: outputs, input and bias gradients, and the weight gradient the optimizer a
 import numpy as np
 import pytest
 import torch
+from conv_helpers import PERFECT, converted_in_groups
 from torch import nn
 
 from aimc import trainers as T
-from aimc.devices import Ideal, PeripheryConfig
-
-PERFECT = T.TileConfig(
-    device=Ideal(tau=2.0, dw_min=1e-3), forward=PeripheryConfig.perfect(), backward=PeripheryConfig.perfect()
-)
 
 LAYERS = [
     lambda: nn.Conv2d(4, 6, 3, padding=1, groups=2),
@@ -37,15 +33,9 @@ def _weight_grad(layer, analog) -> np.ndarray:
 def test_grouped_and_transposed_convolutions_match_torch(make, max_size):
     torch.manual_seed(0)
     layer = make()
-    cfg = PERFECT.model_copy(update={"max_in": max_size, "max_out": max_size})
-    model = T.convert(nn.Sequential(layer), cfg, strict=True)
+    model = converted_in_groups(layer, max_size)
     analog = model[0]
-    assert type(analog).__name__ == "Analog" + type(layer).__name__
-    groups = layer.groups
-    assert len({(b.r0, b.c0) for b in analog.blocks}) == len(analog.blocks) >= groups
-    for b in analog.blocks:  # every tile lies inside one group's diagonal block
-        og, ig = analog.out_features // groups, analog.in_features // groups
-        assert b.r0 // og == (b.r1 - 1) // og == b.c0 // ig == (b.c1 - 1) // ig
+    assert len({(b.r0, b.c0) for b in analog.blocks}) == len(analog.blocks) >= layer.groups
     one_d = isinstance(layer, (nn.Conv1d, nn.ConvTranspose1d))
     shape = (2, layer.in_channels, 7) if one_d else (2, layer.in_channels, 6, 5)
     x = torch.randn(shape)
