@@ -24,6 +24,7 @@ from aimc.common.validation import STRICT, format_validation_error
 from aimc.data_config import DataConfig
 from aimc.devices import DEVICE_TAGS, load_device
 from aimc.devices.drift import DriftParameter
+from aimc.devices.periphery import PeripheryConfig
 from aimc.model_config import (  # noqa: F401 (the model sections are public names of aimc.config too)
     MODEL_NAMES,
     CifarResNetConfig,
@@ -213,7 +214,7 @@ _ADDED_LATER_IN = {
     "data": ("source", "options", "augment", "crop_padding", "normalize"),
     "model": ("pretrained", "analog_layers", "analog_types"),
 }
-_ADDED_LATER_PERIPHERY = {"nm_assumed_wmax": 0.6, "nm_decay": 0.001}  # in every read periphery, at its default
+_ADDED_LATER_PERIPHERY = ("nm_assumed_wmax", "nm_decay")  # in every read periphery, while at their defaults
 
 
 def _drop_periphery_defaults(node: Any) -> None:
@@ -221,8 +222,8 @@ def _drop_periphery_defaults(node: Any) -> None:
     noise_management) in the dumped config."""
     if isinstance(node, dict):
         if "noise_management" in node:
-            for key, default in _ADDED_LATER_PERIPHERY.items():
-                if node.get(key) == default:
+            for key in _ADDED_LATER_PERIPHERY:
+                if key in node and node[key] == _default(PeripheryConfig.model_fields[key]):
                     del node[key]
         for value in node.values():
             _drop_periphery_defaults(value)

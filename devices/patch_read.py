@@ -70,7 +70,7 @@ def _read_patches(flat, offsets, geometry, mat, block, settings, seed, counter, 
     for first in range(0, n, block):
         x = buf[: min(block, n - first)]
         _gather(flat, offsets, first, x, h, w, sb, sh, sw)
-        read_rows(mat, x, first, y, scale, done, *settings, seed, counter, average)
+        read_rows(mat, False, x, first, y, scale, done, *settings, seed, counter, average)
     return y, scale, done
 
 

@@ -317,20 +317,21 @@ def read_one_hot(col, periphery, seed, counter, out) -> int:
 
 @njit(cache=True)
 def _read(mat, transposed, x, inp_bound, inp_bits, nm, out_noise, out_bound, out_bits, check, seed, counter, average):
-    """One read in one call: noise management (nm_scales), DAC (_prepare_input), product, output noise and
-    ADC (_finish_rows). Returns (y, input scales, finished rows)."""
-    scale = nm_scales(x, nm, average)
-    xq = _prepare_input(x, inp_bound, inp_bits, scale)
-    y = np.zeros((x.shape[0], mat.shape[1] if transposed else mat.shape[0]), np.float32)
-    _product(mat, transposed, xq, y)
-    done = np.empty(x.shape[0], np.bool_)
-    _finish_rows(y, np.arange(x.shape[0]), scale, out_noise, out_bound, out_bits, check, seed, counter, done)
+    """One read of the whole batch in one call (`read_rows` of all its rows). Returns (y, input scales,
+    finished rows)."""
+    batch = x.shape[0]
+    y = np.zeros((batch, mat.shape[1] if transposed else mat.shape[0]), np.float32)
+    scale = np.empty(batch, np.float32)
+    done = np.empty(batch, np.bool_)
+    settings = (inp_bound, inp_bits, nm, out_noise, out_bound, out_bits, check)
+    read_rows(mat, transposed, x, 0, y, scale, done, *settings, seed, counter, average)
     return y, scale, done
 
 
 @njit(cache=True)
 def read_rows(
     mat,
+    transposed,
     x,
     first,
     y,
@@ -347,9 +348,10 @@ def read_rows(
     counter,
     average,
 ) -> None:
-    """Rows first, ..., first + len(x) - 1 of the read of all rows of a batch by `_read` (mat (out, in) row-major):
-    their inputs x (rows, in) into y[first:stop] (zero on entry), the input scales scale[first:stop] and the
-    finished flags done[first:stop]. Row i's output noise comes from stream (seed, counter, i), so a read
+    """Rows first, ..., first + len(x) - 1 of the read of all rows of a batch (mat: `_row_major`'s): noise
+    management (nm_scales), DAC (_prepare_input), product, output noise and ADC (_finish_rows) of their inputs
+    x (rows, in) into y[first:stop] (zero on entry), the input scales scale[first:stop] and the finished flags
+    done[first:stop]. Row i's output noise comes from stream (seed, counter, i), so a read
     taken block by block of rows equals `_read` of the whole batch, bit for bit (each output is the same dot
     product, in the same order; average_abs_max's running average, `average`, is carried from block to block in
     row order)."""
@@ -357,7 +359,7 @@ def read_rows(
     s = nm_scales(x, nm, average)
     xq = _prepare_input(x, inp_bound, inp_bits, s)
     scale[first:stop] = s
-    _product(mat, False, xq, y[first:stop])
+    _product(mat, transposed, xq, y[first:stop])
     _finish_rows(y, np.arange(first, stop), s, out_noise, out_bound, out_bits, check, seed, counter, done[first:stop])
 
 

@@ -23,6 +23,7 @@ from aimc.common import seeds
 from aimc.devices.patch_read import read_patches
 from aimc.devices.periphery import PeripheryConfig, analog_mvm
 from aimc.devices.rng import Stream
+from aimc.trainers.conv_patches import out_sizes
 from aimc.trainers.inference_config import InferenceTileConfig
 from aimc.trainers.inference_modifiers import clip_, modify
 from aimc.trainers.inference_noise import build_compensation, build_noise_model
@@ -258,10 +259,7 @@ class InferenceConv2d(InferenceLayer):
 
     def _out_size(self, x: torch.Tensor) -> tuple[int, int]:
         """The output's (h, w) for the input x (B, C, H, W)."""
-        h, w = (
-            (size + 2 * p - d * (k - 1) - 1) // s + 1
-            for size, k, s, p, d in zip(x.shape[2:], self.kernel_size, self.stride, self.padding, self.dilation)
-        )
+        h, w = out_sizes(x.shape[2:], self.kernel_size, self.stride, self.padding, self.dilation)
         return h, w
 
     def _reads_patches(self, x: torch.Tensor) -> bool:
