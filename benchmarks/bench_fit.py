@@ -25,15 +25,10 @@ import argparse
 import json
 import os
 import platform
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from aimc.calibration import (  # noqa: E402
     families,

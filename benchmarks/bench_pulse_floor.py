@@ -31,17 +31,11 @@ import argparse
 import json
 import os
 import platform
-import sys
-from pathlib import Path
 
 import numba
 import numpy as np
-from numba import get_thread_id, njit, prange, uint32
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 from bench_update import times_ms  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+from numba import get_thread_id, njit, prange, uint32
 
 from aimc.devices.bits import lowest_bit  # noqa: E402
 from aimc.devices.coincidences import coincidence_update_kernel  # noqa: E402

@@ -26,14 +26,12 @@ import json
 import os
 import platform
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 REGIMES = {"small": dict(d_std=2e-4, lr=0.01), "large": dict(d_std=3.75e-3, lr=0.1)}
 
