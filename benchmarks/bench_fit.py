@@ -14,9 +14,15 @@ the search subsample, the refinement on all increments; tabulated: `fit_tabulate
 after a fit of every family to 2000 increments that compiles the kernels; it prints seconds, evaluations and BIC.
 --report also times the report of each fit (`write_report` into a temporary folder, 64 elements, as `aimc fit`
 writes it): the whole command's work is the fit's and the report's seconds together.
+--workers N fits the families in N processes (`fit(workers=N)`); the workers are started again for every
+timed fit, as for one `aimc fit` command. --command times the command itself instead (`python -m aimc fit
+TRACES.csv --out DIR --quiet --workers N` on the traces written as CSV, in a subprocess: Python's start, the
+imports, reading the file, the fit and the report), one line per preset and worker count of --workers
+(a comma-separated list there).
 
     python benchmarks/bench_fit.py --presets ecram,reram_sb,pcm_like --devices 16 --cycles 3 \
-        [--methods pooled,per-device] [--ab | --noise-ab | --per-family]
+        [--methods pooled,per-device] [--ab | --noise-ab | --per-family] [--report] [--workers 2]
+    python benchmarks/bench_fit.py --presets reram_sb --command --workers 1,2
 """
 
 from __future__ import annotations
@@ -25,10 +31,13 @@ import argparse
 import json
 import os
 import platform
+import subprocess
+import sys
 import tempfile
 import time
 
 import numpy as np
+from joblib.externals.loky import get_reusable_executor
 
 from aimc.calibration import (  # noqa: E402
     families,
@@ -37,6 +46,7 @@ from aimc.calibration import (  # noqa: E402
     fit_family,
     fit_tabulated,
     measure_cycles,
+    write_csv,
     write_report,
 )
 from aimc.calibration.families import FAMILY_KINDS  # noqa: E402
@@ -81,6 +91,8 @@ def main() -> None:
     ap.add_argument("--per-family", action="store_true", help="time each family's fit alone (module docstring)")
     ap.add_argument("--repeats", type=int, default=1, help="A/B pairs per preset (--ab, --noise-ab)")
     ap.add_argument("--report", action="store_true", help="time the report of each fit too (module docstring)")
+    ap.add_argument("--workers", default="1", help="processes that fit the families; --command: a list (1,2)")
+    ap.add_argument("--command", action="store_true", help="time the whole `aimc fit` command (module docstring)")
     args = ap.parse_args()
     sample = family_fit.SEARCH_SAMPLE
     rows = []
@@ -89,6 +101,9 @@ def main() -> None:
         tr = measure_cycles(dev, n_cycles=args.cycles, n_devices=args.devices, read_noise=0.25 * dev.dw_min, seed=0)
         if args.per_family:
             rows += per_family(name, tr)
+            continue
+        if args.command:
+            rows += timed_commands(name, tr, [int(w) for w in args.workers.split(",")])
             continue
         for method in args.methods.split(","):
             rows += timed_fits(name, dev, tr, method, args, sample)
@@ -117,8 +132,9 @@ def timed_fits(name: str, dev, tr, method: str, args, sample: int) -> list[dict]
         runs = [(sample, {})]
     for search, extra in runs:
         family_fit.SEARCH_SAMPLE = search or 2**62
+        get_reusable_executor().shutdown(wait=True)  # the workers start inside the timed fit, as in a command
         t0, c0 = time.perf_counter(), time.process_time()
-        res = fit(tr, **kw, **extra)
+        res = fit(tr, **kw, **extra, workers=int(args.workers))
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         report = {}
         if args.report:
@@ -141,6 +157,7 @@ def timed_fits(name: str, dev, tr, method: str, args, sample: int) -> list[dict]
                 "wall_s": round(wall, 2),
                 "cpu_s": round(cpu, 2),
                 "search_sample": search,
+                "workers": int(args.workers),
                 **kw,
                 **extra,
                 "bic": {k: f.bic for k, f in res.fits.items()},
@@ -154,6 +171,21 @@ def timed_fits(name: str, dev, tr, method: str, args, sample: int) -> list[dict]
             flush=True,
         )
     family_fit.SEARCH_SAMPLE = sample
+    return rows
+
+
+def timed_commands(name: str, tr, workers: list[int]) -> list[dict]:
+    """Wall time of the whole `aimc fit` command on the traces `tr`, for each worker count (module docstring)."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        csv = write_csv(tr, os.path.join(tmp, f"{name}.csv"))
+        for w in workers:
+            cmd = [sys.executable, "-m", "aimc", "fit", str(csv), "--out", os.path.join(tmp, f"fit{w}"), "--quiet"]
+            t0 = time.perf_counter()
+            subprocess.run([*cmd, "--workers", str(w)], check=True, stdout=subprocess.DEVNULL)
+            wall = time.perf_counter() - t0
+            rows.append({"preset": name, "command": "aimc fit", "workers": w, "wall_s": round(wall, 2)})
+            print(f"{name:<10} aimc fit --workers {w}: {wall:6.1f} s", flush=True)
     return rows
 
 

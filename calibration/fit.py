@@ -11,16 +11,15 @@ import os
 from dataclasses import dataclass, field
 
 import numpy as np
-from tqdm import tqdm
 
 from aimc.calibration.bootstrap import N_BOOT_POOLED, N_BOOT_POPULATION, bootstrap_pooled, bootstrap_population
-from aimc.calibration.families import FAMILY_KINDS, Family, families, with_noise
-from aimc.calibration.family_fit import FamilyFit, fit_family, fit_tabulated
+from aimc.calibration.families import FAMILY_KINDS, Family
+from aimc.calibration.family_fit import FamilyFit, fit_tabulated
+from aimc.calibration.family_pool import FamilyJob, fit_each_family
 from aimc.calibration.increment_kernels import noise_form
 from aimc.calibration.likelihood import refine_population
 from aimc.calibration.population import (
     MIN_DEVICES,
-    fit_population,
     fitted_devices,
     identification,
     refit_shared,
@@ -250,6 +249,7 @@ def fit(
     anchor: float | None = None,
     likelihood: bool = False,
     keep: tuple[int, ...] = (),
+    workers: int = 1,
 ) -> FitResult:
     """Fit every family in `kinds` (default: all of the device layer) to the increments of `traces`, rank them by
     `criterion` ("bic" or "aic"), estimate noise and device-to-device spread for the best one and build the exported
@@ -270,7 +270,8 @@ def fit(
     increments (`likelihood`; method "per-device", the censored mean on), which also measures each device's cycle
     and read noise; the population is then always the median of the per-device fits (`population.fit_population`,
     shared off); keep: TraceSet rows of outliers kept (`pulse_data`): the outliers the best fit predicts
-    (`pulse_data.predicted_outliers`) are kept and everything is fitted again once."""
+    (`pulse_data.predicted_outliers`) are kept and everything is fitted again once; workers: processes that fit
+    the families side by side (`family_pool`; the result does not depend on it)."""
     call = dict(locals())
     if criterion not in ("aic", "bic"):
         raise ValueError(f"criterion must be 'aic' or 'bic', got {criterion!r}")
@@ -278,6 +279,8 @@ def fit(
         raise ValueError(f"method must be 'per-device' or 'pooled', got {method!r}")
     if intervals not in ("analytic", "bootstrap"):
         raise ValueError(f"intervals must be 'analytic' or 'bootstrap', got {intervals!r}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
     if n_boot is not None and n_boot < 10:
         raise ValueError(f"n_boot must be >= 10 for percentile intervals, got {n_boot}")
     kinds = list(FAMILY_KINDS if kinds is None else kinds)
@@ -295,7 +298,6 @@ def fit(
     if cycle_noise is None:
         cycle_noise = likelihood or data.anchor < CENSORED_ANCHOR
     data.quality["censored_mean"] = bool(cycle_noise)
-    specs = families(n_nodes, data.dw0)
     try:
         table = fit_tabulated(data, n_bins) if cycle_noise or "tabulated" in kinds else None
     except ValueError as err:
@@ -306,11 +308,8 @@ def fit(
             data.quality["tabulated"] = f"not fitted: {err}"
         table = None
     noise0 = table_noise(table, data, n_bins, wmap.g_scale) if cycle_noise and table else None
-    if noise0 is not None:
-        specs = {k: with_noise(f, noise0) for k, f in specs.items()}
-    elif likelihood:
+    if noise0 is None and likelihood:
         raise ValueError("likelihood needs the cycle noise measured first, and the traces' tables gave none")
-    fits, per, pooled_fits = {}, {}, {}
     n_fitted = len(fitted_devices(data))
     two_stage = method == "per-device" and n_fitted >= MIN_DEVICES
     if likelihood and not two_stage:
@@ -323,16 +322,16 @@ def fit(
         sample = np.zeros(data.n, bool)
         sample[np.random.default_rng(0).choice(data.n, START_SAMPLE, replace=False)] = True
         start_data = data.subset(sample)
-    for k in tqdm(kinds, desc="fitting families", unit="family", disable=not progress):
-        fam = specs.get(k)
-        pooled = pooled_fits[k] = table if k == "tabulated" else fit_family(fam, start_data)
-        if two_stage:
-            fits[k], per[k] = fit_population(fam, pooled, data, n_bins, progress, shared=not likelihood)
-            if intervals == "bootstrap" and fam is not None and per[k] and not fits[k].shared:
-                _bootstrap_devices(fam, fits[k], per[k], data, n_boot, seed)
-        else:
-            pooled.flags = identification(fam, pooled, data)
-            fits[k] = pooled
+    job = FamilyJob(data, start_data, n_nodes, noise0, table, n_bins, two_stage, shared=not likelihood)
+    specs = job.specs()
+    results = fit_each_family(job, kinds, workers, progress)
+    pooled_fits = {k: r[0] for k, r in results.items()}
+    fits = {k: r[1] for k, r in results.items()}
+    per = {k: r[2] for k, r in results.items() if two_stage}
+    if intervals == "bootstrap" and two_stage:
+        for k in kinds:
+            if specs.get(k) is not None and per[k] and not fits[k].shared:
+                _bootstrap_devices(specs[k], fits[k], per[k], data, n_boot, seed)
     best = min(fits.values(), key=lambda f: getattr(f, criterion))
     if best.shared and start_data is not data:  # its one parameter set is the subsample fit that started them
         best = fits[best.kind] = refit_shared(specs[best.kind], best, data)

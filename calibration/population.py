@@ -25,10 +25,9 @@ trade off within one device's data leaves the response they share (16 PowStep de
 reads stop short of the bounds: inside the reads the mean of the per-device fits steps 13-26% above the truth,
 the shared fit 1-2%; docs/calibration.md).
 
-Threads: the devices' own fits run on as many threads as the Numba kernels use (`numba.get_num_threads()`,
-NUMBA_NUM_THREADS; the increment kernels release the GIL), each fit alone, so the results do not depend on
-the thread count; 16 devices of the reram_sb preset, 3 cycles, every family: 29.1-30.8 s on one thread of
-a 2-core Zen 4, 23.3-25.4 s on two (benchmarks/bench_fit.py, docs/calibration.md).
+Threads: the devices' own fits run on the threads the caller gives (`fit` runs them on Numba's thread count,
+NUMBA_NUM_THREADS, where it fits the families in this process; the increment kernels release the GIL), each
+fit alone, so the results do not depend on the thread count. `family_pool` fits the families in processes.
 
 Identification: a parameter is flagged, not just given a number, when its box limit stops it, when its
 interval is wider than half its box, when its interval has zero width (no curvature: the data do not move
@@ -41,7 +40,6 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-import numba
 import numpy as np
 from scipy import stats
 from tqdm import tqdm
@@ -108,13 +106,14 @@ def fit_population(
     n_bins: int = 20,
     progress: bool = False,
     shared: bool = True,
+    threads: int = 1,
 ) -> tuple[FamilyFit, dict[int, FamilyFit]]:
     """(population fit, per-device fits by device index) of one family; `pooled`: a fit of all devices (or
     of a subsample of their increments), the per-device fits' start; fam None: the tabulated family
     (per-device tables for the criterion, the pooled table as the population). shared: the shared model
     where the devices' own fits do not reject it (`shared_or_own`); off: always the median of the per-device
     fits. With fewer than MIN_DEVICES fittable devices: the pooled fit (its sandwich intervals) and no
-    per-device fits."""
+    per-device fits. threads: the devices' fits run on this many threads (module docstring)."""
     used = fitted_devices(data)
     if len(used) < MIN_DEVICES:
         pooled.flags = identification(fam, pooled, data)
@@ -131,20 +130,15 @@ def fit_population(
         except ValueError:  # a device whose table cannot be built: charged with the pooled table
             return None
 
-    pool = ThreadPoolExecutor(min(len(used), numba.get_num_threads()))  # module docstring: threads
-    try:  # results in device order, whichever finishes first
-        fits = list(
-            tqdm(
-                pool.map(own_fit, used),
-                total=len(used),
-                desc=f"{kind} per device",
-                unit="device",
-                disable=not progress,
-                leave=False,
-            )
-        )
-    finally:  # an interrupt drops the fits not started
-        pool.shutdown(cancel_futures=True)
+    bar = dict(total=len(used), desc=f"{kind} per device", unit="device", disable=not progress, leave=False)
+    if threads == 1:  # in this thread, whose Numba thread count the caller set
+        fits = [own_fit(d) for d in tqdm(used, **bar)]
+    else:
+        pool = ThreadPoolExecutor(min(len(used), threads))  # module docstring: threads
+        try:  # results in device order, whichever finishes first
+            fits = list(tqdm(pool.map(own_fit, used), **bar))
+        finally:  # an interrupt drops the fits not started
+            pool.shutdown(cancel_futures=True)
     per = {d: f for d, f in zip(used, fits) if f is not None}
     r = pooled_residuals(pooled, data)
     population = summarize(fam, pooled, per, data, r)

@@ -35,6 +35,8 @@ def _population(result, kind: str) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import numba
+
     from aimc.calibration import fit, read_traces, write_report
     from aimc.calibration.report import check_elements
 
@@ -62,6 +64,7 @@ def _run(args: argparse.Namespace) -> int:
         cycle_noise=args.cycle_noise,
         anchor=args.anchor,
         likelihood=args.likelihood,
+        workers=numba.config.NUMBA_NUM_THREADS if args.workers is None else args.workers,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
@@ -169,6 +172,14 @@ def register(sub) -> None:
     p.add_argument("--bins", type=int, default=20, help="bins of the tabulated (non-parametric) fit")
     p.add_argument("--nodes", type=int, default=6, help="nodes of the PiecewiseStep fit")
     p.add_argument("--no-spread", action="store_true", help="skip the device-to-device spread estimate")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="processes that fit the families side by side (default: NUMBA_NUM_THREADS, the CPU count unless "
+        "set; 1: in this process); the result does not depend on it",
+    )
     p.add_argument("--elements", type=int, default=64, help="elements simulated for the report's bands (1 to 4096)")
     p.add_argument("--seed", type=int, default=0, help="seed of the report's simulated elements and of the bootstrap")
     p.add_argument("--quiet", action="store_true", help="no progress bar (bars are drawn only on a terminal)")
