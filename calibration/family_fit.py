@@ -46,6 +46,12 @@ def robust_squares(u: np.ndarray, c: float) -> np.ndarray:
     return np.where(a <= c, u * u, 2.0 * c * a - c * c)
 
 
+def criterion_squares(r: np.ndarray, data: PulseData) -> np.ndarray:
+    """Per-increment terms of the robust rss of residuals r (weight units) that the criteria rank: Huber's loss
+    (`robust_squares`) of the weighted residuals, whitened where the fit is a generalised least squares (`gls`)."""
+    return robust_squares(data.whiten(r * data.weight), huber_width(data))
+
+
 @njit(cache=True)
 def huber_rho(z: np.ndarray) -> np.ndarray:
     """Huber's loss as scipy's least_squares takes a callable loss: rows rho(z), rho'(z), rho''(z) of z = (u /
@@ -211,7 +217,7 @@ def _jacobian(fam: Family, on: PulseData, x0: np.ndarray, width: np.ndarray):
         return "2-point"
     h, x, up = JACOBIAN_STEP * width, np.ascontiguousarray(on.x), np.ascontiguousarray(on.up)
     scale, work = -(on.weight / on.dw0)[:, None], {}
-    return lambda theta: single_pulse_jacobian(fam.fast_config, theta, h, x, up, on.anchor, work) * scale
+    return lambda theta: on.whiten(single_pulse_jacobian(fam.fast_config, theta, h, x, up, on.anchor, work) * scale)
 
 
 def _least_squares(fam: Family, data: PulseData, starts: list[list[float]], differences: bool = False):
@@ -230,7 +236,7 @@ def _least_squares(fam: Family, data: PulseData, starts: list[list[float]], diff
 
     def run(on: PulseData, x0, jac=None) -> optimize.OptimizeResult:
         def resid(theta):
-            r = (on.dw - on.predict(fam.fast_config(theta))) * on.weight / on.dw0
+            r = on.whiten((on.dw - on.predict(fam.fast_config(theta))) * on.weight / on.dw0)
             # an overflowing trial (a steep exponential) gets a huge finite residual: least_squares rejects the
             # trial either way, and a forward-difference Jacobian stays finite
             return np.nan_to_num(r, nan=OVERFLOW, posinf=OVERFLOW, neginf=-OVERFLOW)
@@ -282,7 +288,7 @@ def fit_family(fam: Family, data: PulseData, starts: list[list[float]] | None = 
         {p: float(s) for p, s in zip(fam.params, se)},
         at_bound,
         device,
-        float(np.sum(robust_squares(r * data.weight, huber_width(data)))),
+        float(np.sum(criterion_squares(r, data))),
         data.n,
         len(theta),
         r,
@@ -365,7 +371,7 @@ def fit_tabulated(data: PulseData, n_bins: int = 20) -> FamilyFit:
         params[f"q_minus[{w:.4g}]"] = float(dn[k] / dw_min)
         stderr[f"q_minus[{w:.4g}]"] = float(se["down"][used][k] / dw_min)
     n_par = 2 * len(grid) + 2  # table values and the two bounds (dw_min only normalises the table)
-    rss = float(np.sum(robust_squares(r * data.weight, huber_width(data))))
+    rss = float(np.sum(criterion_squares(r, data)))
     return FamilyFit(
         "tabulated",
         params,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from aimc.calibration.bootstrap import N_BOOT_POOLED, N_BOOT_POPULATION, bootstr
 from aimc.calibration.families import FAMILY_KINDS, Family
 from aimc.calibration.family_fit import FamilyFit, fit_tabulated
 from aimc.calibration.family_pool import FamilyJob, fit_each_family
+from aimc.calibration.gls import read_share, smooth_residuals
 from aimc.calibration.increment_kernels import noise_form
 from aimc.calibration.likelihood import refine_population
 from aimc.calibration.population import (
@@ -195,7 +196,8 @@ def fit_warnings(best: dict, quality: dict, noise: dict) -> list[str]:
         out.append(f"likelihood {ml}")
     r2 = best["diagnostics"].get("r2")
     if r2 is not None and r2 < NOISE_DOMINATED_R2:
-        out.append(f"noise-dominated fit: the model explains {max(r2, 0):.0%} of the increment variance")
+        hint = "" if "gls" in (quality or {}) else " (where read noise dominates, --gls fits what the levels show)"
+        out.append(f"noise-dominated fit: the model explains {max(r2, 0):.0%} of the increment variance{hint}")
     if (noise or {}).get("message"):
         out.append(f"cycle and read noise {noise['message']}: the exported device has no cycle noise")
     out += [f"{p}: {why}" for p, why in (best.get("flags") or {}).items()]
@@ -230,6 +232,29 @@ def _bootstrap_devices(
     population.flags = identification(fam, population, data)
 
 
+def _with_read_share(data: PulseData, traces: TraceSet, wmap: WeightMap, anchor: float | None, keep) -> PulseData:
+    """`data` with the read-noise share its fits whiten (`gls.read_share` on the residuals about each run's smooth
+    trend, `gls.smooth_residuals`; with fewer than 50 of those, the noise moments' anchor of
+    `pulse_data.increment_noise`). The share is the anchor's own quantity, sigma_r^2 / (v + 2 sigma_r^2): where
+    `anchor` is not given, the increments are regressed on it (the moments' estimate scatters by about 0.1 on a
+    few hundred increments)."""
+    r = smooth_residuals(data.dw, data.up, data.follows)
+    ok = np.isfinite(r)
+    if ok.sum() >= 50:
+        sub = data.subset(ok)
+        share, source = read_share(r[ok] * sub.weight, sub.follows, sub.k), "the increments about each run's trend"
+    else:
+        share, source = data.quality["anchor"]["anchor"], "the noise moments"
+    if anchor is None:
+        data = pulse_data(traces, wmap, share, keep)
+    data = replace(data, read_share=share)
+    data.quality["gls"] = (
+        f"generalised least squares: consecutive single-pulse increments correlate by {-share:.2f} "
+        f"(the read noise's share of their variance, by the likelihood of {source})"
+    )
+    return data
+
+
 def fit(
     traces: TraceSet,
     kinds: list[str] | None = None,
@@ -250,6 +275,7 @@ def fit(
     likelihood: bool = False,
     keep: tuple[int, ...] = (),
     workers: int = 1,
+    gls: bool = False,
 ) -> FitResult:
     """Fit every family in `kinds` (default: all of the device layer) to the increments of `traces`, rank them by
     `criterion` ("bic" or "aic"), estimate noise and device-to-device spread for the best one and build the exported
@@ -271,7 +297,10 @@ def fit(
     and read noise; the population is then always the median of the per-device fits (`population.fit_population`,
     shared off); keep: TraceSet rows of outliers kept (`pulse_data`): the outliers the best fit predicts
     (`pulse_data.predicted_outliers`) are kept and everything is fitted again once; workers: processes that fit
-    the families side by side (`family_pool`; the result does not depend on it)."""
+    the families side by side (`family_pool`; the result does not depend on it); gls: every family fitted and
+    ranked by generalised least squares over the read noise that consecutive increments share (`gls`: for
+    read noise that dominates the cycle noise, where the levels of a run carry the shape), its correlation from
+    the noise moments of `pulse_data.increment_noise`."""
     call = dict(locals())
     if criterion not in ("aic", "bic"):
         raise ValueError(f"criterion must be 'aic' or 'bic', got {criterion!r}")
@@ -295,6 +324,8 @@ def fit(
     if anchor is not None and not 0.0 <= anchor <= 0.5:
         raise ValueError(f"anchor must be in [0, 0.5], got {anchor}")
     data = pulse_data(traces, wmap, anchor, keep)
+    if gls:
+        data = _with_read_share(data, traces, wmap, anchor, keep)
     if cycle_noise is None:
         cycle_noise = likelihood or data.anchor < CENSORED_ANCHOR
     data.quality["censored_mean"] = bool(cycle_noise)

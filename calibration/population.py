@@ -47,11 +47,10 @@ from tqdm import tqdm
 from aimc.calibration.families import Family
 from aimc.calibration.family_fit import (
     FamilyFit,
+    criterion_squares,
     diagnostics,
     fit_family,
     fit_tabulated,
-    huber_width,
-    robust_squares,
 )
 from aimc.calibration.pulse_data import PulseData
 from aimc.calibration.quality import sparse_devices
@@ -155,7 +154,7 @@ def pooled_residuals(pooled: FamilyFit, data: PulseData) -> np.ndarray:
 def _device_rss(r: np.ndarray, data: PulseData) -> tuple[np.ndarray, np.ndarray]:
     """(rss, increments) of every device of `data` for its residuals r."""
     return (
-        np.bincount(data.device, robust_squares(r * data.weight, huber_width(data)), minlength=data.n_devices),
+        np.bincount(data.device, criterion_squares(r, data), minlength=data.n_devices),
         np.bincount(data.device, minlength=data.n_devices),
     )
 
@@ -167,7 +166,7 @@ def _shared(fit: FamilyFit, data: PulseData, test: str, r: np.ndarray | None = N
     if r is not None:
         fit = replace(
             fit,
-            rss=float(np.sum(robust_squares(r * data.weight, huber_width(data)))),
+            rss=float(np.sum(criterion_squares(r, data))),
             n=data.n,
             residuals=r,
             diagnostics=diagnostics(r, data, data.dw - r),
@@ -242,7 +241,7 @@ def summarize(
         elif counts[d]:  # a sparse device: residuals of the pooled model, its parameters charged in full
             parts.append((float(pooled_rss[d]), int(counts[d]), pooled.k))
     fitted = data.dw - r
-    rss = float(np.sum(robust_squares(r * data.weight, huber_width(data))))
+    rss = float(np.sum(criterion_squares(r, data)))
     if fam is None:
         return FamilyFit(
             kind,

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from aimc.calibration.censored import clipped_normal_mean
+from aimc.calibration.gls import Whitener
 from aimc.calibration.increment_kernels import element_args, mean_steps_kernel, noise_form, single_pulse_kernel
 from aimc.calibration.quality import outliers, robust_scale, sparse_devices
 from aimc.calibration.traces import TraceSet
@@ -105,7 +106,8 @@ class PulseData:
     step (mean step magnitude in the middle half of the range); k: pulses per increment; row: the TraceSet
     row of each increment's second read; quality: what was left out and why (`pulse_data`); scale: the robust
     std of the weighted increments dw / sqrt(k) about their local median (`quality.robust_scale`, weight units),
-    the scale of the fits' robust loss (`family_fit`)."""
+    the scale of the fits' robust loss (`family_fit`); read_share: the read noise's share of an increment's
+    variance that the fits whiten (`gls`; 0: ordinary least squares)."""
 
     m: np.ndarray
     dw: np.ndarray
@@ -123,6 +125,7 @@ class PulseData:
     quality: dict
     anchor: float = 0.5
     scale: float = float("nan")
+    read_share: float = 0.0
 
     @property
     def n(self) -> int:
@@ -159,7 +162,13 @@ class PulseData:
             self.quality,
             self.anchor,
             self.scale,
+            self.read_share,
         )
+
+    @functools.cached_property
+    def whiten(self) -> Whitener:
+        """The whitening of weighted residuals over the read noise consecutive increments share (`gls`)."""
+        return Whitener(self.follows, self.k, self.read_share)
 
     @functools.cached_property
     def x(self) -> np.ndarray:

@@ -293,6 +293,8 @@ def _quality(q: dict | None) -> dict | None:
         rows.append(
             ["increment triples for the regression anchor", a["n_triples"], f"{moments}; used {_g(a['used'], '.3f')}"]
         )
+    if "gls" in q:
+        rows.append(["fit and criterion", "", q["gls"]])
     if "likelihood" in q:
         rows.append(["likelihood refinement", "", q["likelihood"]])
     if "tabulated" in q:

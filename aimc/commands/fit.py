@@ -64,6 +64,7 @@ def _run(args: argparse.Namespace) -> int:
         cycle_noise=args.cycle_noise,
         anchor=args.anchor,
         likelihood=args.likelihood,
+        gls=args.gls,
         workers=numba.config.NUMBA_NUM_THREADS if args.workers is None else args.workers,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -158,6 +159,12 @@ def register(sub) -> None:
         action="store_true",
         help="refine the best family's per-device fits (the default method) by the exact likelihood of "
         "the increments under cycle and read noise (slower; for cycle noise of several steps)",
+    )
+    p.add_argument(
+        "--gls",
+        action="store_true",
+        help="fit and rank every family by generalised least squares over the read noise that consecutive "
+        "increments share (for read noise that dominates the cycle noise, e.g. a digitised LTP/LTD pair)",
     )
     p.add_argument(
         "--anchor",
