@@ -15,11 +15,11 @@ def _traces():
     return measure_cycles(truth, n_cycles=1, n_devices=4, read_noise=0.005, seed=3)
 
 
-@pytest.mark.parametrize("method", ["per-device", "pooled"])
-def test_workers_give_the_same_fit(method):
+@pytest.mark.parametrize("method, gls", [("per-device", False), ("pooled", False), ("per-device", True)])
+def test_workers_give_the_same_fit(method, gls):
     tr = _traces()
-    one = fit(tr, kinds=KINDS, method=method, spread=False, workers=1)
-    two = fit(tr, kinds=KINDS, method=method, spread=False, workers=2)
+    one = fit(tr, kinds=KINDS, method=method, spread=False, workers=1, gls=gls)
+    two = fit(tr, kinds=KINDS, method=method, spread=False, workers=2, gls=gls)
     assert list(two.fits) == KINDS  # the families in the order asked, whichever finished first
     assert json.dumps(two.summary(), sort_keys=True, default=str) == json.dumps(
         one.summary(), sort_keys=True, default=str
