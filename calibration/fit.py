@@ -27,6 +27,7 @@ from aimc.calibration.population import (
     summarize,
 )
 from aimc.calibration.pulse_data import (
+    MIN_TRIPLES,
     PulseData,
     WeightMap,
     model_trace,
@@ -42,6 +43,7 @@ from aimc.common.version import VERSION
 from aimc.devices import DeviceConfig, parse_device
 
 NOISE_DOMINATED_R2 = 0.1  # below this share of the increment variance explained, a fit is flagged noise-dominated
+READ_DOMINATED = 0.4  # a read-noise share (1/2: read noise alone) from which a fit without gls is flagged
 START_SAMPLE = 20000  # increments of the pooled fit that starts the per-device fits
 CENSORED_ANCHOR = 0.05  # below this anchor (cycle noise variance > 18 read variances) the default increment model
 # is the censored mean of the noisy step: on five aihwkit ReRamES populations it held the truth in 33 of 40
@@ -189,15 +191,22 @@ def fit_warnings(best: dict, quality: dict, noise: dict) -> list[str]:
     """Warnings about a fit from its best family's summary (`FamilyFit.summary`), the data quality and the noise
     estimate: a likelihood refinement asked for and not applied, a noise-dominated fit (the model explains under
     NOISE_DOMINATED_R2 of the increment variance beyond a constant step: the family is then chosen by little),
-    noise not estimated, unidentified parameters."""
+    read noise that dominates a fit without gls (its share by the noise moments at least READ_DOMINATED), noise
+    not estimated, unidentified parameters."""
     out = []
     ml = (quality or {}).get("likelihood", "")
     if ml.startswith("not applied"):
         out.append(f"likelihood {ml}")
     r2 = best["diagnostics"].get("r2")
     if r2 is not None and r2 < NOISE_DOMINATED_R2:
-        hint = "" if "gls" in (quality or {}) else " (where read noise dominates, --gls fits what the levels show)"
-        out.append(f"noise-dominated fit: the model explains {max(r2, 0):.0%} of the increment variance{hint}")
+        out.append(f"noise-dominated fit: the model explains {max(r2, 0):.0%} of the increment variance")
+    quality = quality or {}
+    moments = quality.get("anchor") or {}
+    if "gls" not in quality and moments.get("n_triples", 0) >= MIN_TRIPLES and moments["anchor"] >= READ_DOMINATED:
+        out.append(
+            f"read noise dominates the increments (its share {moments['anchor']:.2f}): least squares on them "
+            "misses what the levels of each run show; fit with gls (--gls)"
+        )
     if (noise or {}).get("message"):
         out.append(f"cycle and read noise {noise['message']}: the exported device has no cycle noise")
     out += [f"{p}: {why}" for p, why in (best.get("flags") or {}).items()]

@@ -93,10 +93,16 @@ def test_gls_resolves_a_pair_at_one_percent_read_noise(tmp_path):
 
     ols = _fit_pair(tmp_path)
     assert ols["best"] == "linear"  # the increments alone: docs/calibration.md, one pair at 1% read noise
+    warned = json.loads((tmp_path / "fit" / "device.json").read_text())["fit"]["warnings"]
+    assert any(w.startswith("read noise dominates the increments (its share 0.50)") for w in warned), warned
     fit = _fit_pair(tmp_path, "--gls")
     assert fit["best"] == "SoftBounds", fit["ranking"]
     assert fit["quality"]["gls"].startswith("generalised least squares: consecutive single-pulse increments correlate")
     device = load_device(str(tmp_path / "fit--gls" / "device.json"))
+    assert not any(
+        "read noise dominates" in w
+        for w in json.loads((tmp_path / "fit--gls" / "device.json").read_text())["fit"]["warnings"]
+    )
     c = crossing(device, measured=tuple(fit["data"]["bounds_plateau"]))
     for label, name in (("LTP", "up"), ("LTD", "down")):  # NeuroSim's A / P_max of each direction, within 5%
         assert c[f"A_over_Pmax_{label}"] == pytest.approx(A_NORM[name], rel=0.05), label
