@@ -362,7 +362,12 @@ def chopped_transfer(
     the fast update with the tile's update settings, step `steps` per vector ((n,), folded into d) or one lr
     for all (a float), reads through the tile's forward periphery after vectors first, first + every, ...
     (reads = (first, every)) from column and sweep `position` = (col, sweeps). `state` changes in place; the
-    counters of the tile and its arrays advance as their own methods advance them."""
+    counters of the tile and its arrays advance as their own methods advance them. A GPU tile
+    (devices.gpu.tile.GpuTile, x and d tensors there) runs chopped_gpu.chopped_transfer_gpu instead."""
+    if not isinstance(tile, AnalogTile):  # the GPU path loads only where it is used
+        from aimc.trainers.algorithms.chopped_gpu import chopped_transfer_gpu
+
+        return chopped_transfer_gpu(tile, arrays, x, d, steps, rule, uniforms, state, reads, position)
     per_vector = not np.isscalar(steps)
     eta = np.ascontiguousarray(steps, np.float64) if per_vector else np.zeros(0)
     out = chopped_transfer_kernel(
