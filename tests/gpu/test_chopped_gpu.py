@@ -96,8 +96,8 @@ def test_a_gpu_tile_transfers_as_the_cpu_kernel_bit_for_bit(case):
     got = chopped_transfer(gpu, (1, 0), xt, dt, eta, rule, u, st_gpu, (first, every), position)
     assert got == want
     assert want.transfer_pulses > 0 and want.reads == len(range(first, N, every))
-    for name, a, b in zip(ChopperState._fields, st_gpu, st_cpu):
-        np.testing.assert_array_equal(a, b, err_msg=name)
+    for a, b in zip(st_gpu, st_cpu):  # H, M and Pref within GPU_ATOL on a GPU; the rest exactly
+        assert_twins(a, b) if a.dtype == np.float32 else np.testing.assert_array_equal(a, b)
     gpu_state, cpu_state = gpu.state_dict(), cpu.state_dict()
     for mine, theirs in zip(gpu_state["arrays"], cpu_state["arrays"]):
         for key in ("w", "reference", "hidden"):
@@ -122,8 +122,8 @@ MODEL_ALGORITHMS = [
 @needs_kernels
 @pytest.mark.parametrize("cfg", MODEL_ALGORITHMS, ids=["c_ttv2", "agad"])
 def test_a_model_trained_with_chopped_transfers_on_gpu_tiles_equals_the_cpu_model(cfg):
-    """Bit for bit where the forward products agree: each input vector has one nonzero (the GPU's product is
-    torch's matmul, whose sums may round apart from the CPU's)."""
+    """Bit for bit under the simulator where the forward products agree: each input vector has one nonzero
+    (the GPU's product is torch's matmul, whose sums may round apart from the CPU's)."""
     tile = T.TileConfig(device="r1_power_1", forward=PeripheryConfig.perfect(), backward=PeripheryConfig.perfect())
     torch.manual_seed(0)
     cpu = T.convert(nn.Sequential(nn.Linear(5, 4)), tile, seed=1)
@@ -147,11 +147,11 @@ def test_a_model_trained_with_chopped_transfers_on_gpu_tiles_equals_the_cpu_mode
         assert a.keys() == b.keys()
         for key in a:
             if not key.startswith("_"):
-                np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+                assert_twins(a[key], b[key])
     for mine, theirs in zip(T.analog_layers(gpu), T.analog_layers(cpu)):
         t_gpu, t_cpu = mine.blocks[0].tile.to_host(), theirs.blocks[0].tile
         for a, b in zip(t_gpu.state_dict()["arrays"], t_cpu.state_dict()["arrays"]):
-            np.testing.assert_array_equal(a["w"], b["w"])
+            assert_twins(a["w"], b["w"])
             assert (a["counter"], a["pulses"]) == (b["counter"], b["pulses"])
         assert (t_gpu.stream.counter, t_gpu.reads) == (t_cpu.stream.counter, t_cpu.reads)
 
