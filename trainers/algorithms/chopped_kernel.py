@@ -35,6 +35,10 @@ column in - 1 where out_chop_prob > 0). Bit-identical to running
 the pieces through AnalogTile.update, AnalogTile.read_columns and AnalogTile.pulse one by one: the arrays'
 and the periphery's call counters advance the same way (an expected update of several vectors sums them
 in the BLAS order of Numba's matmul, which may differ from numpy's in the last bit).
+
+The per-row rule of a read (buffer_row), the chopper switches (switch_choppers), the fast step (fast_step)
+and the read's increment (increment_scale) are functions of their own: the GPU tile's twin of the kernel
+(chopped_gpu.py) runs the same ones.
 """
 
 import sys
