@@ -194,7 +194,7 @@ def buffer_rule(rule):
     )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # in the kernel's row loop: its constants hoisted out of the loop
 def buffer_row(buf, s, sign, v, h, ref, m, latch):
     """One output row i of the read of column k (module docstring), in float32: buf = buffer_rule(rule), s
     the buffer increment per unit read, sign = c_in[k] c_out[i], v the read, h = H[i, k], and AGAD's ref =
