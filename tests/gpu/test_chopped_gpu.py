@@ -45,7 +45,7 @@ LINEAR = Linear(tau=1.0, dw_min=1e-2, c=0.1, dw_min_std=0.3, dw_min_dtod=0.2)
 CASES = {
     "c_ttv2": (LINEAR, "pulsed", RULE, 1),
     "c_ttv2_forget_step": (LINEAR, "pulsed", RULE._replace(forget_buffer=True, step=0.5), 2),
-    "c_ttv2_expected": (LINEAR, "expected", RULE._replace(out_chop_prob=0.0, no_buffer=True, scale=90.0), 1),
+    "c_ttv2_expected": (LINEAR, "expected", RULE._replace(out_chop_prob=0.0, no_buffer=True, scale=90.0), 3),
     "c_ttv2_write_noise": (get_preset("aihwkit_reram_sb"), "pulsed", RULE, 2),
     "agad": (LINEAR, "pulsed", AGAD, 1),
     "agad_correct_accumulation": (LINEAR, "pulsed", AGAD._replace(correct_accumulation=True, chop_random=True), 2),
