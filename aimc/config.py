@@ -151,7 +151,7 @@ class ExperimentConfig(BaseModel):
         "cpu",
         pattern=r"^(cpu|cuda(:[0-9]+)?)$",
         description="where the model trains: 'cpu', or a CUDA GPU ('cuda', 'cuda:1'; needs pip install "
-        "'aimc[gpu]'; every algorithm but c_ttv2 and agad; docs/gpu.md). Checkpoints "
+        "'aimc[gpu]'; docs/gpu.md). Checkpoints "
         "load on either",
     )
     threads: int = Field(

@@ -119,6 +119,13 @@ class GpuArray:
         h.add_pulses(n)
         return n
 
+    def skip_update(self) -> None:
+        """Advance the call counter as an update that fires no pulse does (devices.array_update.skip_update:
+        the update's counter and, under write noise, the redraw's), without running it."""
+        self.host.next_counter()
+        if self.hidden is not None:
+            self.host.next_counter()
+
     def pulse(self, counts: torch.Tensor) -> int:
         """Fire counts[i, j] signed pulses (> 0 up) into each element (ConductanceArray.pulse)."""
         counts = counts.to(device=self.device, dtype=torch.int64).contiguous()

@@ -18,7 +18,9 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from aimc.devices.column_read import one_hot_settings
 from aimc.devices.gpu.array import GpuArray
+from aimc.devices.gpu.column_read import read_columns
 from aimc.devices.gpu.effective_weight import effective_weight
 from aimc.devices.gpu.periphery import analog_mvm
 from aimc.devices.tile import AnalogTile
@@ -119,6 +121,18 @@ class GpuTile:
         eye = torch.eye(len(cols), dtype=torch.float32, device=self.torch_device)
         return analog_mvm(sub, eye, self.forward_cfg, self.stream).cpu().numpy()
 
+    def read_column(self, index: int, col: int) -> torch.Tensor:
+        """Column `col` of array `index` read through the forward periphery as a transfer kernel reads it
+        (devices.gpu.column_read, the twin of devices.column_read.read_column): (out,) float32 on the device,
+        for kernels that keep their buffers there; counts one read."""
+        a = self.arrays[index]
+        counts = torch.from_numpy(self.stream.counts).to(self.torch_device)  # advanced there, copied back
+        reader = (one_hot_settings(self.forward_cfg), self.stream.seed, counts)
+        cols = torch.tensor([col], dtype=torch.int64, device=self.torch_device)
+        out = read_columns(a.w, a.reference, cols, reader)[0]
+        self.stream.counts[:] = counts.cpu().numpy()
+        return out
+
     # -- updates ------------------------------------------------------------------------------------------
     def granularity(self, index: int) -> float:
         return self.host.granularity(index)
@@ -155,10 +169,17 @@ class GpuTile:
         if any([a.post_update_step() for a in self.arrays]):
             self.invalidate()
 
+    def skip_update(self, index: int) -> None:
+        """Advance array `index`'s counters as an update that fires no pulse does (devices.array_update.
+        skip_update), without running it: the weights would not change."""
+        self.arrays[index].skip_update()
+
     def kernel_handles(self, first: int, second: int) -> tuple:
+        """Refused: CPU kernels take numpy arrays, and this tile's state is in device tensors (the chopped
+        transfers of GPU tiles call the tile's verbs: update, skip_update, read_column, pulse)."""
         raise ValueError(
-            "c-TTv2 and AGAD update through a CPU kernel that interleaves reads and pulses; they train on the "
-            "CPU only (keep the model on the CPU)"
+            "a GpuTile has no CPU kernel handles: its arrays are device tensors (move the model to the CPU to "
+            "run a CPU kernel on its tiles)"
         )
 
     # -- counters and state --------------------------------------------------------------------------------

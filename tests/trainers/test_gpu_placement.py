@@ -29,21 +29,23 @@ def test_training_on_cuda_without_a_gpu_is_one_line_naming_the_field():
     assert training_device("cpu") == torch.device("cpu")
 
 
-def test_algorithms_without_a_gpu_path_refuse_gpu_tiles_before_changing_anything():
+def test_an_algorithm_without_a_gpu_path_refuses_gpu_tiles_before_changing_anything(monkeypatch):
     model = T.convert(nn.Sequential(nn.Linear(4, 3)), PERFECT)
-    opt = T.build_optimizer(model, T.AGADConfig(lr=0.1))
+    opt = T.build_optimizer(model, T.AnalogSGDConfig(lr=0.1))
+    monkeypatch.setattr(opt, "runs_on_gpu", False)  # every algorithm has a GPU path: one without, planted
     model(torch.ones(2, 4)).sum().backward()
     before = model[0].analog_weight().copy()
     model[0].gpu_tiles = True  # as move_tiles leaves it; the refusal comes before any read of the tiles
-    with pytest.raises(
-        ValueError, match=r"^agad trains on the CPU only \(on a GPU: every algorithm but c_ttv2 and agad"
-    ):
+    with pytest.raises(ValueError, match=r"^analog_sgd trains on the CPU only \(docs/gpu.md\)"):
         opt.step()
     model[0].gpu_tiles = False
     assert (model[0].analog_weight() == before).all()
-    assert not opt.runs_on_gpu and not T.build_optimizer(model, T.CTTv2Config(lr=0.1)).runs_on_gpu
-    for cfg in (T.AnalogSGDConfig(lr=0.1), T.TTv2Config(lr=0.1), T.RiderConfig(lr=0.1), T.MixedPrecisionConfig(lr=0.1)):
-        assert T.build_optimizer(model, cfg).runs_on_gpu
+
+
+def test_every_analog_algorithm_trains_on_gpu_tiles():
+    analog = [cls for cls in T.OPTIMIZERS.values() if issubclass(cls, T.AnalogOptimizer)]
+    assert {"c_ttv2", "agad", "analog_sgd", "ttv2"} <= {cls.algorithm for cls in analog}
+    assert all(cls.runs_on_gpu for cls in analog)
 
 
 @pytest.mark.parametrize("slot, gpus, expected", [(0, 4, 0), (5, 4, 1), (3, 2, 1), (3, 1, None), (2, 0, None)])

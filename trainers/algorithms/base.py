@@ -131,11 +131,7 @@ class AnalogOptimizer(torch.optim.Optimizer):
             with torch.enable_grad():
                 loss = closure()
         if not self.runs_on_gpu and any(layer.gpu_tiles for layer in self.layers):
-            raise ValueError(
-                f"{self.algorithm} trains on the CPU only (on a GPU: every algorithm but c_ttv2 and agad; "
-                "docs/gpu.md): "
-                "keep the model on the CPU"
-            )
+            raise ValueError(f"{self.algorithm} trains on the CPU only (docs/gpu.md): keep the model on the CPU")
         batches = [layer.pop_batch() for layer in self.layers]
         self._check_finite(batches)
         for group in self.param_groups:

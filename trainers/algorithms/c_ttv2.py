@@ -28,11 +28,18 @@ import math
 from typing import Literal
 
 import numpy as np
+import torch
 from pydantic import Field, field_validator, model_validator
 
 from aimc.common import seeds
 from aimc.trainers.algorithms.base import GAIN_MAX, PERIOD_MAX, AlgorithmConfig, AnalogOptimizer
-from aimc.trainers.algorithms.chopped_kernel import ChopperState, TransferRule, auto_scale_estimates, chopped_transfer
+from aimc.trainers.algorithms.chopped_kernel import (
+    ChopperState,
+    TransferRule,
+    auto_scale_estimates,
+    chopped_transfer,
+    running_estimate,
+)
 from aimc.trainers.algorithms.latency import LatencyModel
 from aimc.trainers.layers import TileBlock
 
@@ -175,6 +182,7 @@ class CTTv2(AnalogOptimizer):
 
     config = CTTv2Config
     fast = 1
+    runs_on_gpu = True  # the updates, reads, buffers and pulses on the device; choppers and schedule on the host
 
     def gains(self):
         return [1.0, float(self.cfg.gamma)]
@@ -239,7 +247,12 @@ class CTTv2(AnalogOptimizer):
         if not cfg.auto_scale:
             st["eta"] = base
             return base
-        mx, md = auto_scale_estimates(x, d, float(st["m_x"]), float(st["m_d"]), (1.0 - cfg.auto_momentum) / len(x))
+        m_x, m_d, tau = float(st["m_x"]), float(st["m_d"]), (1.0 - cfg.auto_momentum) / len(x)
+        if isinstance(x, torch.Tensor):  # GPU tiles: the rows' largest magnitudes there, the estimates here
+            mx = running_estimate(x.abs().amax(dim=1).double().cpu().numpy(), m_x, tau)
+            md = running_estimate(d.abs().amax(dim=1).double().cpu().numpy(), m_d, tau)
+        else:
+            mx, md = auto_scale_estimates(x, d, m_x, m_d, tau)
         st["m_x"], st["m_d"] = float(mx[-1]), float(md[-1])
         scale = base * block.tile.update_cfg.desired_bl * self.dw_fast(block)
         prod = mx * md
@@ -249,7 +262,8 @@ class CTTv2(AnalogOptimizer):
 
     def update_block(self, li, bi, block, x, d):
         st = self.tile_state[li][bi]
-        x, d = np.ascontiguousarray(x, np.float32), np.ascontiguousarray(d, np.float32)  # a block's columns
+        if not isinstance(x, torch.Tensor):  # GPU tiles take tensors as they are
+            x, d = np.ascontiguousarray(x, np.float32), np.ascontiguousarray(d, np.float32)  # a block's columns
         n = len(x)
         every = self.every(n, block)
         eta = self.fast_steps(st, block, x, d)

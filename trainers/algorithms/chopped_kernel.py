@@ -35,6 +35,10 @@ column in - 1 where out_chop_prob > 0). Bit-identical to running
 the pieces through AnalogTile.update, AnalogTile.read_columns and AnalogTile.pulse one by one: the arrays'
 and the periphery's call counters advance the same way (an expected update of several vectors sums them
 in the BLAS order of Numba's matmul, which may differ from numpy's in the last bit).
+
+The per-row rule of a read (buffer_row), the chopper switches (switch_choppers), the fast step (fast_step)
+and the read's increment (increment_scale) are functions of their own: the GPU tile's twin of the kernel
+(chopped_gpu.py) runs the same ones.
 """
 
 import sys
@@ -148,6 +152,108 @@ def _flush(c, pending, queued) -> int:
 
 
 @njit(cache=True)
+def fast_step(rule, eta, fb, b, n):
+    """The step of vector b of a batch of n (float64): eta[b], times AGAD's feedback scale fb[0] where
+    fast_lr_feedback, after the feedback's update for that vector (module docstring; fb changes in place);
+    0 where eta is empty (the update's lr carries the step)."""
+    step_b = eta[b] if eta.shape[0] > 0 else 0.0
+    if rule.fast_lr_feedback:
+        t = fb[5] + b
+        if t <= n:
+            fb[2] = 0.0
+        if t - fb[2] >= fb[4]:
+            if fb[1] != 0.0:
+                fb[0] *= fb[3] / fb[1]
+            fb[1] = 0.0
+            fb[2] = t
+        step_b *= fb[0]
+    return step_b
+
+
+@njit(cache=True)
+def increment_scale(rule, sweeps, dw_a):
+    """s of a read in the chopper phase of `sweeps` completed sweeps (float32): rule.scale, divided with
+    correct_accumulation by min(sweeps % period + 1, 1 / dw_a) (module docstring)."""
+    if rule.correct_accumulation:
+        return np.float32(rule.scale / min(sweeps % rule.period + 1, 1.0 / dw_a))
+    return np.float32(rule.scale)
+
+
+@njit(cache=True)
+def buffer_rule(rule):
+    """The settings buffer_row takes from a TransferRule, as a plain tuple (a CUDA kernel takes it so):
+    (transfer_bl, momentum, forget_buffer, no_buffer, buffer_cap, dynamic, beta)."""
+    return (
+        rule.transfer_bl,
+        rule.momentum,
+        rule.forget_buffer,
+        rule.no_buffer,
+        rule.buffer_cap,
+        rule.dynamic,
+        rule.beta,
+    )
+
+
+@njit(cache=True, inline="always")  # in the kernel's row loop: its constants hoisted out of the loop
+def buffer_row(buf, s, sign, v, h, ref, m, latch):
+    """One output row i of the read of column k (module docstring), in float32: buf = buffer_rule(rule), s
+    the buffer increment per unit read, sign = c_in[k] c_out[i], v the read, h = H[i, k], and AGAD's ref =
+    Pref[i, k], m = M[i, k] (any values without the dynamic reference), latch: Pref[i, k] <- M[i, k] first
+    (column k's chopper switched since its last read). Returns (H[i, k], pulses n into C[i, k], Pref[i, k],
+    M[i, k], |change of Pref[i, k]|). The CPU kernel and the GPU tile's kernel both run it."""
+    transfer_bl, momentum, forget_buffer, no_buffer, buffer_cap, dynamic, beta = buf
+    s = np.float32(s)
+    sign = np.float32(sign)
+    change = np.float32(0.0)
+    if latch:
+        change = abs(ref - m)
+        ref = m
+    if dynamic:
+        inc = s * (sign * (v - ref))
+        b32 = np.float32(beta)
+        m = (np.float32(1.0) - b32) * m + b32 * v
+    else:
+        inc = s * (sign * v)
+    h = (np.float32(0.0) if no_buffer else h) + inc
+    q = 0
+    if abs(h) >= 1:
+        q = int(min(max(h, -transfer_bl), transfer_bl))  # int() truncates toward zero: trunc(h) clamped
+        if forget_buffer:
+            h = h * np.float32(momentum)
+        else:
+            h = h - np.float32(1.0 - momentum) * np.float32(q)
+            if buffer_cap > 0:
+                lim = np.float32(buffer_cap * transfer_bl)
+                h = min(max(h, -lim), lim)
+    return h, q, ref, m, change
+
+
+@njit(cache=True)
+def switch_choppers(rule, uniforms, ui, k, sweeps, c_in, c_out, switched):
+    """The chopper switches after the read of column k (module docstring): c_in[k] flips (regularly, or at
+    random from uniforms[ui]), AGAD marks the column switched; after the last column each c_out flips with
+    probability out_chop_prob and the sweep is complete. c_in, c_out, switched change in place. Returns (the
+    next uniform's index, the completed sweeps)."""
+    flip = rule.period > 0 and sweeps % rule.period + 1 == rule.period
+    if rule.chop_random:
+        if uniforms[ui] < rule.chop_prob:
+            flip = True
+        ui += 1
+    if flip:
+        c_in[k] = -c_in[k]
+        if rule.dynamic:
+            switched[k] = True
+    if k == c_in.shape[0] - 1:
+        if rule.out_chop_prob > 0:
+            for i in range(c_out.shape[0]):
+                if uniforms[ui + i] < rule.out_chop_prob:
+                    c_out[i] = -c_out[i]
+            ui += c_out.shape[0]
+        sweeps += 1
+    return ui, sweeps
+
+
+@njit(cache=True)
 def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms, state, schedule):
     """The module docstring's recursion for x (n, in), d (n, out) float32; eta (n,) float64 the step of each
     vector (folded into d, update lr 1) or empty (update lr settings.lr). handles: the fast array A, the slow
@@ -165,12 +271,8 @@ def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms
     a_app, a_ref = a.app, a.reference
     n, n_in = x.shape
     n_out = d.shape[1]
-    s = np.float32(rule.scale)
-    mom = np.float32(rule.momentum)
-    keep = np.float32(1.0 - rule.momentum)
-    lim = np.float32(rule.buffer_cap * rule.transfer_bl)
-    beta = np.float32(rule.beta)
-    one_minus_beta = np.float32(1.0) - beta
+    buf = buffer_rule(rule)
+    zero = np.float32(0.0)
     v = np.empty(n_out, np.float32)
     colv = np.empty(n_out, np.float32)
     pulses = np.empty(n_out, np.int64)
@@ -189,17 +291,7 @@ def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms
         end = min(r + 1, n)
         if end > start:  # the fast update of vectors start .. end - 1 with the current choppers
             for b in range(start, end):
-                step_b = eta[b] if eta.shape[0] > 0 else 0.0
-                if rule.fast_lr_feedback:  # see the module docstring
-                    t = fb[5] + b
-                    if t <= n:
-                        fb[2] = 0.0
-                    if t - fb[2] >= fb[4]:
-                        if fb[1] != 0.0:
-                            fb[0] *= fb[3] / fb[1]
-                        fb[1] = 0.0
-                        fb[2] = t
-                    step_b *= fb[0]
+                step_b = fast_step(rule, eta, fb, b, n)
                 for j in range(n_in):
                     xs_all[b, j] = x[b, j] * c_in[j]
                 for i in range(n_out):
@@ -220,35 +312,23 @@ def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms
             colv[i] = a_app[i, k] - a_ref[i, k]
         read_column(reader, colv, v)
         reads += 1
-        if rule.correct_accumulation:
-            s = np.float32(rule.scale / min(sweeps % rule.period + 1, 1.0 / dw_a))
-        if rule.dynamic and switched[k]:
-            for i in range(n_out):
-                if rule.fast_lr_feedback:
-                    fb[1] = max(fb[1], abs(p_ref[i, k] - m_run[i, k]))
-                p_ref[i, k] = m_run[i, k]
-            switched[k] = False
+        s = increment_scale(rule, sweeps, dw_a)
+        latch = rule.dynamic and switched[k]
         any_n = False
         for i in range(n_out):
-            sign = c_in[k] * c_out[i]
+            ref = p_ref[i, k] if rule.dynamic else zero
+            m = m_run[i, k] if rule.dynamic else zero
+            h, q, ref, m, change = buffer_row(buf, s, c_in[k] * c_out[i], v[i], h_buf[i, k], ref, m, latch)
             if rule.dynamic:
-                inc = s * (sign * (v[i] - p_ref[i, k]))
-                m_run[i, k] = one_minus_beta * m_run[i, k] + beta * v[i]
-            else:
-                inc = s * (sign * v[i])
-            h = (np.float32(0.0) if rule.no_buffer else h_buf[i, k]) + inc
-            q = 0
-            if abs(h) >= 1:
-                q = int(min(max(np.trunc(h), -rule.transfer_bl), rule.transfer_bl))
-                if rule.forget_buffer:
-                    h = h * mom
-                else:
-                    h = h - keep * np.float32(q)
-                    if rule.buffer_cap > 0:
-                        h = min(max(h, -lim), lim)
+                p_ref[i, k] = ref
+                m_run[i, k] = m
+                if latch and rule.fast_lr_feedback:
+                    fb[1] = max(fb[1], change)
             h_buf[i, k] = h
             pulses[i] = q
             any_n = any_n or q != 0
+        if latch:
+            switched[k] = False
         if sweeps > rule.write_after and any_n and rule.step != 1.0:
             x_write[0, k] = 1.0
             for i in range(n_out):
@@ -261,23 +341,8 @@ def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms
             for i in range(n_out):
                 pending[i, k] = pulses[i]
             queued[k] = True
-        flip = rule.period > 0 and sweeps % rule.period + 1 == rule.period
-        if rule.chop_random:
-            if uniforms[ui] < rule.chop_prob:
-                flip = True
-            ui += 1
-        if flip:
-            c_in[k] = -c_in[k]
-            if rule.dynamic:
-                switched[k] = True
+        ui, sweeps = switch_choppers(rule, uniforms, ui, k, sweeps, c_in, c_out, switched)
         col = (k + 1) % n_in
-        if k == n_in - 1:
-            if rule.out_chop_prob > 0:
-                for i in range(n_out):
-                    if uniforms[ui + i] < rule.out_chop_prob:
-                        c_out[i] = -c_out[i]
-                ui += n_out
-            sweeps += 1
     for k in range(n_in):
         if queued[k]:
             tr_pulses += _flush(c_handle, pending, queued)
@@ -301,7 +366,12 @@ def chopped_transfer(
     the fast update with the tile's update settings, step `steps` per vector ((n,), folded into d) or one lr
     for all (a float), reads through the tile's forward periphery after vectors first, first + every, ...
     (reads = (first, every)) from column and sweep `position` = (col, sweeps). `state` changes in place; the
-    counters of the tile and its arrays advance as their own methods advance them."""
+    counters of the tile and its arrays advance as their own methods advance them. A GPU tile
+    (devices.gpu.tile.GpuTile, x and d tensors there) runs chopped_gpu.chopped_transfer_gpu instead."""
+    if not isinstance(tile, AnalogTile):  # the GPU path loads only where it is used
+        from aimc.trainers.algorithms.chopped_gpu import chopped_transfer_gpu
+
+        return chopped_transfer_gpu(tile, arrays, x, d, steps, rule, uniforms, state, reads, position)
     per_vector = not np.isscalar(steps)
     eta = np.ascontiguousarray(steps, np.float64) if per_vector else np.zeros(0)
     out = chopped_transfer_kernel(
