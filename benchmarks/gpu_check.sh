@@ -3,11 +3,11 @@
 # H100): the GPU kernels' tests on the GPU (tests/gpu, the simulator off), then benchmarks/bench_gpu.py.
 # Results go to $OUT (default: the current folder): gpu-tests.txt, gpu-bench.json, gpu-bench.txt.
 # Where the machine has no package index, give wheels of aimc's missing dependencies in $WHEELS
-# (pip download pydantic tomli-w --dest wheels --only-binary=:all: --python-version 3.12).
+# (pip download pydantic tomli-w joblib --dest wheels --only-binary=:all: --python-version 3.12).
 set -u
 out=${OUT:-.}
 if [ -n "${WHEELS:-}" ]; then
-    python3 -m pip install -q --no-index --find-links "$WHEELS" pydantic tomli-w
+    python3 -m pip install -q --no-index --find-links "$WHEELS" pydantic tomli-w joblib
 fi
 python3 -m pip install -q --no-deps --no-build-isolation -e . || exit 1
 nvidia-smi --query-gpu=name,driver_version --format=csv > "$out/gpu-tests.txt"
