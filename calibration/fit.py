@@ -16,7 +16,7 @@ from aimc.calibration.bootstrap import N_BOOT_POOLED, N_BOOT_POPULATION, bootstr
 from aimc.calibration.families import FAMILY_KINDS, Family
 from aimc.calibration.family_fit import FamilyFit, fit_tabulated
 from aimc.calibration.family_pool import FamilyJob, fit_each_family
-from aimc.calibration.gls import read_share, smooth_residuals
+from aimc.calibration.gls import read_share
 from aimc.calibration.increment_kernels import noise_form
 from aimc.calibration.likelihood import refine_population
 from aimc.calibration.population import (
@@ -242,17 +242,12 @@ def _bootstrap_devices(
 
 
 def _with_read_share(data: PulseData, traces: TraceSet, wmap: WeightMap, anchor: float | None, keep) -> PulseData:
-    """`data` with the read-noise share its fits whiten (`gls.read_share` on the residuals about each run's smooth
-    trend, `gls.smooth_residuals`; with fewer than 50 of those, the noise moments' anchor of
-    `pulse_data.increment_noise`). The share is the anchor's own quantity, sigma_r^2 / (v + 2 sigma_r^2): where
-    `anchor` is not given, the increments are regressed on it (the moments' estimate scatters by about 0.1 on a
-    few hundred increments)."""
-    r = smooth_residuals(data.dw, data.up, data.follows)
-    ok = np.isfinite(r)
-    if ok.sum() >= 50:
-        sub = data.subset(ok)
-        share, source = read_share(r[ok] * sub.weight, sub.follows, sub.k), "the increments about each run's trend"
-    else:
+    """`data` with the read-noise share its fits whiten (`gls.read_share`; without runs of one polarity long enough
+    for it, the noise moments' anchor of `pulse_data.increment_noise`). The share is the anchor's own quantity,
+    sigma_r^2 / (v + 2 sigma_r^2): where `anchor` is not given, the increments are regressed on it (the moments'
+    estimate scatters by about 0.1 on a few hundred increments)."""
+    share, source = read_share(data.dw * data.weight, data.up, data.follows, data.k), "the runs' increments"
+    if share is None:
         share, source = data.quality["anchor"]["anchor"], "the noise moments"
     if anchor is None:
         data = pulse_data(traces, wmap, share, keep)

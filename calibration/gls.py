@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from scipy import optimize
 
 
 @njit(cache=True)
@@ -69,33 +70,53 @@ class Whitener:
         return z.reshape(u.shape)
 
 
-SHARES = np.linspace(0.0, 0.5, 51)  # the grid of read-noise shares `read_share` searches
-SEGMENT = 16  # shortest run of one polarity whose increments `smooth_residuals` fits (a cubic in the pulse index)
+SEGMENT = 16  # increments between the knots of a run's trend, and the shortest run `read_share` uses
+SAMPLE = 20000  # increments `read_share` takes at most (whole runs, in order)
 
 
-def read_share(u: np.ndarray, follows: np.ndarray, k: np.ndarray) -> float:
-    """The read noise's share a of the increments' variance (module docstring) that maximises the Gaussian
-    likelihood of the weighted residuals u of a mean model fitted without it, on SHARES: -n/2 ln(z'z / n) -
-    ln det L, z = L^-1 u (the variance profiled out)."""
-    n = len(u)
-    best, best_ll = 0.0, -np.inf
-    for share in SHARES:
-        w = Whitener(follows, k, share)
-        z = w(u)
-        ll = -0.5 * n * np.log(max(float(z @ z), 1e-300) / n) - float(np.sum(np.log(w.diag)))
-        if ll > best_ll:
-            best, best_ll = float(share), ll
-    return best
-
-
-def smooth_residuals(dw: np.ndarray, up: np.ndarray, follows: np.ndarray) -> np.ndarray:
-    """Residuals of the increments about a cubic in the pulse index fitted to each run of SEGMENT or more
-    consecutive increments of one polarity (the mean step changes slowly along a run), NaN elsewhere: a mean model
-    that, unlike a fit on the reads' weights, does not take up the read noise of the anchors."""
-    out = np.full(len(dw), np.nan)
+def runs_of_one_polarity(up: np.ndarray, follows: np.ndarray) -> list[np.ndarray]:
+    """Index arrays of the runs of SEGMENT or more consecutive increments of one polarity, in order, up to SAMPLE
+    increments in all."""
     breaks = np.flatnonzero(~follows[1:] | (up[1:] != up[:-1])) + 1
-    for seg in np.split(np.arange(len(dw)), breaks):
-        if len(seg) >= SEGMENT:
-            t = np.linspace(-1.0, 1.0, len(seg))
-            out[seg] = dw[seg] - np.polyval(np.polyfit(t, dw[seg], 3), t)
+    out, total = [], 0
+    for seg in np.split(np.arange(len(up)), breaks):
+        if len(seg) >= SEGMENT and total < SAMPLE:
+            out.append(seg)
+            total += len(seg)
     return out
+
+
+def _trend_basis(n: int) -> np.ndarray:
+    """Hat functions in the pulse index of a run of n increments, knots SEGMENT apart: a linear spline."""
+    knots = np.linspace(0.0, n - 1.0, max(2, round((n - 1) / SEGMENT) + 1))
+    t = np.arange(n, dtype=float)[:, None]
+    width = knots[1] - knots[0]
+    return np.maximum(0.0, 1.0 - np.abs(t - knots[None, :]) / width)
+
+
+def read_share(dw: np.ndarray, up: np.ndarray, follows: np.ndarray, k: np.ndarray) -> float | None:
+    """The read noise's share a (module docstring) by restricted maximum likelihood: each run of one polarity
+    (`runs_of_one_polarity`) is its mean step's linear spline in the pulse index plus errors with the increments'
+    correlation at share a; the variance is profiled out. The runs are kept apart (the reads they share at their
+    ends are left out). None without such runs."""
+    runs = runs_of_one_polarity(up, follows)
+    if not runs:
+        return None
+    bases = [_trend_basis(len(seg)) for seg in runs]
+
+    def neg_loglik(share: float) -> float:
+        rss, n, p, logdet = 0.0, 0, 0, 0.0
+        for seg, x in zip(runs, bases):
+            chain = np.ones(len(seg), bool)
+            chain[0] = False
+            w = Whitener(chain, k[seg], share)
+            zy, zx = w(dw[seg]), w(x)
+            coef, *_ = np.linalg.lstsq(zx, zy, rcond=None)
+            r = zy - zx @ coef
+            rss += float(r @ r)
+            n, p = n + len(seg), p + x.shape[1]
+            logdet += 2.0 * float(np.sum(np.log(w.diag))) + float(np.linalg.slogdet(zx.T @ zx)[1])
+        return 0.5 * (n - p) * np.log(max(rss, 1e-300) / (n - p)) + 0.5 * logdet
+
+    res = optimize.minimize_scalar(neg_loglik, bounds=(0.0, 0.5), method="bounded", options={"xatol": 1e-3})
+    return float(res.x)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aimc.calibration.gls import Whitener, read_share, smooth_residuals
+from aimc.calibration.gls import Whitener, read_share
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from neurosim_pair_noise import A_NORM, write_pair  # noqa: E402
@@ -57,24 +57,21 @@ def test_read_noise_alone_is_the_path_of_the_levels():
 
 
 @pytest.mark.parametrize("cycle, share", [(0.0, 0.5), (2.0, 0.25), (8.0, 0.1)])
-def test_read_share_comes_back(cycle, share):
-    """Increments X_j + e_{j+1} - e_j, X ~ N(0, cycle), e ~ N(0, 1): share 1 / (cycle + 2)."""
+def test_read_share_comes_back_under_a_trend(cycle, share):
+    """Increments m_j + X_j + e_{j+1} - e_j in runs of 1000 pulses alternating up and down, the mean step m_j
+    saturating along each run, X ~ N(0, cycle), e ~ N(0, 1): the read noise's share is 1 / (cycle + 2)."""
     rng = np.random.default_rng(2)
     n = 20000
-    e = rng.normal(size=n + 1)
-    u = rng.normal(0, math.sqrt(cycle), n) + np.diff(e)
-    follows = np.ones(n, bool)
-    follows[0] = False
-    assert read_share(u, follows, np.ones(n)) == pytest.approx(share, abs=0.02)
+    t = np.arange(n)
+    dw = 3.0 * np.exp(-(t % 1000) / 300.0) + rng.normal(0, math.sqrt(cycle), n) + np.diff(rng.normal(size=n + 1))
+    follows = t % 1000 != 0
+    assert read_share(dw, (t // 1000) % 2 == 0, follows, np.ones(n)) == pytest.approx(share, abs=0.02)
 
 
-def test_smooth_residuals_take_a_cubic_trend_out_of_long_runs():
-    t = np.linspace(-1, 1, 40)
-    dw = np.r_[1 + t - 0.5 * t**3, np.full(5, 2.0)]
-    up = np.r_[np.ones(40, bool), np.zeros(5, bool)]
-    r = smooth_residuals(dw, up, np.r_[False, np.ones(44, bool)])
-    np.testing.assert_allclose(r[:40], 0.0, atol=1e-12)
-    assert np.isnan(r[40:]).all()  # a run shorter than gls.SEGMENT
+def test_read_share_needs_long_runs():
+    """Runs shorter than gls.SEGMENT (random pulse polarities) give no estimate."""
+    up = np.arange(200) % 3 == 0
+    assert read_share(np.ones(200), up, np.ones(200, bool), np.ones(200)) is None
 
 
 def _fit_pair(tmp_path, *flags):
