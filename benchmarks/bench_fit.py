@@ -14,6 +14,7 @@ the search subsample, the refinement on all increments; tabulated: `fit_tabulate
 after a fit of every family to 2000 increments that compiles the kernels; it prints seconds, evaluations and BIC.
 --report also times the report of each fit (`write_report` into a temporary folder, 64 elements, as `aimc fit`
 writes it): the whole command's work is the fit's and the report's seconds together.
+--gls fits by generalised least squares (`fit(gls=True)`) and records the read-noise share it used.
 --workers N fits the families in N processes (`fit(workers=N)`); the workers are started again for every
 timed fit, as for one `aimc fit` command. --command times the command itself instead (`python -m aimc fit
 TRACES.csv --out DIR --quiet --workers N` on the traces written as CSV, in a subprocess: Python's start, the
@@ -91,6 +92,7 @@ def main() -> None:
     ap.add_argument("--per-family", action="store_true", help="time each family's fit alone (module docstring)")
     ap.add_argument("--repeats", type=int, default=1, help="A/B pairs per preset (--ab, --noise-ab)")
     ap.add_argument("--report", action="store_true", help="time the report of each fit too (module docstring)")
+    ap.add_argument("--gls", action="store_true", help="fit(gls=True): generalised least squares (docs/calibration.md)")
     ap.add_argument("--workers", default="1", help="processes that fit the families; --command: a list (1,2)")
     ap.add_argument("--command", action="store_true", help="time the whole `aimc fit` command (module docstring)")
     args = ap.parse_args()
@@ -123,7 +125,7 @@ def main() -> None:
 def timed_fits(name: str, dev, tr, method: str, args, sample: int) -> list[dict]:
     """Wall and CPU time of `fit(tr, method=method)` (with --ab / --noise-ab: the alternating runs)."""
     rows = []
-    kw = {"method": method}
+    kw = {"method": method, **({"gls": True} if args.gls else {})}
     if args.noise_ab:
         runs = [(sample, {"cycle_noise": cn}) for _ in range(args.repeats) for cn in (False, True)]
     elif args.ab:
@@ -158,6 +160,7 @@ def timed_fits(name: str, dev, tr, method: str, args, sample: int) -> list[dict]
                 "cpu_s": round(cpu, 2),
                 "search_sample": search,
                 "workers": int(args.workers),
+                "gls_share": res.data.read_share if args.gls else None,
                 **kw,
                 **extra,
                 "bic": {k: f.bic for k, f in res.fits.items()},
