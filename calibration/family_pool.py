@@ -2,9 +2,9 @@
 
 The families are independent: each one's pooled fit (on `start`, the increments that start the per-device
 fits) and, in the two-stage method, its per-device fits and population (`population.fit_population`). With
-`workers` > 1 they run in that many processes (joblib's loky workers, each on one Numba thread; kept for the
-next call, so a refit or a second fit does not start them again), and the results come back in `kinds`
-order: every fit is deterministic, so the result does not depend on `workers`. Processes, not threads,
+`workers` > 1 they run in that many processes (`aimc.common.workers`: joblib's loky workers, each on one Numba
+thread; kept for the next call, so a refit or a second fit does not start them again), and the results come
+back in `kinds` order: every fit is deterministic, so the result does not depend on `workers`. Processes, not threads,
 because scipy's trust-region steps hold the GIL: the per-device fits on two threads took 29.8 s against
 34.2 s on one for the 16-device reram_sb fit on two cores (docs/performance.md). A worker imports the
 package when it starts (2-3 s, once per process).
@@ -15,13 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numba
-from joblib import Parallel, delayed
+from joblib import delayed
 from tqdm import tqdm
 
 from aimc.calibration.families import Family, families, with_noise
 from aimc.calibration.family_fit import FamilyFit, fit_family
 from aimc.calibration.population import fit_population, identification
 from aimc.calibration.pulse_data import PulseData
+from aimc.common.workers import worker_pool
 
 FamilyResult = tuple[FamilyFit, FamilyFit, dict[int, FamilyFit]]
 """One family's (pooled fit, population or pooled fit as ranked, per-device fits by device index)."""
@@ -74,8 +75,7 @@ def fit_each_family(
                 bar.update()
         else:  # FAMILY_KINDS' costliest families come last: started first, they do not finish alone
             tasks = (delayed(_fit_in_worker)(job, k) for k in reversed(kinds))
-            run = Parallel(min(workers, len(kinds)), batch_size=1, max_nbytes=None, return_as="generator_unordered")
-            for k, result in run(tasks):
+            for k, result in worker_pool(min(workers, len(kinds)))(tasks):
                 done[k] = result
                 bar.update()
     return {k: done[k] for k in kinds}

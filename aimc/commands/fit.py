@@ -13,6 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from aimc.common.workers import start_workers
+
 
 def _replace_folder(tmp: Path, out: Path) -> None:
     """Move the finished folder `tmp` to `out`, replacing a previous `out` only once `tmp` is complete."""
@@ -37,6 +39,13 @@ def _population(result, kind: str) -> str:
 def _run(args: argparse.Namespace) -> int:
     import numba
 
+    workers = numba.config.NUMBA_NUM_THREADS if args.workers is None else args.workers
+    # the workers that fit the families start while this process imports and reads the traces
+    starting = (
+        start_workers(workers, "aimc.calibration.family_pool")
+        if args.families is None or "," in args.families
+        else None
+    )
     from aimc.calibration import fit, read_traces, write_report
     from aimc.calibration.report import check_elements
 
@@ -46,6 +55,8 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError(f"--out {str(out)!r} exists and is not a folder")
     traces = read_traces(args.traces, args.format)
     kinds = [k.strip() for k in args.families.split(",")] if args.families else None
+    if starting is not None:
+        starting.join()
     result = fit(
         traces,
         kinds=kinds,
@@ -65,7 +76,7 @@ def _run(args: argparse.Namespace) -> int:
         anchor=args.anchor,
         likelihood=args.likelihood,
         gls=args.gls,
-        workers=numba.config.NUMBA_NUM_THREADS if args.workers is None else args.workers,
+        workers=workers,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
