@@ -44,10 +44,12 @@ import numpy as np
 from numba import njit
 
 from aimc.devices import CACHED_MODULES, AnalogTile
-from aimc.devices.array_update import ArrayHandle, pulse_array, skip_update, update_array
+from aimc.devices.array_update import ArrayHandle, pulse_array, skip_update, update_array, update_array_work
 from aimc.devices.column_read import read_column
 from aimc.devices.jit_cache import flush_stale
 from aimc.devices.loops import row_abs_max
+from aimc.devices.pulse_trains import SLOTS
+from aimc.devices.pulsed_update import update_work
 
 
 class TransferRule(NamedTuple):
@@ -180,6 +182,7 @@ def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms
     fast = (1.0 if eta.shape[0] > 0 else lr, dw_a, desired_bl, update_management, bl_management)  # UpdateSettings
     write = (rule.step * dw_c, dw_c, rule.transfer_bl, off, off)
     xs_all = np.empty((n, n_in), np.float32)  # the chopped vectors; a piece is a contiguous slice
+    work = update_work(min(every, n), n_in, n_out, min(desired_bl, SLOTS))  # the fast update's work arrays
     ds_all = np.empty((n, n_out), np.float32)
     up_pulses = tr_pulses = reads = 0
     ui = 0
@@ -207,7 +210,7 @@ def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms
                     if eta.shape[0] > 0:
                         ds_all[b, i] *= np.float32(step_b)
             if _fires(xs_all, ds_all, start, end):
-                up_pulses += update_array(a_handle, xs_all[start:end], ds_all[start:end], fast, pulsed)
+                up_pulses += update_array_work(a_handle, xs_all[start:end], ds_all[start:end], fast, pulsed, work)
             else:  # the update would take its counters and change nothing (no vector with x and d nonzero)
                 skip_update(a_handle)
             start = end
