@@ -72,11 +72,12 @@ def update_array(a: ArrayHandle, x, d, settings, pulsed: bool) -> int:
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def update_array_work(a: ArrayHandle, x, d, settings, pulsed: bool, work) -> int:
     """update_array with the pulsed update in the work arrays `work` (devices.pulsed_update.update_work,
     pulsed_update_work): the same weights, counters and pulses, no allocation per call where the update fits
-    the work. Returns pulses fired."""
+    the work. Inlined, with the pulse loop: a caller builds with parallel=True (pulsed_update_work says
+    why). Returns pulses fired."""
     if not pulsed:
         return update_array(a, x, d, settings, pulsed)
     a = ArrayHandle(*a)

@@ -211,12 +211,14 @@ def update_work(batch: int, n_in: int, n_out: int, slots: int) -> tuple:
     )
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, inline="always")
 def pulsed_update_work(w, x, d, settings, params, seed, counter, app, wn, wn_counter, work) -> int:
     """pulsed_update_kernel in the work arrays `work` (update_work) instead of arrays of its own: the same
-    weights and pulses, without the allocations that dominate a single-sample update (a c-TTv2 piece
-    between two column reads). An update of more samples or longer trains than the work holds runs
-    pulsed_update_kernel. parallel=True for the reason given there."""
+    weights and pulses, without the allocations and the call that dominate a single-sample update (a c-TTv2
+    piece between two column reads). Inlined: a call passes some twenty arrays, whose reference counts cost
+    more than the plan and trains of a 16 x 25 sample; callers with a pulse loop inlined need parallel=True
+    for the reason given at pulsed_update_kernel. An update of more samples or longer trains than the work
+    holds runs pulsed_update_kernel."""
     bl, x_scale, d_scale, x_masks, d_masks, x_lists, x_counts, d_counts, fired, ring = work
     batch = x.shape[0]
     lr, granularity, desired_bl, update_management, bl_management = settings

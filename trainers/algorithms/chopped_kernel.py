@@ -38,10 +38,12 @@ in the BLAS order of Numba's matmul, which may differ from numpy's in the last b
 """
 
 import sys
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.core.errors import NumbaPerformanceWarning
 
 from aimc.devices import CACHED_MODULES, AnalogTile
 from aimc.devices.array_update import ArrayHandle, pulse_array, skip_update, update_array, update_array_work
@@ -50,6 +52,10 @@ from aimc.devices.jit_cache import flush_stale
 from aimc.devices.loops import row_abs_max
 from aimc.devices.pulse_trains import SLOTS
 from aimc.devices.pulsed_update import update_work
+
+warnings.filterwarnings(  # parallel=True for the pipeline's clean-up, not a parallel loop (the kernel's docstring)
+    "ignore", r"(?s).*no transformation for parallel execution.*def chopped_transfer_kernel", NumbaPerformanceWarning
+)
 
 
 class TransferRule(NamedTuple):
@@ -149,14 +155,16 @@ def _flush(c, pending, queued) -> int:
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms, state, schedule):
     """The module docstring's recursion for x (n, in), d (n, out) float32; eta (n,) float64 the step of each
     vector (folded into d, update lr 1) or empty (update lr settings.lr). handles: the fast array A, the slow
     array C and the read periphery (AnalogTile.kernel_handles; their counters advance in place); settings
     the fast update's UpdateSettings, pulsed its mode; state a ChopperState (changed in place); schedule
     (first, every, col, sweeps): the first vector after which a column is read, the vectors between reads,
-    the next column and the completed sweeps. Returns (col, sweeps, update pulses, transfer pulses, reads)."""
+    the next column and the completed sweeps. Returns (col, sweeps, update pulses, transfer pulses, reads).
+    Built with parallel=True without a parallel loop: the fast update is inlined (update_array_work), and the
+    parallel pipeline removes the reference counting its pulse loop would otherwise carry."""
     a_handle, c_handle, reader = handles  # passed on as they come: update_array compiles once for all its callers
     a, c = ArrayHandle(*a_handle), ArrayHandle(*c_handle)
     h_buf, c_in, c_out, m_run, p_ref, switched, fb, pending, queued = state
