@@ -203,7 +203,7 @@ def update_work(batch: int, n_in: int, n_out: int, slots: int) -> tuple:
         np.zeros(batch),
         np.zeros((batch, n_in), np.uint32),
         np.zeros((batch, n_out + MASK_PAD), np.uint32),  # columns past d stay 0
-        np.zeros((batch, slots, n_in), np.uint32),
+        np.empty((batch, slots, n_in), np.uint32),  # read only where x_counts says
         np.zeros((batch, slots), np.int32),
         np.zeros((batch, slots), np.int32),
         np.zeros(n_out, np.int64),

@@ -58,6 +58,12 @@ warnings.filterwarnings(  # parallel=True for the pipeline's clean-up, not a par
 )
 
 
+WORK_SAMPLES = 8
+"""Fast updates of up to this many samples (the pieces between reads every few samples) run in work arrays
+allocated once per call (devices.pulsed_update.update_work); longer pieces allocate their own, a cost that
+is small against their trains and pulses and keeps the work small."""
+
+
 class TransferRule(NamedTuple):
     """The buffer, threshold and chopper settings of a chopped transfer (module docstring)."""
 
@@ -190,7 +196,7 @@ def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms
     fast = (1.0 if eta.shape[0] > 0 else lr, dw_a, desired_bl, update_management, bl_management)  # UpdateSettings
     write = (rule.step * dw_c, dw_c, rule.transfer_bl, off, off)
     xs_all = np.empty((n, n_in), np.float32)  # the chopped vectors; a piece is a contiguous slice
-    work = update_work(min(every, n), n_in, n_out, min(desired_bl, SLOTS))  # the fast update's work arrays
+    work = update_work(min(every, n, WORK_SAMPLES), n_in, n_out, min(desired_bl, SLOTS))  # the fast update's
     ds_all = np.empty((n, n_out), np.float32)
     up_pulses = tr_pulses = reads = 0
     ui = 0
