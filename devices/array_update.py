@@ -18,7 +18,7 @@ from aimc.devices.expected_update import expected_update_kernel
 from aimc.devices.kernel_bundles import ElementKernelParams
 from aimc.devices.pulse_trains import clip_to_probability, plan_kernel
 from aimc.devices.pulsed_set import new_set, set_of_mask
-from aimc.devices.pulsed_update import pulsed_update_kernel
+from aimc.devices.pulsed_update import pulsed_update_kernel, pulsed_update_work
 from aimc.devices.pulses import pulse_columns_kernel, pulse_kernel
 
 COUNTER, PULSES = 0, 1
@@ -68,6 +68,22 @@ def update_array(a: ArrayHandle, x, d, settings, pulsed: bool) -> int:
     counter = next_counter(a)
     wn_counter = next_counter(a) if a.wn.shape[0] > 0 else 0  # the redraw's counter follows the update's
     n = pulsed_update_kernel(a.w, x, d, settings, a.params, a.seed, counter, a.app, a.wn, wn_counter)
+    a.counts[PULSES] += n
+    return n
+
+
+@njit(cache=True, inline="always")
+def update_array_work(a: ArrayHandle, x, d, settings, pulsed: bool, work) -> int:
+    """update_array with the pulsed update in the work arrays `work` (devices.pulsed_update.update_work,
+    pulsed_update_work): the same weights, counters and pulses, no allocation per call where the update fits
+    the work. Inlined, with the pulse loop: a caller builds with parallel=True (pulsed_update_work says
+    why). Returns pulses fired."""
+    if not pulsed:
+        return update_array(a, x, d, settings, pulsed)
+    a = ArrayHandle(*a)
+    counter = next_counter(a)
+    wn_counter = next_counter(a) if a.wn.shape[0] > 0 else 0  # the redraw's counter follows the update's
+    n = pulsed_update_work(a.w, x, d, settings, a.params, a.seed, counter, a.app, a.wn, wn_counter, work)
     a.counts[PULSES] += n
     return n
 

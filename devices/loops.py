@@ -34,6 +34,16 @@ SIGN_CLEARED = np.int32(0x7FFFFFFF)
 """All bits of a float32 but its sign."""
 
 
+@njit(cache=True, inline="always")
+def abs_max_bits(row) -> np.int32:
+    """The bit pattern (int32) of max |row[k]| of a 1-D float32 array view as int32 (row_abs_max's row)."""
+    m = np.int32(0)
+    for k in range(row.shape[0]):
+        v = np.int32(row[k] & SIGN_CLEARED)
+        m = v if v > m else m
+    return m
+
+
 @njit(cache=True)
 def row_abs_max(a):
     """max |a[b, :]| of each row of a C-contiguous float32 2-D array, as float32 (B,) (0 for an empty row).
@@ -46,10 +56,5 @@ def row_abs_max(a):
     bits = a.view(np.int32)
     out = np.empty(a.shape[0], np.int32)
     for b in range(a.shape[0]):
-        row = bits[b]
-        m = np.int32(0)
-        for k in range(row.shape[0]):
-            v = np.int32(row[k] & SIGN_CLEARED)
-            m = v if v > m else m
-        out[b] = m
+        out[b] = abs_max_bits(bits[b])
     return out.view(np.float32)

@@ -15,8 +15,8 @@ import math
 import numpy as np
 from numba import njit, prange, uint32, uint64
 
-from aimc.devices.bits import lowest_bit
-from aimc.devices.loops import row_abs_max, total
+from aimc.devices.bits import bits_float, lowest_bit
+from aimc.devices.loops import abs_max_bits, total
 from aimc.devices.rng import bits31_at, stream_seed, uniform_step
 
 NOT_FINITE = "update: x or d holds a NaN or an infinity"
@@ -63,16 +63,22 @@ def plan_kernel(x, d, lr, granularity, desired_bl, update_management, bl_managem
     bl = np.zeros(batch, np.int32)
     x_scale = np.zeros(batch)
     d_scale = np.zeros(batch)
-    x_max = row_abs_max(x)
-    d_max = row_abs_max(d)
+    plan_into(x, d, lr, granularity, desired_bl, update_management, bl_management, bl, x_scale, d_scale)
+    return bl, x_scale, d_scale
+
+
+@njit(cache=True, inline="always")
+def plan_into(x, d, lr, granularity, desired_bl, update_management, bl_management, bl, x_scale, d_scale) -> None:
+    """plan_kernel written into bl, x_scale, d_scale (at least B entries each): no allocation."""
+    x_bits = x.view(np.int32)
+    d_bits = d.view(np.int32)
     managed = update_management or bl_management  # aihwkit turns update management on with BL management
-    for b in range(batch):
-        xm = float(x_max[b])
-        dm = float(d_max[b])
+    for b in range(x.shape[0]):
+        xm = float(bits_float(abs_max_bits(x_bits[b])))  # row_abs_max of the row
+        dm = float(bits_float(abs_max_bits(d_bits[b])))
         if not (math.isfinite(xm) and math.isfinite(dm)):
             raise ValueError(NOT_FINITE)
         bl[b], x_scale[b], d_scale[b] = sample_plan(xm, dm, lr, granularity, desired_bl, managed, bl_management)
-    return bl, x_scale, d_scale
 
 
 SLOTS = 32

@@ -9,7 +9,15 @@ from numba import njit, prange
 
 from aimc.devices.coincidences import coincide_row, coincide_rows_parallel, redraw_pulsed_row, redraw_work, ring_size
 from aimc.devices.loops import total, zeros
-from aimc.devices.pulse_trains import SLOTS, fill_train, plan_kernel, slot_counts_of, slot_lists_of, split_long_trains
+from aimc.devices.pulse_trains import (
+    SLOTS,
+    fill_train,
+    plan_into,
+    plan_kernel,
+    slot_counts_of,
+    slot_lists_of,
+    split_long_trains,
+)
 
 MASK_PAD = 16
 """Extra (zero) columns of d's train masks in pulsed_update_kernel. The coincidence stage reads them by
@@ -68,10 +76,9 @@ def _fill_trains_parallel(
 def draw_trains(x, d, settings, seed, counter, mask_pad) -> tuple:
     """The pulse trains of the update W -= lr d^T x (settings: devices.kernel_bundles.UpdateSettings): train
     plan (plan_kernel), the x and d trains (streams 0 .. B-1 and B .. 2B-1) with x's slot lists and d's slot
-    counts. Where a train is longer than SLOTS, the samples are the chunks of split_long_trains (B then
-    counts the chunks, each with its own streams). Small updates draw on the calling thread
-    (SERIAL_TRAIN_ELEMENTS), large ones in parallel; the trains do not depend on it. d_masks gets mask_pad
-    zero columns past d's (MASK_PAD). Returns (x_lists, x_counts, d_masks, d_counts, d), d the rows of the
+    counts (fill_all_trains). Where a train is longer than SLOTS, the samples are the chunks of
+    split_long_trains (B then counts the chunks, each with its own streams). d_masks gets mask_pad zero
+    columns past d's (MASK_PAD). Returns (x_lists, x_counts, d_masks, d_counts, d), d the rows of the
     samples (chunks) the trains have."""
     lr, granularity, desired_bl, update_management, bl_management = settings
     bl, x_scale, d_scale = plan_kernel(x, d, abs(lr), granularity, desired_bl, update_management, bl_management)
@@ -87,12 +94,20 @@ def draw_trains(x, d, settings, seed, counter, mask_pad) -> tuple:
     x_lists = np.empty((batch, max_bl, x.shape[1]), np.uint32)
     x_counts = zeros((batch, max_bl), np.int32)
     d_counts = zeros((batch, max_bl), np.int32)
-    if batch * (x.shape[1] + d.shape[1]) <= SERIAL_TRAIN_ELEMENTS:
-        for k in range(2 * batch):
+    fill_all_trains(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts)
+    return x_lists, x_counts, d_masks, d_counts, d
+
+
+@njit(cache=True, inline="always")
+def fill_all_trains(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts) -> None:
+    """Every train set of an update (fill_trains_of; masks and counts zero on entry, x_lists with at least
+    max(bl) slots). Small updates draw on the calling thread (SERIAL_TRAIN_ELEMENTS), large ones in
+    parallel; the trains do not depend on it."""
+    if x.shape[0] * (x.shape[1] + d.shape[1]) <= SERIAL_TRAIN_ELEMENTS:
+        for k in range(2 * x.shape[0]):
             fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts)
     else:
         _fill_trains_parallel(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts)
-    return x_lists, x_counts, d_masks, d_counts, d
 
 
 @njit(cache=True, parallel=True)
@@ -113,13 +128,22 @@ def pulsed_update_kernel(w, x, d, settings, params, seed, counter, app, wn, wn_c
     pulse is redrawn, app = w + std xi, row by row after the pulses (coincidences.redraw_pulsed_row;
     bit-identical to devices.effects.redraw_kernel with the pulsed set and counter wn_counter). wn without
     rows (effects.NO_WRITE_NOISE): no write noise, app is not touched."""
-    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
     x_lists, x_counts, d_masks, d_counts, d = draw_trains(x, d, settings, seed, counter, MASK_PAD)
-    lr = settings[0]
-    lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     fired = np.empty(w.shape[0], np.int64)
+    ring = np.empty(ring_size(w.shape[1]), np.float32)
+    trains = (x_lists, x_counts, d_masks, d_counts)
+    return fire_trains(w, trains, d, settings[0], params, seed, counter, app, wn, wn_counter, fired, ring)
+
+
+@njit(cache=True, inline="always")
+def fire_trains(w, trains, d, lr, params, seed, counter, app, wn, wn_counter, fired, ring) -> int:
+    """The coincidence stage of pulsed_update_kernel for the trains (x_lists, x_counts, d_masks, d_counts)
+    of the rows of d, with work arrays fired (int64 (out,)) and ring (float32 (ring_size(in),)). Returns
+    pulses fired."""
+    x_lists, x_counts, d_masks, d_counts = trains
+    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
+    lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     if _coincidences(x_counts, d_counts) <= SERIAL_PULSES:
-        ring = np.empty(ring_size(w.shape[1]), np.float32)
         for i in range(w.shape[0]):
             fired[i] = coincide_row(
                 i,
@@ -166,3 +190,47 @@ def pulsed_update_kernel(w, x, d, settings, params, seed, counter, app, wn, wn_c
             fired, w, (x_lists, x_counts, d_masks), d, lr_sign, params, seed, counter, app, wn, wn_counter
         )
     return total(fired)
+
+
+@njit(cache=True)
+def update_work(batch: int, n_in: int, n_out: int, slots: int) -> tuple:
+    """Work arrays of pulsed_update_work for updates of up to `batch` samples with trains of up to `slots`
+    (<= SLOTS) slots of an (n_out, n_in) array: bl, x_scale, d_scale, x_masks, d_masks, x_lists, x_counts,
+    d_counts (draw_trains'), fired and ring (fire_trains')."""
+    return (
+        np.zeros(batch, np.int32),
+        np.zeros(batch),
+        np.zeros(batch),
+        np.zeros((batch, n_in), np.uint32),
+        np.zeros((batch, n_out + MASK_PAD), np.uint32),  # columns past d stay 0
+        np.empty((batch, slots, n_in), np.uint32),  # read only where x_counts says
+        np.zeros((batch, slots), np.int32),
+        np.zeros((batch, slots), np.int32),
+        np.zeros(n_out, np.int64),
+        np.zeros(ring_size(n_in), np.float32),
+    )
+
+
+@njit(cache=True, inline="always")
+def pulsed_update_work(w, x, d, settings, params, seed, counter, app, wn, wn_counter, work) -> int:
+    """pulsed_update_kernel in the work arrays `work` (update_work) instead of arrays of its own: the same
+    weights and pulses, without the allocations and the call that dominate a single-sample update (a c-TTv2
+    piece between two column reads). Inlined: a call passes some twenty arrays, whose reference counts cost
+    more than the plan and trains of a 16 x 25 sample; callers with a pulse loop inlined need parallel=True
+    for the reason given at pulsed_update_kernel. An update of more samples or longer trains than the work
+    holds runs pulsed_update_kernel."""
+    bl, x_scale, d_scale, x_masks, d_masks, x_lists, x_counts, d_counts, fired, ring = work
+    batch = x.shape[0]
+    lr, granularity, desired_bl, update_management, bl_management = settings
+    if batch > bl.shape[0] or desired_bl > x_lists.shape[1]:
+        return pulsed_update_kernel(w, x, d, settings, params, seed, counter, app, wn, wn_counter)
+    plan_into(x, d, abs(lr), granularity, desired_bl, update_management, bl_management, bl, x_scale, d_scale)
+    for b in range(batch):
+        x_masks[b] = 0
+        d_masks[b] = 0
+        x_counts[b] = 0
+        d_counts[b] = 0
+    x_masks, d_masks, x_counts, d_counts = x_masks[:batch], d_masks[:batch], x_counts[:batch], d_counts[:batch]
+    fill_all_trains(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts)
+    trains = (x_lists, x_counts, d_masks, d_counts)
+    return fire_trains(w, trains, d, lr, params, seed, counter, app, wn, wn_counter, fired, ring)

@@ -42,16 +42,30 @@ and the read's increment (increment_scale) are functions of their own: the GPU t
 """
 
 import sys
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.core.errors import NumbaPerformanceWarning
 
 from aimc.devices import CACHED_MODULES, AnalogTile
-from aimc.devices.array_update import ArrayHandle, pulse_array, skip_update, update_array
+from aimc.devices.array_update import ArrayHandle, pulse_array, skip_update, update_array, update_array_work
 from aimc.devices.column_read import read_column
 from aimc.devices.jit_cache import flush_stale
 from aimc.devices.loops import row_abs_max
+from aimc.devices.pulse_trains import SLOTS
+from aimc.devices.pulsed_update import update_work
+
+warnings.filterwarnings(  # parallel=True for the pipeline's clean-up, not a parallel loop (the kernel's docstring)
+    "ignore", r"(?s).*no transformation for parallel execution.*def chopped_transfer_kernel", NumbaPerformanceWarning
+)
+
+
+WORK_SAMPLES = 8
+"""Fast updates of up to this many samples (the pieces between reads every few samples) run in work arrays
+allocated once per call (devices.pulsed_update.update_work); longer pieces allocate their own, a cost that
+is small against their trains and pulses and keeps the work small."""
 
 
 class TransferRule(NamedTuple):
@@ -253,14 +267,16 @@ def switch_choppers(rule, uniforms, ui, k, sweeps, c_in, c_out, switched):
     return ui, sweeps
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms, state, schedule):
     """The module docstring's recursion for x (n, in), d (n, out) float32; eta (n,) float64 the step of each
     vector (folded into d, update lr 1) or empty (update lr settings.lr). handles: the fast array A, the slow
     array C and the read periphery (AnalogTile.kernel_handles; their counters advance in place); settings
     the fast update's UpdateSettings, pulsed its mode; state a ChopperState (changed in place); schedule
     (first, every, col, sweeps): the first vector after which a column is read, the vectors between reads,
-    the next column and the completed sweeps. Returns (col, sweeps, update pulses, transfer pulses, reads)."""
+    the next column and the completed sweeps. Returns (col, sweeps, update pulses, transfer pulses, reads).
+    Built with parallel=True without a parallel loop: the fast update is inlined (update_array_work), and the
+    parallel pipeline removes the reference counting its pulse loop would otherwise carry."""
     a_handle, c_handle, reader = handles  # passed on as they come: update_array compiles once for all its callers
     a, c = ArrayHandle(*a_handle), ArrayHandle(*c_handle)
     h_buf, c_in, c_out, m_run, p_ref, switched, fb, pending, queued = state
@@ -282,6 +298,7 @@ def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms
     fast = (1.0 if eta.shape[0] > 0 else lr, dw_a, desired_bl, update_management, bl_management)  # UpdateSettings
     write = (rule.step * dw_c, dw_c, rule.transfer_bl, off, off)
     xs_all = np.empty((n, n_in), np.float32)  # the chopped vectors; a piece is a contiguous slice
+    work = update_work(min(every, n, WORK_SAMPLES), n_in, n_out, min(desired_bl, SLOTS))  # the fast update's
     ds_all = np.empty((n, n_out), np.float32)
     up_pulses = tr_pulses = reads = 0
     ui = 0
@@ -299,7 +316,7 @@ def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms
                     if eta.shape[0] > 0:
                         ds_all[b, i] *= np.float32(step_b)
             if _fires(xs_all, ds_all, start, end):
-                up_pulses += update_array(a_handle, xs_all[start:end], ds_all[start:end], fast, pulsed)
+                up_pulses += update_array_work(a_handle, xs_all[start:end], ds_all[start:end], fast, pulsed, work)
             else:  # the update would take its counters and change nothing (no vector with x and d nonzero)
                 skip_update(a_handle)
             start = end
