@@ -10,6 +10,7 @@ import copy
 import numpy as np
 import pytest
 import torch
+from chopped_helpers import RULE
 from gpu_helpers import DEVICE, assert_twins, needs_kernels, needs_ptx
 from torch import nn
 
@@ -18,25 +19,10 @@ from aimc.devices import AnalogTile, Linear, PeripheryConfig, UpdateConfig, get_
 from aimc.devices.gpu import runtime
 from aimc.devices.gpu.tile import GpuTile
 from aimc.trainers.algorithms.chopped_gpu import buffer_read_kernel
-from aimc.trainers.algorithms.chopped_kernel import ChopperState, TransferRule, buffer_rule, chopped_transfer
+from aimc.trainers.algorithms.chopped_kernel import ChopperState, buffer_rule, chopped_transfer
 
 N_OUT, N_IN, N = 6, 5, 14
 
-RULE = TransferRule(
-    scale=40.0,
-    transfer_bl=2,
-    momentum=0.25,
-    forget_buffer=False,
-    no_buffer=False,
-    buffer_cap=1.5,
-    chop_prob=0.3,
-    chop_random=True,
-    period=3,
-    out_chop_prob=0.2,
-    dynamic=False,
-    beta=0.0,
-    write_after=-1,
-)
 
 AGAD = RULE._replace(dynamic=True, beta=0.4, write_after=0, chop_random=False, period=2)
 

@@ -9,6 +9,7 @@ import copy
 
 import numpy as np
 import pytest
+from chopped_helpers import RULE
 
 from aimc.devices import AnalogTile, Linear, PeripheryConfig, UpdateConfig, analog_mvm, get_preset
 from aimc.devices.array_update import pulse_array
@@ -16,23 +17,7 @@ from aimc.devices.column_read import one_hot_settings
 from aimc.devices.periphery import read_one_hot
 from aimc.devices.pulses import pulse_columns_kernel, pulse_kernel
 from aimc.devices.rng import Stream
-from aimc.trainers.algorithms.chopped_kernel import ChopperState, TransferRule, chopped_transfer, running_estimate
-
-RULE = TransferRule(
-    scale=40.0,
-    transfer_bl=2,
-    momentum=0.25,
-    forget_buffer=False,
-    no_buffer=False,
-    buffer_cap=1.5,
-    chop_prob=0.3,
-    chop_random=True,
-    period=3,
-    out_chop_prob=0.2,
-    dynamic=False,
-    beta=0.0,
-    write_after=-1,
-)
+from aimc.trainers.algorithms.chopped_kernel import ChopperState, chopped_transfer, running_estimate
 
 
 def _reference(tile, x, d, eta, first, every, rule, u, st):
