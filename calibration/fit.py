@@ -241,7 +241,7 @@ def _bootstrap_devices(
     population.flags = identification(fam, population, data)
 
 
-def _with_read_share(data: PulseData, traces: TraceSet, wmap: WeightMap, anchor: float | None, keep) -> PulseData:
+def _with_read_share(data: PulseData, anchor: float | None) -> PulseData:
     """`data` with the read-noise share its fits whiten (`gls.read_share`; without runs of one polarity long enough
     for it, the noise moments' anchor of `pulse_data.increment_noise`). The share is the anchor's own quantity,
     sigma_r^2 / (v + 2 sigma_r^2): where `anchor` is not given, the increments are regressed on it (the moments'
@@ -249,8 +249,9 @@ def _with_read_share(data: PulseData, traces: TraceSet, wmap: WeightMap, anchor:
     share, source = read_share(data.dw * data.weight, data.up, data.follows, data.k), "the runs' increments"
     if share is None:
         share, source = data.quality["anchor"]["anchor"], "the noise moments"
-    if anchor is None:
-        data = pulse_data(traces, wmap, share, keep)
+    if anchor is None:  # what pulse_data(..., anchor=share) gives: the outliers and the scale do not depend on it
+        data.quality["anchor"]["used"] = share
+        data = replace(data, anchor=share)
     data = replace(data, read_share=share)
     data.quality["gls"] = (
         f"generalised least squares: consecutive single-pulse increments correlate by {-share:.2f} "
@@ -303,8 +304,8 @@ def fit(
     (`pulse_data.predicted_outliers`) are kept and everything is fitted again once; workers: processes that fit
     the families side by side (`family_pool`; the result does not depend on it); gls: every family fitted and
     ranked by generalised least squares over the read noise that consecutive increments share (`gls`: for
-    read noise that dominates the cycle noise, where the levels of a run carry the shape), its correlation from
-    the noise moments of `pulse_data.increment_noise`."""
+    read noise that dominates the cycle noise, where the levels of a run carry the shape), its correlation
+    estimated from the runs' increments (`gls.read_share`) and used as the anchor where `anchor` is None."""
     call = dict(locals())
     if criterion not in ("aic", "bic"):
         raise ValueError(f"criterion must be 'aic' or 'bic', got {criterion!r}")
@@ -329,7 +330,7 @@ def fit(
         raise ValueError(f"anchor must be in [0, 0.5], got {anchor}")
     data = pulse_data(traces, wmap, anchor, keep)
     if gls:
-        data = _with_read_share(data, traces, wmap, anchor, keep)
+        data = _with_read_share(data, anchor)
     if cycle_noise is None:
         cycle_noise = likelihood or data.anchor < CENSORED_ANCHOR
     data.quality["censored_mean"] = bool(cycle_noise)
