@@ -1,6 +1,8 @@
-"""The chopped-transfer rule the CPU kernel's and the GPU path's tests share: buffer cap, random and regular
-input choppers, output choppers, a write from the first sweep."""
+"""What the CPU kernel's and the GPU path's chopped-transfer tests share: the rule (buffer cap, random and
+regular input choppers, output choppers, a write from the first sweep) and the tile (fast array read through
+a bounded periphery with bound management, BL 5)."""
 
+from aimc.devices import AnalogTile, PeripheryConfig, UpdateConfig
 from aimc.trainers.algorithms.chopped_kernel import TransferRule
 
 RULE = TransferRule(
@@ -18,3 +20,16 @@ RULE = TransferRule(
     beta=0.0,
     write_after=-1,
 )
+
+
+def transfer_tile(n_out: int, n_in: int, device, mode: str) -> AnalogTile:
+    """Arrays A (gain 1) and C (gain 0) of `device`, the update in `mode`, seed 3."""
+    return AnalogTile(
+        n_out,
+        n_in,
+        device,
+        gains=(1.0, 0.0),
+        forward=PeripheryConfig(out_bound=0.3, max_bm_reads=3),
+        update=UpdateConfig(mode=mode, desired_bl=5),
+        seed=3,
+    )

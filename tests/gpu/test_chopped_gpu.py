@@ -10,12 +10,12 @@ import copy
 import numpy as np
 import pytest
 import torch
-from chopped_helpers import RULE
+from chopped_helpers import RULE, transfer_tile
 from gpu_helpers import DEVICE, assert_twins, needs_kernels, needs_ptx
 from torch import nn
 
 from aimc import trainers as T
-from aimc.devices import AnalogTile, Linear, PeripheryConfig, UpdateConfig, get_preset
+from aimc.devices import Linear, PeripheryConfig, get_preset
 from aimc.devices.gpu import runtime
 from aimc.devices.gpu.tile import GpuTile
 from aimc.trainers.algorithms.chopped_gpu import buffer_read_kernel
@@ -58,15 +58,7 @@ def _state(rng) -> ChopperState:
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_gpu_tile_transfers_as_the_cpu_kernel_bit_for_bit(case):
     device, mode, rule, every = CASES[case]
-    cpu = AnalogTile(
-        N_OUT,
-        N_IN,
-        device,
-        gains=(1.0, 0.0),
-        forward=PeripheryConfig(out_bound=0.3, max_bm_reads=3),
-        update=UpdateConfig(mode=mode, desired_bl=5),
-        seed=3,
-    )
+    cpu = transfer_tile(N_OUT, N_IN, device, mode)
     gpu = GpuTile(copy.deepcopy(cpu), DEVICE)
     rng = np.random.default_rng(1)
     x = rng.uniform(-1, 1, (N, N_IN)).astype(np.float32)

@@ -9,9 +9,9 @@ import copy
 
 import numpy as np
 import pytest
-from chopped_helpers import RULE
+from chopped_helpers import RULE, transfer_tile
 
-from aimc.devices import AnalogTile, Linear, PeripheryConfig, UpdateConfig, analog_mvm, get_preset
+from aimc.devices import AnalogTile, Linear, PeripheryConfig, analog_mvm, get_preset
 from aimc.devices.array_update import pulse_array
 from aimc.devices.column_read import one_hot_settings
 from aimc.devices.periphery import read_one_hot
@@ -92,15 +92,7 @@ def _reference(tile, x, d, eta, first, every, rule, u, st):
 )
 def test_kernel_equals_the_tile_methods_one_by_one(device, mode, dynamic, every):
     n_out, n_in, n = 5, 4, 23
-    tile = AnalogTile(
-        n_out,
-        n_in,
-        device,
-        gains=(1.0, 0.0),
-        forward=PeripheryConfig(out_bound=0.3, max_bm_reads=3),
-        update=UpdateConfig(mode=mode, desired_bl=5),
-        seed=3,
-    )
+    tile = transfer_tile(n_out, n_in, device, mode)
     rng = np.random.default_rng(1)
     x = rng.uniform(-1, 1, (n, n_in)).astype(np.float32)
     d = rng.uniform(-1, 1, (n, n_out)).astype(np.float32)
