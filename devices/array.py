@@ -303,7 +303,7 @@ class ConductanceArray:
     # -- pulses -----------------------------------------------------------------------------------------
     def pulse(self, counts: np.ndarray) -> int:
         """Fire counts[i, j] signed pulses (> 0 up) into each element, one at a time (the exact reference)."""
-        counts = np.ascontiguousarray(counts, dtype=np.int64)
+        counts = np.require(counts, np.int64, ["C", "W"])  # a read-only array would compile the kernel again
         if counts.shape != self.shape:
             raise ValueError(f"counts has shape {counts.shape}, array is {self.shape}")
         return int(pulse_array(self.handle(), counts, np.arange(self.shape[1])))

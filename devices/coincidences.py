@@ -354,6 +354,44 @@ def ring_size(cols: int) -> int:
 
 
 @njit(cache=True, parallel=True)
+def coincide_rows_serial(fired, w, trains, d, lr_sign, params, seed, counter, app, wn, wn_counter, ring) -> None:
+    """coincide_rows_parallel on the calling thread, with the noise ring `ring` (ring_size(in) float32), for
+    updates too small for a parallel launch. Built with parallel=True without a parallel loop, for the reason
+    given at devices.pulsed_update.pulsed_update_kernel."""
+    x_lists, x_counts, d_masks = trains
+    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
+    for i in range(w.shape[0]):
+        fired[i] = coincide_row(
+            i,
+            w,
+            x_lists,
+            x_counts,
+            d,
+            lr_sign,
+            d_masks,
+            ep,
+            code,
+            consts,
+            grid,
+            tab_up,
+            tab_dn,
+            sigma,
+            additive,
+            seed,
+            counter,
+            ring,
+        )
+    if wn.shape[0] == 0:
+        return
+    rows, normals, columns, samples = redraw_work(1, d_masks, w.shape[0], w.shape[1])
+    for i in range(w.shape[0]):
+        if fired[i] > 0:
+            redraw_pulsed_row(
+                i, rows, 0, normals[0], columns[0], samples, x_lists, x_counts, d_masks, app, w, wn, seed, wn_counter
+            )
+
+
+@njit(cache=True, parallel=True)
 def coincide_rows_parallel(fired, w, trains, d, lr_sign, params, seed, counter, app, wn, wn_counter) -> None:
     """coincide_row for every row, in parallel; fired[i] gets row i's pulses; trains = (x_lists, x_counts,
     d_masks), params the elements' ElementKernelParams. Each thread takes the noise ring of its id: a ring
