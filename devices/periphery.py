@@ -25,9 +25,10 @@ from numba import njit, prange, uint64
 from pydantic import Field
 
 from aimc.common.validation import Float32Config
+from aimc.devices.converters import dac_input, level_step, quantize
+from aimc.devices.crossbar_product import dac_product, product
 from aimc.devices.noise_management import fresh_average, nm_scales
 from aimc.devices.rng import Stream, normal_step, stream_seed
-from aimc.devices.threads import kernel_thread_count
 
 NM_CODES = {False: 0, True: 1, "abs_max": 1, "max": 2, "constant": 3, "abs_max_np_sum": 4, "average_abs_max": 5}
 """The kernels' code of each noise_management value."""
@@ -133,136 +134,6 @@ class PeripheryConfig(Float32Config):
 
 
 @njit(cache=True, inline="always")
-def level_step(bound, bits):
-    """Step between the 2^bits - 1 levels of a converter over +-bound (float32; 1 for bits 0: none)."""
-    return np.float32(2.0 * bound / (2.0**bits - 2.0)) if bits > 0 else np.float32(1.0)
-
-
-@njit(cache=True, inline="always")
-def quantize(v, b32, step):
-    """v clipped to +-b32 and rounded to the nearest level (a DAC or ADC conversion). round(., 0) rounds half to
-    even as np.rint (a NaN stays NaN) and compiles for the CUDA target too (devices.gpu.periphery)."""
-    return np.float32(round(min(max(v, -b32), b32) / step, 0)) * step
-
-
-@njit(cache=True)
-def _prepare_input(x, bound, bits, scale):
-    """Divide each row of x by its scale (1 where 0), clip to +-bound, quantize to 2^bits - 1 levels (bits 0:
-    none). Returns xq float32 (batch, n)."""
-    batch, n = x.shape
-    xq = np.empty((batch, n), np.float32)
-    step = level_step(bound, bits)
-    b32 = np.float32(bound)
-    for i in range(batch):
-        s = scale[i] if scale[i] > 0 else np.float32(1.0)
-        row = x[i]
-        out = xq[i]
-        if bits > 0:
-            for j in range(n):
-                out[j] = quantize(row[j] / s, b32, step)
-        else:
-            for j in range(n):
-                out[j] = min(max(row[j] / s, -b32), b32)
-    return xq
-
-
-@njit(cache=True, inline="always")
-def _blocks(n, threads, width):
-    """(number of blocks, block length) splitting n items for a parallel loop: blocks of `width` (an
-    unrolled kernel's) where there are enough for every thread, else one block per thread."""
-    n_blocks = max(min(n, threads), (n + width - 1) // width)
-    return n_blocks, (n + n_blocks - 1) // n_blocks
-
-
-@njit(cache=True, inline="always")
-def _accumulate_rows(mat, xq, y, b, stop):
-    """y[b:stop] += xq[b:stop] @ mat for mat (in, out), two samples per pass over mat's rows (each row
-    loaded once for both; four were slower for rows of 400 and more, measured on a Zen 4); every output is
-    summed over the rows in order, as one sample at a time."""
-    while b + 2 <= stop:
-        y0, y1 = y[b], y[b + 1]
-        x0, x1 = xq[b], xq[b + 1]
-        for k in range(mat.shape[0]):
-            c0, c1 = x0[k], x1[k]
-            row = mat[k]
-            for o in range(mat.shape[1]):
-                r = row[o]
-                y0[o] += c0 * r
-                y1[o] += c1 * r
-        b += 2
-    if b < stop:
-        yb, xb = y[b], xq[b]
-        for k in range(mat.shape[0]):
-            c = xb[k]
-            row = mat[k]
-            for o in range(mat.shape[1]):
-                yb[o] += c * row[o]
-
-
-@njit(cache=True, inline="always")
-def _dot_rows(mat, xq, y, o, stop):
-    """y[:, o:stop] = xq @ mat[o:stop].T for mat (out, in), four outputs per pass over a sample's inputs
-    (each input loaded once for the four); every output is one dot product, as one output at a time."""
-    while o + 4 <= stop:
-        r0, r1, r2, r3 = mat[o], mat[o + 1], mat[o + 2], mat[o + 3]
-        for b in range(xq.shape[0]):
-            xb = xq[b]
-            a0 = a1 = a2 = a3 = np.float32(0.0)
-            for k in range(mat.shape[1]):
-                v = xb[k]
-                a0 += v * r0[k]
-                a1 += v * r1[k]
-                a2 += v * r2[k]
-                a3 += v * r3[k]
-            y[b, o], y[b, o + 1], y[b, o + 2], y[b, o + 3] = a0, a1, a2, a3
-        o += 4
-    for i in range(o, stop):
-        row = mat[i]
-        for b in range(xq.shape[0]):
-            xb = xq[b]
-            acc = np.float32(0.0)
-            for k in range(mat.shape[1]):
-                acc += xb[k] * row[k]
-            y[b, i] = acc
-
-
-SAMPLE_CHUNK = 64
-"""Samples per chunk of the untransposed product: 64 inputs of up to a few thousand floats stay in L2 while
-every block of outputs reads them (about 1.7x faster than one pass over the whole batch per output block at
-32768 x 576 inputs, 64 outputs, on a Zen 4 with 2 threads)."""
-
-
-@njit(cache=True, parallel=True, fastmath={"reassoc", "contract"})
-def _product(mat, transposed, xq, y) -> None:
-    """The crossbar's multiply-accumulate in float32 into y (batch, out), zero on entry: y = xq @ mat.T
-    for mat (out, in), one dot product per output, four outputs per pass over a sample's inputs; transposed:
-    y = xq @ mat for mat (in, out), the rows of mat accumulated per sample, two samples per pass over mat
-    (`_blocks`). Untransposed, a batch of at least SAMPLE_CHUNK samples per thread runs in parallel over
-    chunks of samples, each chunk through every block of outputs; a smaller one in parallel over the blocks
-    of outputs; transposed, in parallel over blocks of samples. Each output is summed by one thread in one
-    order (reassociated so that it vectorizes) whatever the chunks and blocks, so the result does not depend
-    on the thread count. (Callers allocate: in a parallel build an allocation is a parallel launch of its
-    own.)"""
-    threads = kernel_thread_count()
-    n = xq.shape[0] if transposed else mat.shape[0]
-    n_blocks, length = _blocks(n, threads, 2 if transposed else 4)
-    if transposed:
-        for blk in prange(n_blocks):
-            _accumulate_rows(mat, xq, y, blk * length, min(blk * length + length, n))
-        return
-    batch = xq.shape[0]
-    n_chunks = (batch + SAMPLE_CHUNK - 1) // SAMPLE_CHUNK
-    if n_chunks >= threads:
-        for c in prange(n_chunks):
-            first, stop = c * SAMPLE_CHUNK, min(c * SAMPLE_CHUNK + SAMPLE_CHUNK, batch)
-            for blk in range(n_blocks):
-                _dot_rows(mat, xq[first:stop], y[first:stop], blk * length, min(blk * length + length, n))
-        return
-    for blk in prange(n_blocks):
-        _dot_rows(mat, xq, y, blk * length, min(blk * length + length, n))
-
-
-@njit(cache=True, inline="always")
 def finish_row(out, s, out_noise, bound, bits, check, seed, counter, i) -> bool:
     """Add out_noise * N(0, 1) to the output row `out` (from stream (seed, counter, i)); unless `check` finds
     a saturated output (|y| >= bound), clip, quantize and multiply it by s in place. Returns whether the row
@@ -365,22 +236,21 @@ def read_rows(
     average,
 ) -> None:
     """Rows first, ..., first + len(x) - 1 of the read of all rows of a batch (mat: `_row_major`'s): noise
-    management (nm_scales), DAC (_prepare_input), product, output noise and ADC (_finish_rows) of their inputs
-    x (rows, in) into y[first:stop] (zero on entry), the input scales scale[first:stop] and the finished flags
-    done[first:stop]. Row i's output noise comes from stream (seed, counter, i), so a read
-    taken block by block of rows equals `_read` of the whole batch, bit for bit (each output is the same dot
-    product, in the same order; average_abs_max's running average, `average`, is carried from block to block in
-    row order)."""
+    management (nm_scales), DAC and product (crossbar_product.dac_product), output noise and ADC
+    (_finish_rows) of their inputs x (rows, in) into y[first:stop] (zero on entry), the input scales
+    scale[first:stop] and the finished flags done[first:stop]. Row i's output noise comes from stream
+    (seed, counter, i), so a read taken block by block of rows equals `_read` of the whole batch, bit for bit
+    (each output is the same dot product, in the same order; average_abs_max's running average, `average`,
+    is carried from block to block in row order)."""
     stop = first + x.shape[0]
     s = nm_scales(x, nm, average)
-    xq = _prepare_input(x, inp_bound, inp_bits, s)
     scale[first:stop] = s
-    _product(mat, transposed, xq, y[first:stop])
+    dac_product(mat, transposed, x, s, inp_bound, inp_bits, y[first:stop])
     _finish_rows(y, np.arange(first, stop), s, out_noise, out_bound, out_bits, check, seed, counter, done[first:stop])
 
 
 def _row_major(weight: np.ndarray) -> tuple[np.ndarray, bool]:
-    """(mat, transposed) for _product: weight (out, in) itself when row-major, else its row-major
+    """(mat, transposed) for crossbar_product: weight (out, in) itself when row-major, else its row-major
     transpose (a zero-copy view when weight is a transposed array, as in backward reads)."""
     weight = np.asarray(weight, dtype=np.float32)
     if weight.flags.c_contiguous:
@@ -432,9 +302,9 @@ def reread_saturated(y, x, todo, scale, cfg, mat, transposed, stream) -> None:
             break
         factor *= np.float32(0.5)
         unit = np.ones(len(todo), np.float32)
-        xs = _prepare_input(x[todo] * (factor / scale[todo])[:, None], cfg.inp_bound, inp_bits, unit)
+        xs = dac_input(x[todo] * (factor / scale[todo])[:, None], cfg.inp_bound, inp_bits, unit)
         ys = np.zeros((len(todo), y.shape[1]), np.float32)
-        _product(mat, transposed, xs, ys)
+        product(mat, transposed, xs, ys)
         y[todo] = ys
         check = attempt < cfg.bm_reads - 1
         done = np.empty(len(todo), np.bool_)

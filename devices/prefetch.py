@@ -14,6 +14,14 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+PREFETCH_PULSES = 32
+"""The coincidence stage (devices.coincidences) prefetches the weights and parameters of a slot's list of at most
+PREFETCH_PULSES elements before it fires them, and the write-noise redraw (devices.pulsed_redraw) the apparent
+weights of a row's at most PREFETCH_PULSES pulsed elements: a small update fires a few pulses per row at
+scattered elements of arrays larger than the caches (512 x 512 SoftBounds: 1 MB of weights, 6.3 MB of float32
+parameters), and the hint puts their cache misses in flight together. Longer lists (large updates) touch most
+of the row, which stays in cache: there the hint only costs instructions."""
+
 
 @intrinsic
 def prefetch(typingctx, a, i, j):

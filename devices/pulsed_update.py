@@ -125,7 +125,7 @@ def pulsed_update_kernel(w, x, d, settings, params, seed, counter, app, wn, wn_c
     atomic operations: 30 against 11 ms for 1e6 pulses on one thread); coincide_rows_serial is built so too.
 
     Write noise (wn: the std as a (1, 1) array): the apparent weight of every element that received a
-    pulse is redrawn, app = w + std xi, row by row after the pulses (coincidences.redraw_pulsed_row;
+    pulse is redrawn, app = w + std xi, row by row after the pulses (pulsed_redraw.redraw_pulsed_row;
     bit-identical to devices.effects.redraw_kernel with the pulsed set and counter wn_counter). wn without
     rows (effects.NO_WRITE_NOISE): no write noise, app is not touched."""
     x_lists, x_counts, d_masks, d_counts, d = draw_trains(x, d, settings, seed, counter, MASK_PAD)

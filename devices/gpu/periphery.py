@@ -21,9 +21,10 @@ import numpy as np
 import torch
 from numba import cuda
 
+from aimc.devices.converters import level_step, quantize
 from aimc.devices.gpu.runtime import launch
 from aimc.devices.noise_management import fresh_average, nm_scales, np_sum_scale
-from aimc.devices.periphery import PeripheryConfig, finish_row, level_step, quantize
+from aimc.devices.periphery import PeripheryConfig, finish_row
 from aimc.devices.rng import Stream
 
 

@@ -10,7 +10,7 @@ Three kernels, each a stage of the CPU kernel with its independent units as thre
   row's stream (seed, counter, i) for its k-th pulse (devices.normals.normal_at: the value coincide_row's
   ring holds), then under write noise the redraw of the row's pulsed elements (app = w + std xi, the k-th
   pulsed column in column order with normal k of effects.row_key(seed, wn_counter, WRITE, i), as
-  coincidences.redraw_pulsed_row).
+  pulsed_redraw.redraw_pulsed_row).
 
 Each kernel's thread body is an @njit function, compiled for the GPU where the kernel calls it; the kernels
 take their arrays in tuples (bundles), which the CUDA simulator passes to the bodies as the arrays they are.

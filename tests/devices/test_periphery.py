@@ -321,3 +321,34 @@ def test_an_updated_copy_recomputes_what_the_config_derives():
     other = cfg.model_copy(update={"bound_management": False, "out_noise": 0.5, "noise_management": "max"})
     assert other.bm_reads == 1 and other.read_settings[3] == 0.5 and other.nm_settings[0] == 2
     assert cfg.bm_reads == 5 and cfg.nm_settings[0] == 1
+
+
+def test_a_large_batch_reads_chunk_by_chunk_as_row_by_row():
+    """A batch large enough for dac_product's chunks (more than SAMPLE_CHUNK samples per thread) reads bit for
+    bit as on one thread and as in slices too small to be chunked on two (DAC 7 bit, noise management on, no
+    output noise or ADC so that the rows' streams do not matter), and within float32 rounding of the float64
+    product of the DAC's levels."""
+    import numba
+
+    from aimc.devices.crossbar_product import SAMPLE_CHUNK
+
+    cfg = PeripheryConfig(out_bits=None, out_bound=1e9, out_noise=0.0, bound_management=False)
+    rng = _rng()
+    n = 4 * SAMPLE_CHUNK + 13
+    x = rng.normal(0, 1, (n, 50)).astype(np.float32)
+    w = rng.normal(0, 1, (11, 50)).astype(np.float32)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        whole = analog_mvm(w, x, cfg, Stream(0))
+        pieces = np.concatenate([analog_mvm(w, x[i : i + 40], cfg, Stream(0)) for i in range(0, n, 40)])
+        numba.set_num_threads(1)
+        one_thread = analog_mvm(w, x, cfg, Stream(0))
+    finally:
+        numba.set_num_threads(before)
+    assert np.array_equal(whole, pieces)
+    assert np.array_equal(whole, one_thread)
+    m = np.abs(x).max(1, keepdims=True)
+    step = 2.0 / (2**7 - 2)
+    xq = np.rint(x / m / step) * step
+    np.testing.assert_allclose(whole, (xq.astype(np.float64) @ w.T.astype(np.float64)) * m, rtol=1e-5, atol=1e-4)
