@@ -28,7 +28,7 @@ from torch import nn  # noqa: E402
 
 from aimc import devices  # noqa: E402,F401  first: importing aimc sets the OpenMP spin policy (aimc/__init__.py)
 from aimc import trainers as T  # noqa: E402
-from aimc.devices import UpdateConfig  # noqa: E402
+from aimc.devices import PeripheryConfig, UpdateConfig  # noqa: E402
 
 SIZES = (784, 256, 128, 10)
 VARIANTS = (
@@ -80,7 +80,8 @@ def build(variant, base, a):
         return model, T.build_optimizer(model, T.DigitalSGDConfig(lr=0.1))
     # aihwkit's build_config("c-ttv2") / ("agad") give the fast update BL 5
     bl = 5 if variant.startswith(("c_ttv2", "agad")) and not variant.endswith("_paper") else 31
-    tile = T.TileConfig(device=a.device, update=UpdateConfig(mode=a.mode, desired_bl=bl))
+    reads = {"forward": PeripheryConfig.perfect(), "backward": PeripheryConfig.perfect()} if a.exact_reads else {}
+    tile = T.TileConfig(device=a.device, update=UpdateConfig(mode=a.mode, desired_bl=bl), **reads)
     T.convert(model, tile, seed=a.seed)
     lr, tlr = a.lr_analog, a.transfer_lr
     cfg = {
@@ -117,6 +118,7 @@ def parse_args(doc: str, steps: int, rounds: int, warmup: int, batch: int, aihwk
     p.add_argument("--batch", type=int, default=batch)
     p.add_argument("--device", default="r1_power_1", help="device preset")
     p.add_argument("--mode", default="pulsed", choices=["pulsed", "expected"])
+    p.add_argument("--exact-reads", action="store_true", help="reads without periphery: torch's exact product in numpy")
     p.add_argument("--lr-analog", type=float, default=0.05)
     p.add_argument("--transfer-lr", type=float, default=0.01)
     p.add_argument("--zero-shift-cycles", type=int, default=200, help="setup only; not timed")

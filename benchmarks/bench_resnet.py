@@ -52,6 +52,7 @@ def main():
             "batch": a.batch,
             "device": a.device,
             "mode": a.mode,
+            "exact_reads": a.exact_reads,
             "steps": a.steps * a.rounds,
             "torch_threads": torch.get_num_threads(),
             "torch": torch.__version__,

@@ -271,7 +271,7 @@ def analog_mvm(
     noise-management types leave it alone. The common case (no saturated output) is one Numba call; an ideal
     read is numpy's exact float32 product.
     """
-    x = np.ascontiguousarray(x, dtype=np.float32)
+    x = np.require(x, np.float32, ["C", "W"])  # a read-only x would compile the read again
     if len(x) == 0:  # an empty batch reads nothing (and takes no counter)
         return np.zeros((0, np.shape(weight)[0]), np.float32)
     if cfg.ideal:

@@ -156,6 +156,24 @@ class AnalogLayer(nn.Module):
             return torch.zeros(shape, dtype=torch.float32, device=like.device)
         return np.zeros(shape, np.float32)
 
+    def _empty(self, like, shape: tuple[int, int]):
+        """An uninitialised float32 array of `shape` of the kind of `like` (numpy, or a tensor on its device)."""
+        if isinstance(like, torch.Tensor):
+            return torch.empty(shape, dtype=torch.float32, device=like.device)
+        return np.empty(shape, np.float32)
+
+    @staticmethod
+    def _add_into(dst, part, key: tuple[int, int], filled: set) -> None:
+        """dst += part where the range `key` was written before, else dst = part (the blocks of a grid cover
+        every row and column, so each output range is written first, then added to). A sum of blocks in the
+        blocks' order, without the zero fill and its pass over memory (the backward read of a 576-input
+        convolution at 32768 positions: 75 MB)."""
+        if key in filled:
+            dst += part
+        else:
+            dst[...] = part
+            filled.add(key)
+
     def _extend(self, x: np.ndarray) -> np.ndarray:
         """x (n, in) -> (n, in_ext): each group's inputs followed by a 1 for its bias column (analog bias)."""
         if not self.analog_bias:
@@ -177,9 +195,10 @@ class AnalogLayer(nn.Module):
         xe = self._extend(x.to(torch.float32) if isinstance(x, torch.Tensor) else x.astype(np.float32, copy=False))
         if len(self.blocks) == 1:
             return self.blocks[0].tile.forward(xe), xe
-        y = self._zeros(xe, (len(xe), self.out_features))
+        y = self._empty(xe, (len(xe), self.out_features))
+        filled = set()  # the row ranges written: a block's read is written into its range, then added
         for b in self.blocks:
-            y[:, b.r0 : b.r1] += b.tile.forward(xe[:, b.c0 : b.c1])
+            self._add_into(y[:, b.r0 : b.r1], b.tile.forward(xe[:, b.c0 : b.c1]), (b.r0, b.r1), filled)
         return y, xe
 
     def read_backward(self, d: np.ndarray) -> np.ndarray:
@@ -187,9 +206,10 @@ class AnalogLayer(nn.Module):
         if len(self.blocks) == 1:
             z = self.blocks[0].tile.backward(d)
             return z[:, : self.in_features] if self.analog_bias else z
-        z = self._zeros(d, (len(d), self.in_ext))
+        z = self._empty(d, (len(d), self.in_ext))
+        filled = set()
         for b in self.blocks:
-            z[:, b.c0 : b.c1] += b.tile.backward(d[:, b.r0 : b.r1])
+            self._add_into(z[:, b.c0 : b.c1], b.tile.backward(d[:, b.r0 : b.r1]), (b.c0, b.c1), filled)
         if not self.analog_bias:
             return z
         z = self._inputs_of(z)
