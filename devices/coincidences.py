@@ -86,28 +86,10 @@ def _refill_normals(ring, key, filled, need) -> int:
 
 
 @njit(cache=True, inline="always")
-def coincide_row(
-    i,
-    w,
-    x_lists,
-    x_counts,
-    d,
-    lr_sign,
-    d_masks,
-    ep,
-    code,
-    consts,
-    grid,
-    tab_up,
-    tab_dn,
-    sigma,
-    additive,
-    seed,
-    counter,
-    ring,
-) -> int:
-    """The coincidences of row i (see coincidence_update_kernel), noise from stream (seed, counter, i)
-    through `ring` (a float32 work array of ring_size(in) slots); returns the pulses fired into the row.
+def coincide_row(i, w, trains, d, lr_sign, params, seed, counter, ring) -> int:
+    """The coincidences of row i (see coincidence_update_kernel) of the trains (x_lists, x_counts, d_masks) with
+    the elements' ElementKernelParams `params`, noise from stream (seed, counter, i) through `ring` (a float32
+    work array of ring_size(in) slots); returns the pulses fired into the row.
 
     Three copies of the pulse loop, each with its family and noise switches fixed where they can be:
     LINEAR with multiplicative noise (SoftBounds, LinearStep: aihwkit's defaults), LINEAR without noise
@@ -115,6 +97,8 @@ def coincide_row(
     loop; a LINEAR copy has no family switch (10% of a pulse), the noise copy no noise tests (a large
     512x512 update: 0.87-0.92 of the time of a loop with both switches, same-process A/B against commit
     0120d83 on a Zen 4, 2026-12-03). Each copy adds ~15 s to the kernel's first compilation."""
+    x_lists, x_counts, d_masks = trains
+    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
     if code == LINEAR and sigma > 0.0 and not additive:
         return _fire_row(
             i,
@@ -352,28 +336,8 @@ def coincide_rows_serial(fired, w, trains, d, lr_sign, params, seed, counter, ap
     updates too small for a parallel launch. Built with parallel=True without a parallel loop, for the reason
     given at devices.pulsed_update.pulsed_update_kernel."""
     x_lists, x_counts, d_masks = trains
-    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
     for i in range(w.shape[0]):
-        fired[i] = coincide_row(
-            i,
-            w,
-            x_lists,
-            x_counts,
-            d,
-            lr_sign,
-            d_masks,
-            ep,
-            code,
-            consts,
-            grid,
-            tab_up,
-            tab_dn,
-            sigma,
-            additive,
-            seed,
-            counter,
-            ring,
-        )
+        fired[i] = coincide_row(i, w, trains, d, lr_sign, params, seed, counter, ring)
     if wn.shape[0] == 0:
         return
     rows, normals, columns, samples = redraw_work(1, d_masks, w.shape[0], w.shape[1])
@@ -392,30 +356,10 @@ def coincide_rows_parallel(fired, w, trains, d, lr_sign, params, seed, counter, 
     With write noise (wn with rows) each row's pulsed elements are then redrawn (redraw_pulsed_row), from
     work arrays of the thread's id too."""
     x_lists, x_counts, d_masks = trains
-    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
     threads = kernel_thread_count()
     rings = np.empty((threads, ring_size(w.shape[1])), np.float32)
     for i in prange(w.shape[0]):
-        fired[i] = coincide_row(
-            i,
-            w,
-            x_lists,
-            x_counts,
-            d,
-            lr_sign,
-            d_masks,
-            ep,
-            code,
-            consts,
-            grid,
-            tab_up,
-            tab_dn,
-            sigma,
-            additive,
-            seed,
-            counter,
-            rings[get_thread_id()],
-        )
+        fired[i] = coincide_row(i, w, trains, d, lr_sign, params, seed, counter, rings[get_thread_id()])
     if wn.shape[0] == 0:
         return
     rows, normals, columns, samples = redraw_work(threads, d_masks, w.shape[0], w.shape[1])
