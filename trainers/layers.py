@@ -150,36 +150,27 @@ class AnalogLayer(nn.Module):
             db = d if self.n_row_blocks == 1 else d[:, b.r0 : b.r1]
             yield bi, b, xb, db
 
-    def _zeros(self, like, shape: tuple[int, int]):
-        """A float32 zero array of `shape` of the kind of `like`: numpy, or a tensor on its device (GPU tiles)."""
-        if isinstance(like, torch.Tensor):
-            return torch.zeros(shape, dtype=torch.float32, device=like.device)
-        return np.zeros(shape, np.float32)
-
     def _empty(self, like, shape: tuple[int, int]):
-        """An uninitialised float32 array of `shape` of the kind of `like` (numpy, or a tensor on its device)."""
+        """An uninitialised float32 array of `shape` of the kind of `like`: numpy, or a tensor on its device."""
         if isinstance(like, torch.Tensor):
             return torch.empty(shape, dtype=torch.float32, device=like.device)
         return np.empty(shape, np.float32)
 
-    @staticmethod
-    def _add_into(dst, part, key: tuple[int, int], filled: set) -> None:
-        """dst += part where the range `key` was written before, else dst = part (the blocks of a grid cover
-        every row and column, so each output range is written first, then added to). A sum of blocks in the
-        blocks' order, without the zero fill and its pass over memory (the backward read of a 576-input
-        convolution at 32768 positions: 75 MB)."""
-        if key in filled:
-            dst += part
-        else:
-            dst[...] = part
-            filled.add(key)
+    def _sum_of_blocks(self, like, shape: tuple[int, int], parts: Iterator) -> np.ndarray:
+        """The reads ((first, stop), read) of `parts` summed into their columns of a new array in block order,
+        each range's first read written (the grid covers every range): no zero fill (75 MB in a ResNet's step)."""
+        out, filled = self._empty(like, shape), set()
+        for (a, b), part in parts:
+            out[:, a:b] = out[:, a:b] + part if (a, b) in filled else part
+            filled.add((a, b))
+        return out
 
     def _extend(self, x: np.ndarray) -> np.ndarray:
         """x (n, in) -> (n, in_ext): each group's inputs followed by a 1 for its bias column (analog bias)."""
         if not self.analog_bias:
             return x
         n, ig = x.shape[0], self.in_features // self.groups
-        xe = self._zeros(x, (n, self.in_ext))
+        xe = self._empty(x, (n, self.in_ext))  # every entry written below
         per_group = xe.reshape(n, self.groups, ig + 1)  # a view of xe
         per_group[:, :, :ig] = x.reshape(n, self.groups, ig)
         per_group[:, :, ig] = 1.0
@@ -195,10 +186,8 @@ class AnalogLayer(nn.Module):
         xe = self._extend(x.to(torch.float32) if isinstance(x, torch.Tensor) else x.astype(np.float32, copy=False))
         if len(self.blocks) == 1:
             return self.blocks[0].tile.forward(xe), xe
-        y = self._empty(xe, (len(xe), self.out_features))
-        filled = set()  # the row ranges written: a block's read is written into its range, then added
-        for b in self.blocks:
-            self._add_into(y[:, b.r0 : b.r1], b.tile.forward(xe[:, b.c0 : b.c1]), (b.r0, b.r1), filled)
+        reads = (((b.r0, b.r1), b.tile.forward(xe[:, b.c0 : b.c1])) for b in self.blocks)
+        y = self._sum_of_blocks(xe, (len(xe), self.out_features), reads)
         return y, xe
 
     def read_backward(self, d: np.ndarray) -> np.ndarray:
@@ -206,10 +195,8 @@ class AnalogLayer(nn.Module):
         if len(self.blocks) == 1:
             z = self.blocks[0].tile.backward(d)
             return z[:, : self.in_features] if self.analog_bias else z
-        z = self._empty(d, (len(d), self.in_ext))
-        filled = set()
-        for b in self.blocks:
-            self._add_into(z[:, b.c0 : b.c1], b.tile.backward(d[:, b.r0 : b.r1]), (b.c0, b.c1), filled)
+        reads = (((b.c0, b.c1), b.tile.backward(d[:, b.r0 : b.r1])) for b in self.blocks)
+        z = self._sum_of_blocks(d, (len(d), self.in_ext), reads)
         if not self.analog_bias:
             return z
         z = self._inputs_of(z)
