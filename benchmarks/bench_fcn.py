@@ -118,7 +118,7 @@ def parse_args(doc: str, steps: int, rounds: int, warmup: int, batch: int, aihwk
     p.add_argument("--batch", type=int, default=batch)
     p.add_argument("--device", default="r1_power_1", help="device preset")
     p.add_argument("--mode", default="pulsed", choices=["pulsed", "expected"])
-    p.add_argument("--exact-reads", action="store_true", help="reads without periphery: torch's exact product in numpy")
+    p.add_argument("--exact-reads", action="store_true", help="reads without periphery: numpy's exact float32 product")
     p.add_argument("--lr-analog", type=float, default=0.05)
     p.add_argument("--transfer-lr", type=float, default=0.01)
     p.add_argument("--zero-shift-cycles", type=int, default=200, help="setup only; not timed")

@@ -148,15 +148,12 @@ def fire_trains(w, trains, d, lr, params, seed, counter, app, wn, wn_counter, fi
     and 26 s as a call (cold cache, Zen 4, 2 cores). The call costs a c-TTv2 CNN step (4608 single-sample
     updates) no measurable time (same-process A/B within noise, 2026-12-06)."""
     x_lists, x_counts, d_masks, d_counts = trains
+    rows = (x_lists, x_counts, d_masks)  # what the row loops walk
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     if _coincidences(x_counts, d_counts) <= SERIAL_PULSES:
-        coincide_rows_serial(
-            fired, w, (x_lists, x_counts, d_masks), d, lr_sign, params, seed, counter, app, wn, wn_counter, ring
-        )
+        coincide_rows_serial(fired, w, rows, d, lr_sign, params, seed, counter, app, wn, wn_counter, ring)
     else:
-        coincide_rows_parallel(
-            fired, w, (x_lists, x_counts, d_masks), d, lr_sign, params, seed, counter, app, wn, wn_counter
-        )
+        coincide_rows_parallel(fired, w, rows, d, lr_sign, params, seed, counter, app, wn, wn_counter)
     return total(fired)
 
 
