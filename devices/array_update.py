@@ -16,9 +16,9 @@ from numba import njit
 from aimc.devices.effects import WRITE, redraw_kernel
 from aimc.devices.expected_update import expected_update_kernel
 from aimc.devices.kernel_bundles import ElementKernelParams
-from aimc.devices.pulse_trains import clip_to_probability, plan_kernel
+from aimc.devices.pulse_trains import SLOTS, clip_to_probability, plan_kernel
 from aimc.devices.pulsed_set import new_set, set_of_mask
-from aimc.devices.pulsed_update import pulsed_update_kernel, pulsed_update_work
+from aimc.devices.pulsed_update import pieces_update_kernel, pulsed_update_kernel
 from aimc.devices.pulses import pulse_columns_kernel, pulse_kernel
 
 COUNTER, PULSES = 0, 1
@@ -72,19 +72,57 @@ def update_array(a: ArrayHandle, x, d, settings, pulsed: bool) -> int:
     return n
 
 
-@njit(cache=True, inline="always")
-def update_array_work(a: ArrayHandle, x, d, settings, pulsed: bool, work) -> int:
-    """update_array with the pulsed update in the work arrays `work` (devices.pulsed_update.update_work,
-    pulsed_update_work): the same weights, counters and pulses, no allocation per call where the update fits
-    the work. Inlined, with the pulse loop: a caller builds with parallel=True (pulsed_update_work says
-    why). Returns pulses fired."""
-    if not pulsed:
-        return update_array(a, x, d, settings, pulsed)
-    a = ArrayHandle(*a)
-    counter = next_counter(a)
-    wn_counter = next_counter(a) if a.wn.shape[0] > 0 else 0  # the redraw's counter follows the update's
-    n = pulsed_update_work(a.w, x, d, settings, a.params, a.seed, counter, a.app, a.wn, wn_counter, work)
-    a.counts[PULSES] += n
+@njit(cache=True)
+def _fires(x, d, start, end) -> bool:
+    """Whether a vector b in [start, end) has x_b and d_b both nonzero (else an update fires no pulse)."""
+    for b in range(start, end):
+        x_on = False
+        for j in range(x.shape[1]):
+            if x[b, j] != 0:
+                x_on = True
+                break
+        if x_on:
+            for i in range(d.shape[1]):
+                if d[b, i] != 0:
+                    return True
+    return False
+
+
+@njit(cache=True)
+def update_array_pieces(a: ArrayHandle, x, d, settings, pulsed: bool, bounds, cols, snap) -> int:
+    """update_array of each piece of a batch in turn, piece p the vectors bounds[p] .. bounds[p + 1] - 1 of
+    x (B, in), d (B, out) C-contiguous float32, and after piece p, where cols[p] >= 0, column cols[p] of
+    what a read sees (app - reference) into snap[:, p] (float32 (out, pieces)): the weights, counters and
+    pulses of those calls with the column read between them. A piece with no vector whose x and d are both
+    nonzero only advances the counter (skip_update). Pulsed without write noise and with trains of up to
+    SLOTS slots, all pieces run in one call (devices.pulsed_update.pieces_update_kernel: trains and rows in
+    parallel), otherwise piece by piece. Returns pulses fired."""
+    h = ArrayHandle(*a)
+    n_pieces = bounds.shape[0] - 1
+    if bounds[0] != 0 or bounds[n_pieces] != x.shape[0] or cols.shape[0] != n_pieces:
+        raise ValueError("update_array_pieces: the pieces' bounds must run from 0 to the batch, one column each")
+    if pulsed and h.wn.shape[0] == 0 and settings[2] <= SLOTS:
+        counters = np.empty(n_pieces, np.int64)
+        for p in range(n_pieces):
+            counters[p] = next_counter(h)
+        pieces = (bounds, counters, cols, snap)
+        n = pieces_update_kernel(h.w, x, d, settings, h.params, h.seed, pieces, h.app, h.wn)
+        for p in range(n_pieces):
+            if cols[p] >= 0:
+                for i in range(snap.shape[0]):
+                    snap[i, p] -= h.reference[i, cols[p]]
+        h.counts[PULSES] += n
+        return n
+    n = 0
+    for p in range(n_pieces):
+        start, end = bounds[p], bounds[p + 1]
+        if _fires(x, d, start, end):
+            n += update_array(a, x[start:end], d[start:end], settings, pulsed)
+        else:
+            skip_update(a)
+        if cols[p] >= 0:
+            for i in range(snap.shape[0]):
+                snap[i, p] = h.app[i, cols[p]] - h.reference[i, cols[p]]
     return n
 
 

@@ -86,10 +86,13 @@ def _refill_normals(ring, key, filled, need) -> int:
 
 
 @njit(cache=True, inline="always")
-def coincide_row(i, w, trains, d, lr_sign, params, seed, counter, ring) -> int:
-    """The coincidences of row i (see coincidence_update_kernel) of the trains (x_lists, x_counts, d_masks) with
-    the elements' ElementKernelParams `params`, noise from stream (seed, counter, i) through `ring` (a float32
-    work array of ring_size(in) slots); returns the pulses fired into the row.
+def coincide_row(i, w, trains, d, lr_sign, params, seed, pieces, app, ring) -> int:
+    """The coincidences of row i (see coincidence_update_kernel) of the trains (x_lists, x_counts, d_masks)
+    with the elements' ElementKernelParams `params`, piece after piece, each piece an update of its own:
+    pieces = (bounds, counters, cols, snap), piece p the samples bounds[p] .. bounds[p + 1] - 1 with noise
+    from stream (seed, counters[p], i) through `ring` (a float32 work array of ring_size(in) slots); after
+    piece p, where cols[p] >= 0, snap[i, p] = app[i, cols[p]] (the column as it stands between two pieces;
+    one_piece: a whole update). Returns the pulses fired into the row.
 
     Three copies of the pulse loop, each with its family and noise switches fixed where they can be:
     LINEAR with multiplicative noise (SoftBounds, LinearStep: aihwkit's defaults), LINEAR without noise
@@ -118,7 +121,8 @@ def coincide_row(i, w, trains, d, lr_sign, params, seed, counter, ring) -> int:
             True,
             False,
             seed,
-            counter,
+            pieces,
+            app,
             ring,
             w,
             ep,
@@ -144,7 +148,8 @@ def coincide_row(i, w, trains, d, lr_sign, params, seed, counter, ring) -> int:
             False,
             False,
             seed,
-            counter,
+            pieces,
+            app,
             ring,
             w,
             ep,
@@ -169,7 +174,8 @@ def coincide_row(i, w, trains, d, lr_sign, params, seed, counter, ring) -> int:
         sigma > 0.0,
         additive,
         seed,
-        counter,
+        pieces,
+        app,
         ring,
         w,
         ep,
@@ -179,7 +185,7 @@ def coincide_row(i, w, trains, d, lr_sign, params, seed, counter, ring) -> int:
 
 
 @njit(cache=True, inline="always")
-def coincide_row_routed(i, w_plus, w_minus, trains, d, lr_sign, params_plus, params_minus, seed, counter, ring) -> int:
+def coincide_row_routed(i, w_plus, w_minus, trains, d, lr_sign, params_plus, params_minus, seed, pieces, ring) -> int:
     """The coincidences of row i of a one-sided cell (devices.one_sided_update): the walk, order and noise
     of coincide_row (trains = (x_lists, x_counts, d_masks)), each pulse an up pulse into w_plus where it
     would raise W and into w_minus where it would lower W; params_plus, params_minus the two devices'
@@ -205,7 +211,8 @@ def coincide_row_routed(i, w_plus, w_minus, trains, d, lr_sign, params_plus, par
         sigma > 0.0,
         additive,
         seed,
-        counter,
+        pieces,
+        w_plus,
         ring,
         w_minus,
         ep_minus,
@@ -233,7 +240,8 @@ def _fire_row(
     noisy,
     additive,
     seed,
-    counter,
+    pieces,
+    app,
     ring,
     w_minus,
     ep_minus,
@@ -247,57 +255,65 @@ def _fire_row(
     The samples that fire on row i are first gathered into a 64-bit mask per 64 samples and then visited
     by their set bits: a loop that tested every sample's train inside this (large, inlined) function kept
     its counters on the stack and took 16% of a small 512x512 batch-64 update (perf on a Zen 3, 2026-12-03)."""
-    key = stream_seed(uint64(seed), uint64(counter), uint64(i))
-    filled = 0  # normals of the row's stream in ring so far
-    fired = 0
+    bounds, counters, cols, snap = pieces
     wr = w[i]
     er = ep[i]
     wm = w_minus[i] if routed else wr
     em = ep_minus[i] if routed else er
-    nb = d_masks.shape[0]
-    for b0 in range(0, nb, 64):
-        active = uint64(0)
-        for b in range(b0, min(b0 + 64, nb)):
-            active |= uint64(d_masks[b, i] != 0) << uint64(b - b0)
-        while active != 0:
-            b = b0 + lowest_bit(active)
-            active &= active - uint64(1)
-            md = d_masks[b, i]
-            d_up = uint32(lr_sign * d[b, i] < 0.0)
-            while md != 0:
-                t = lowest_bit(md)
-                md &= md - uint32(1)
-                js = x_lists[b, t]
-                n = x_counts[b, t]
-                if n <= PREFETCH_PULSES:
-                    for a in range(n):
-                        prefetch(w, i, js[a] & INDEX)
-                        prefetch(ep, i, js[a] & INDEX)
-                if noisy and fired + n > filled:
-                    filled = _refill_normals(ring, key, filled, fired + n)
-                _fire_list(
-                    wr,
-                    er,
-                    js,
-                    n,
-                    d_up,
-                    fired,
-                    ring,
-                    code,
-                    consts,
-                    grid,
-                    tab_up,
-                    tab_dn,
-                    sigma,
-                    noisy,
-                    additive,
-                    wm,
-                    em,
-                    consts_m,
-                    routed,
-                )
-                fired += n
-    return fired
+    total = 0
+    for p in range(counters.shape[0]):
+        key = uint64(0)  # the piece's noise stream, keyed at its first normal (most rows of a small piece fire none)
+        filled = 0  # normals of the stream in ring so far
+        fired = 0
+        end = bounds[p + 1]
+        for b0 in range(bounds[p], end, 64):
+            active = uint64(0)
+            for b in range(b0, min(b0 + 64, end)):
+                active |= uint64(d_masks[b, i] != 0) << uint64(b - b0)
+            while active != 0:
+                b = b0 + lowest_bit(active)
+                active &= active - uint64(1)
+                md = d_masks[b, i]
+                d_up = uint32(lr_sign * d[b, i] < 0.0)
+                while md != 0:
+                    t = lowest_bit(md)
+                    md &= md - uint32(1)
+                    js = x_lists[b, t]
+                    n = x_counts[b, t]
+                    if n <= PREFETCH_PULSES:
+                        for a in range(n):
+                            prefetch(w, i, js[a] & INDEX)
+                            prefetch(ep, i, js[a] & INDEX)
+                    if noisy and fired + n > filled:
+                        if filled == 0:
+                            key = stream_seed(uint64(seed), uint64(counters[p]), uint64(i))
+                        filled = _refill_normals(ring, key, filled, fired + n)
+                    _fire_list(
+                        wr,
+                        er,
+                        js,
+                        n,
+                        d_up,
+                        fired,
+                        ring,
+                        code,
+                        consts,
+                        grid,
+                        tab_up,
+                        tab_dn,
+                        sigma,
+                        noisy,
+                        additive,
+                        wm,
+                        em,
+                        consts_m,
+                        routed,
+                    )
+                    fired += n
+        total += fired
+        if cols[p] >= 0:
+            snap[i, p] = app[i, cols[p]]
+    return total
 
 
 def coincidence_update_kernel(w, trains, d, lr_sign, params, seed, counter) -> int:
@@ -316,7 +332,8 @@ def coincidence_update_kernel(w, trains, d, lr_sign, params, seed, counter) -> i
     fired = np.zeros(w.shape[0], np.int64)
     ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
     params = (ep, int(code), consts, grid, tab_up, tab_dn, float(sigma), bool(additive))
-    coincide_rows_parallel(fired, w, trains, d, float(lr_sign), params, int(seed), int(counter), w, NO_WRITE_NOISE, 0)
+    pieces = one_piece(int(counter), trains[2].shape[0])
+    coincide_rows_parallel(fired, w, trains, d, float(lr_sign), params, int(seed), pieces, w, NO_WRITE_NOISE, 0)
     return int(fired.sum())
 
 
@@ -330,14 +347,27 @@ def ring_size(cols: int) -> int:
     return size
 
 
+@njit(cache=True)
+def one_piece(counter: int, batch: int) -> tuple:
+    """The pieces (coincide_row) of an update of `batch` samples that is one piece, with key `counter`
+    and no column recorded."""
+    bounds = np.empty(2, np.int64)
+    bounds[0], bounds[1] = 0, batch
+    counters = np.empty(1, np.int64)
+    counters[0] = counter
+    cols = np.empty(1, np.int64)
+    cols[0] = -1
+    return bounds, counters, cols, np.empty((0, 1), np.float32)
+
+
 @njit(cache=True, parallel=True)
-def coincide_rows_serial(fired, w, trains, d, lr_sign, params, seed, counter, app, wn, wn_counter, ring) -> None:
+def coincide_rows_serial(fired, w, trains, d, lr_sign, params, seed, pieces, app, wn, wn_counter, ring) -> None:
     """coincide_rows_parallel on the calling thread, with the noise ring `ring` (ring_size(in) float32), for
     updates too small for a parallel launch. Built with parallel=True without a parallel loop, for the reason
     given at devices.pulsed_update.pulsed_update_kernel."""
     x_lists, x_counts, d_masks = trains
     for i in range(w.shape[0]):
-        fired[i] = coincide_row(i, w, trains, d, lr_sign, params, seed, counter, ring)
+        fired[i] = coincide_row(i, w, trains, d, lr_sign, params, seed, pieces, app, ring)
     if wn.shape[0] == 0:
         return
     rows, normals, columns, samples = redraw_work(1, d_masks, w.shape[0], w.shape[1])
@@ -349,17 +379,17 @@ def coincide_rows_serial(fired, w, trains, d, lr_sign, params, seed, counter, ap
 
 
 @njit(cache=True, parallel=True)
-def coincide_rows_parallel(fired, w, trains, d, lr_sign, params, seed, counter, app, wn, wn_counter) -> None:
+def coincide_rows_parallel(fired, w, trains, d, lr_sign, params, seed, pieces, app, wn, wn_counter) -> None:
     """coincide_row for every row, in parallel; fired[i] gets row i's pulses; trains = (x_lists, x_counts,
     d_masks), params the elements' ElementKernelParams. Each thread takes the noise ring of its id: a ring
     allocated per row (with its reference counting) cost as much as the noise it saved in a small update.
-    With write noise (wn with rows) each row's pulsed elements are then redrawn (redraw_pulsed_row), from
-    work arrays of the thread's id too."""
+    With write noise (wn with rows; one piece) each row's pulsed elements are then redrawn
+    (redraw_pulsed_row), from work arrays of the thread's id too."""
     x_lists, x_counts, d_masks = trains
     threads = kernel_thread_count()
     rings = np.empty((threads, ring_size(w.shape[1])), np.float32)
     for i in prange(w.shape[0]):
-        fired[i] = coincide_row(i, w, trains, d, lr_sign, params, seed, counter, rings[get_thread_id()])
+        fired[i] = coincide_row(i, w, trains, d, lr_sign, params, seed, pieces, app, rings[get_thread_id()])
     if wn.shape[0] == 0:
         return
     rows, normals, columns, samples = redraw_work(threads, d_masks, w.shape[0], w.shape[1])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import get_thread_id, njit, prange
 
-from aimc.devices.coincidences import coincide_row_routed, ring_size
+from aimc.devices.coincidences import coincide_row_routed, one_piece, ring_size
 from aimc.devices.loops import total
 from aimc.devices.pulsed_update import draw_trains
 from aimc.devices.threads import kernel_thread_count
@@ -30,6 +30,7 @@ def one_sided_update_kernel(w_plus, w_minus, x, d, settings, params_plus, params
     lr = settings[0]
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     rows = w_plus.shape[0]
+    pieces = one_piece(counter, d_masks.shape[0])
     fired = np.empty(rows, np.int64)
     rings = np.empty((kernel_thread_count(), ring_size(w_plus.shape[1])), np.float32)
     for i in prange(rows):
@@ -43,7 +44,7 @@ def one_sided_update_kernel(w_plus, w_minus, x, d, settings, params_plus, params
             params_plus,
             params_minus,
             seed,
-            counter,
+            pieces,
             rings[get_thread_id()],
         )
     return total(fired)

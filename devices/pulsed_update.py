@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from aimc.devices.coincidences import coincide_rows_parallel, coincide_rows_serial, ring_size
+from aimc.devices.coincidences import coincide_rows_parallel, coincide_rows_serial, one_piece, ring_size
 from aimc.devices.loops import total, zeros
 from aimc.devices.pulse_trains import (
     SLOTS,
@@ -46,20 +46,44 @@ def _coincidences(x_counts, d_counts) -> int:
 
 
 @njit(cache=True, inline="always")
-def fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts) -> None:
-    """Train set k of an update: x's trains of sample k and their slot lists for k < B, else d's trains
-    of sample k - B and their slot counts (counts zero on entry). Inlined, as draw_trains is: a call of its
-    own took and released a reference to each of its seven arrays, a fixed cost that dominated
-    single-sample updates (4608 on a 16 x 25 array without pulses: 4.1 ms through update_array, 3.4 ms
-    with both inlined, 2026-12-06, Zen 4, one thread)."""
-    batch = x.shape[0]
-    b = k % batch
-    if k < batch:
-        fill_train(x, b, x_scale[b], bl[b], seed, counter, k, x_masks)
+def fill_train_set(
+    is_x, b, stream, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts
+):
+    """x's train of sample b with its slot lists (is_x), else d's train of sample b with its slot counts, from
+    train stream `stream` of (seed, counter) (counts zero on entry)."""
+    if is_x:
+        fill_train(x, b, x_scale[b], bl[b], seed, counter, stream, x_masks)
         slot_lists_of(x_masks, x, b, bl[b] == 1, x_lists, x_counts)
     else:
-        fill_train(d, b, d_scale[b], bl[b], seed, counter, k, d_masks)
+        fill_train(d, b, d_scale[b], bl[b], seed, counter, stream, d_masks)
         slot_counts_of(d_masks, b, bl[b] == 1, d_counts)
+
+
+@njit(cache=True, inline="always")
+def fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts) -> None:
+    """Train set k of an update: x's trains of sample k and their slot lists for k < B, else d's trains
+    of sample k - B and their slot counts (counts zero on entry); train stream k. Inlined, as draw_trains
+    is: a call of its own took and released a reference to each of its seven arrays, a fixed cost that
+    dominated single-sample updates (4608 on a 16 x 25 array without pulses: 4.1 ms through update_array,
+    3.4 ms with both inlined, 2026-12-06, Zen 4, one thread)."""
+    batch = x.shape[0]
+    fill_train_set(
+        k < batch,
+        k % batch,
+        k,
+        x,
+        d,
+        x_scale,
+        d_scale,
+        bl,
+        seed,
+        counter,
+        x_masks,
+        d_masks,
+        x_lists,
+        x_counts,
+        d_counts,
+    )
 
 
 @njit(cache=True, parallel=True)
@@ -132,14 +156,15 @@ def pulsed_update_kernel(w, x, d, settings, params, seed, counter, app, wn, wn_c
     fired = np.empty(w.shape[0], np.int64)
     ring = np.empty(ring_size(w.shape[1]), np.float32)
     trains = (x_lists, x_counts, d_masks, d_counts)
-    return fire_trains(w, trains, d, settings[0], params, seed, counter, app, wn, wn_counter, fired, ring)
+    pieces = one_piece(counter, d_masks.shape[0])
+    return fire_trains(w, trains, d, settings[0], params, seed, pieces, app, wn, wn_counter, fired, ring)
 
 
 @njit(cache=True, inline="always")
-def fire_trains(w, trains, d, lr, params, seed, counter, app, wn, wn_counter, fired, ring) -> int:
+def fire_trains(w, trains, d, lr, params, seed, pieces, app, wn, wn_counter, fired, ring) -> int:
     """The coincidence stage of pulsed_update_kernel for the trains (x_lists, x_counts, d_masks, d_counts)
-    of the rows of d, with work arrays fired (int64 (out,)) and ring (float32 (ring_size(in),)). Returns
-    pulses fired.
+    of the rows of d in the pieces `pieces` (devices.coincidences.coincide_row), with work arrays fired
+    (int64 (out,)) and ring (float32 (ring_size(in),)). Returns pulses fired.
 
     The row loops are calls of their own (coincide_rows_serial, coincide_rows_parallel), not inlined: this
     function is inlined into pulsed_update_kernel and, through pulsed_update_work, into the chopped kernel,
@@ -151,51 +176,85 @@ def fire_trains(w, trains, d, lr, params, seed, counter, app, wn, wn_counter, fi
     rows = (x_lists, x_counts, d_masks)  # what the row loops walk
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
     if _coincidences(x_counts, d_counts) <= SERIAL_PULSES:
-        coincide_rows_serial(fired, w, rows, d, lr_sign, params, seed, counter, app, wn, wn_counter, ring)
+        coincide_rows_serial(fired, w, rows, d, lr_sign, params, seed, pieces, app, wn, wn_counter, ring)
     else:
-        coincide_rows_parallel(fired, w, rows, d, lr_sign, params, seed, counter, app, wn, wn_counter)
+        coincide_rows_parallel(fired, w, rows, d, lr_sign, params, seed, pieces, app, wn, wn_counter)
     return total(fired)
 
 
-@njit(cache=True)
-def update_work(batch: int, n_in: int, n_out: int, slots: int) -> tuple:
-    """Work arrays of pulsed_update_work for updates of up to `batch` samples with trains of up to `slots`
-    (<= SLOTS) slots of an (n_out, n_in) array: bl, x_scale, d_scale, x_masks, d_masks, x_lists, x_counts,
-    d_counts (draw_trains'), fired and ring (fire_trains')."""
-    return (
-        np.zeros(batch, np.int32),
-        np.zeros(batch),
-        np.zeros(batch),
-        np.zeros((batch, n_in), np.uint32),
-        np.zeros((batch, n_out + MASK_PAD), np.uint32),  # columns past d stay 0
-        np.empty((batch, slots, n_in), np.uint32),  # read only where x_counts says
-        np.zeros((batch, slots), np.int32),
-        np.zeros((batch, slots), np.int32),
-        np.zeros(n_out, np.int64),
-        np.zeros(ring_size(n_in), np.float32),
+@njit(cache=True, inline="always")
+def _fill_piece_trains_of(k, x, d, x_scale, d_scale, bl, seed, pieces, piece, masks):
+    """Train set k of pieces_update_kernel: that of fill_trains_of for sample b = k % B in its piece p =
+    piece[b] as an update of its own (key counters[p], train streams numbered from the piece's first
+    sample); masks = (x_masks, d_masks, x_lists, x_counts, d_counts)."""
+    bounds, counters, _, _ = pieces
+    x_masks, d_masks, x_lists, x_counts, d_counts = masks
+    batch = x.shape[0]
+    b = k % batch
+    p = piece[b]
+    first = bounds[p]
+    stream = b - first if k < batch else bounds[p + 1] - first + b - first
+    fill_train_set(
+        k < batch,
+        b,
+        stream,
+        x,
+        d,
+        x_scale,
+        d_scale,
+        bl,
+        seed,
+        counters[p],
+        x_masks,
+        d_masks,
+        x_lists,
+        x_counts,
+        d_counts,
     )
 
 
-@njit(cache=True, inline="always")
-def pulsed_update_work(w, x, d, settings, params, seed, counter, app, wn, wn_counter, work) -> int:
-    """pulsed_update_kernel in the work arrays `work` (update_work) instead of arrays of its own: the same
-    weights and pulses, without the allocations and the call that dominate a single-sample update (a c-TTv2
-    piece between two column reads). Inlined: a call passes some twenty arrays, whose reference counts cost
-    more than the plan and trains of a 16 x 25 sample; callers with a pulse loop inlined need parallel=True
-    for the reason given at pulsed_update_kernel. An update of more samples or longer trains than the work
-    holds runs pulsed_update_kernel."""
-    bl, x_scale, d_scale, x_masks, d_masks, x_lists, x_counts, d_counts, fired, ring = work
-    batch = x.shape[0]
+@njit(cache=True, parallel=True)
+def _fill_piece_trains_parallel(x, d, x_scale, d_scale, bl, seed, pieces, piece, masks):
+    """Every train set of pieces_update_kernel, in parallel (alone in its function: _fill_trains_parallel)."""
+    for k in prange(2 * x.shape[0]):
+        _fill_piece_trains_of(k, x, d, x_scale, d_scale, bl, seed, pieces, piece, masks)
+
+
+@njit(cache=True, parallel=True)
+def pieces_update_kernel(w, x, d, settings, params, seed, pieces, app, wn) -> int:
+    """Consecutive pieces of a batch, each a pulsed update of its own, in one call: pieces = (bounds, counters,
+    cols, snap) as devices.coincidences.coincide_row takes them; piece p (vectors bounds[p] .. bounds[p + 1]
+    - 1 of x (B, in), d (B, out) float32) gets the trains and pulses that pulsed_update_kernel gives it with
+    counter counters[p], and snap[:, p] column cols[p] of app after it (where cols[p] >= 0). The trains
+    of all pieces are drawn at once (in parallel over vectors where large, as in pulsed_update_kernel), and
+    the rows walk their pieces in order (in parallel over rows where large): a piece is not a call of its
+    own, and the pieces run on every thread, where pulsed_update_kernel piece after piece ran the small
+    updates between the reads of a chopped transfer on one. Bit-identical to that; for trains of up to SLOTS
+    slots (settings' desired_bl) and without write noise (wn without rows: its redraw follows all pieces)."""
     lr, granularity, desired_bl, update_management, bl_management = settings
-    if batch > bl.shape[0] or desired_bl > x_lists.shape[1]:
-        return pulsed_update_kernel(w, x, d, settings, params, seed, counter, app, wn, wn_counter)
+    bounds = pieces[0]
+    batch, n_in = x.shape
+    bl = np.empty(batch, np.int32)
+    x_scale = np.empty(batch)
+    d_scale = np.empty(batch)
     plan_into(x, d, abs(lr), granularity, desired_bl, update_management, bl_management, bl, x_scale, d_scale)
-    for b in range(batch):
-        x_masks[b] = 0
-        d_masks[b] = 0
-        x_counts[b] = 0
-        d_counts[b] = 0
-    x_masks, d_masks, x_counts, d_counts = x_masks[:batch], d_masks[:batch], x_counts[:batch], d_counts[:batch]
-    fill_all_trains(x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts)
+    piece = np.empty(batch, np.int64)
+    for p in range(bounds.shape[0] - 1):
+        for b in range(bounds[p], bounds[p + 1]):
+            piece[b] = p
+    slots = max(min(desired_bl, SLOTS), 1)
+    x_masks = zeros(x.shape, np.uint32)
+    d_masks = zeros((batch, d.shape[1] + MASK_PAD), np.uint32)
+    x_lists = np.empty((batch, slots, n_in), np.uint32)
+    x_counts = zeros((batch, slots), np.int32)
+    d_counts = zeros((batch, slots), np.int32)
+    masks = (x_masks, d_masks, x_lists, x_counts, d_counts)
+    if batch * (n_in + d.shape[1]) <= SERIAL_TRAIN_ELEMENTS:
+        for k in range(2 * batch):
+            _fill_piece_trains_of(k, x, d, x_scale, d_scale, bl, seed, pieces, piece, masks)
+    else:
+        _fill_piece_trains_parallel(x, d, x_scale, d_scale, bl, seed, pieces, piece, masks)
+    fired = np.empty(w.shape[0], np.int64)
+    ring = np.empty(ring_size(n_in), np.float32)
     trains = (x_lists, x_counts, d_masks, d_counts)
-    return fire_trains(w, trains, d, lr, params, seed, counter, app, wn, wn_counter, fired, ring)
+    return fire_trains(w, trains, d, lr, params, seed, pieces, app, wn, 0, fired, ring)

@@ -42,30 +42,16 @@ and the read's increment (increment_scale) are functions of their own: the GPU t
 """
 
 import sys
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
-from numba.core.errors import NumbaPerformanceWarning
 
 from aimc.devices import CACHED_MODULES, AnalogTile
-from aimc.devices.array_update import ArrayHandle, pulse_array, skip_update, update_array, update_array_work
+from aimc.devices.array_update import ArrayHandle, pulse_array, update_array, update_array_pieces
 from aimc.devices.column_read import read_column
 from aimc.devices.jit_cache import flush_stale
 from aimc.devices.loops import row_abs_max
-from aimc.devices.pulse_trains import SLOTS
-from aimc.devices.pulsed_update import update_work
-
-warnings.filterwarnings(  # parallel=True for the pipeline's clean-up, not a parallel loop (the kernel's docstring)
-    "ignore", r"(?s).*no transformation for parallel execution.*def chopped_transfer_kernel", NumbaPerformanceWarning
-)
-
-
-WORK_SAMPLES = 8
-"""Fast updates of up to this many samples (the pieces between reads every few samples) run in work arrays
-allocated once per call (devices.pulsed_update.update_work); longer pieces allocate their own, a cost that
-is small against their trains and pulses and keeps the work small."""
 
 
 class TransferRule(NamedTuple):
@@ -138,19 +124,41 @@ def auto_scale_estimates(x, d, m_x, m_d, tau):
 
 
 @njit(cache=True)
-def _fires(xs, ds, start, end) -> bool:
-    """Whether a vector b in [start, end) has x_b and d_b both nonzero (else an update fires no pulse)."""
+def _pieces(first, every, col, n, n_in):
+    """The pieces of a batch of n vectors between the reads (module docstring): bounds (int64, pieces + 1),
+    the column read after each piece (int64, -1 where none follows) and the next column after the batch."""
+    bounds = np.empty(n + 1, np.int64)
+    cols = np.empty(n, np.int64)
+    bounds[0] = 0
+    count = 0
+    r = first  # the vector after which the next read comes
+    while True:
+        end = min(r + 1, n)
+        if end > bounds[count]:
+            cols[count] = -1
+            count += 1
+            bounds[count] = end
+        if r >= n:
+            break
+        cols[count - 1] = col  # a read follows every non-empty piece (every >= 1)
+        col = (col + 1) % n_in
+        r += every
+    return bounds[: count + 1], cols[:count], col
+
+
+@njit(cache=True)
+def _chop(xs, ds, x, d, eta, rule, fb, start, end, c_in, c_out) -> None:
+    """xs[b] = x_b c_in and ds[b] = d_b c_out times the fast step of vector b (fast_step; where eta is given)
+    for b in [start, end)."""
+    n = x.shape[0]
     for b in range(start, end):
-        x_on = False
-        for j in range(xs.shape[1]):
-            if xs[b, j] != 0:
-                x_on = True
-                break
-        if x_on:
-            for i in range(ds.shape[1]):
-                if ds[b, i] != 0:
-                    return True
-    return False
+        step_b = fast_step(rule, eta, fb, b, n)
+        for j in range(x.shape[1]):
+            xs[b, j] = x[b, j] * c_in[j]
+        for i in range(d.shape[1]):
+            ds[b, i] = d[b, i] * c_out[i]
+            if eta.shape[0] > 0:
+                ds[b, i] *= np.float32(step_b)
 
 
 @njit(cache=True)
@@ -267,7 +275,7 @@ def switch_choppers(rule, uniforms, ui, k, sweeps, c_in, c_out, switched):
     return ui, sweeps
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms, state, schedule):
     """The module docstring's recursion for x (n, in), d (n, out) float32; eta (n,) float64 the step of each
     vector (folded into d, update lr 1) or empty (update lr settings.lr). handles: the fast array A, the slow
@@ -275,58 +283,64 @@ def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms
     the fast update's UpdateSettings, pulsed its mode; state a ChopperState (changed in place); schedule
     (first, every, col, sweeps): the first vector after which a column is read, the vectors between reads,
     the next column and the completed sweeps. Returns (col, sweeps, update pulses, transfer pulses, reads).
-    Built with parallel=True without a parallel loop: the fast update is inlined (update_array_work), and the
-    parallel pipeline removes the reference counting its pulse loop would otherwise carry."""
+
+    The fast updates do not depend on the reads (the choppers follow the uniforms and the sweeps alone), so
+    all pieces between the reads are updated first, in one call that records the column each read will see
+    (devices.array_update.update_array_pieces: its trains and rows run in parallel), and the reads, buffers
+    and pulses into C follow. AGAD's fast_lr_feedback makes each step depend on the reads before it: there
+    the pieces are updated one at a time between the reads. Either order gives the same weights and counters."""
     a_handle, c_handle, reader = handles  # passed on as they come: update_array compiles once for all its callers
-    a, c = ArrayHandle(*a_handle), ArrayHandle(*c_handle)
+    c = ArrayHandle(*c_handle)
     h_buf, c_in, c_out, m_run, p_ref, switched, fb, pending, queued = state
     first, every, col, sweeps = schedule
-    dw_a = a.granularity
+    dw_a = ArrayHandle(*a_handle).granularity
     dw_c = c.granularity
     lr, _, desired_bl, update_management, bl_management = settings
-    a_app, a_ref = a.app, a.reference
     n, n_in = x.shape
     n_out = d.shape[1]
     buf = buffer_rule(rule)
     zero = np.float32(0.0)
     v = np.empty(n_out, np.float32)
-    colv = np.empty(n_out, np.float32)
     pulses = np.empty(n_out, np.int64)
     x_write = np.zeros((1, n_in), np.float32)  # e_k and -n of a write with step != 1
     d_write = np.empty((1, n_out), np.float32)
     off = pulsed and not pulsed  # False, typed as the settings' um / blm (no second compilation of update_array)
     fast = (1.0 if eta.shape[0] > 0 else lr, dw_a, desired_bl, update_management, bl_management)  # UpdateSettings
     write = (rule.step * dw_c, dw_c, rule.transfer_bl, off, off)
-    xs_all = np.empty((n, n_in), np.float32)  # the chopped vectors; a piece is a contiguous slice
-    work = update_work(min(every, n, WORK_SAMPLES), n_in, n_out, min(desired_bl, SLOTS))  # the fast update's
-    ds_all = np.empty((n, n_out), np.float32)
+    bounds, cols, col = _pieces(first, every, col, n, n_in)
+    n_pieces = cols.shape[0]
+    xs = np.empty((n, n_in), np.float32)  # the chopped vectors
+    ds = np.empty((n, n_out), np.float32)
+    snap = np.empty((n_out, n_pieces), np.float32)  # the column each read sees (rows apart: one per thread)
+    colv = np.empty(n_out, np.float32)
+    piece = np.zeros(2, np.int64)  # one piece's bounds and column (update_array_pieces' snap)
+    colv_2d = np.empty((n_out, 1), np.float32)
     up_pulses = tr_pulses = reads = 0
+    ahead = not rule.fast_lr_feedback
+    if ahead:  # the choppers each piece sees, switched on copies as the reads below switch them
+        ci, co, sw = c_in.copy(), c_out.copy(), switched.copy()
+        ui, sw_sweeps = 0, sweeps
+        for p in range(n_pieces):
+            _chop(xs, ds, x, d, eta, rule, fb, bounds[p], bounds[p + 1], ci, co)
+            if cols[p] >= 0:
+                ui, sw_sweeps = switch_choppers(rule, uniforms, ui, cols[p], sw_sweeps, ci, co, sw)
+        up_pulses = update_array_pieces(a_handle, xs, ds, fast, pulsed, bounds, cols, snap)
     ui = 0
-    start = 0
-    r = first  # the vector after which the next read comes
-    while True:
-        end = min(r + 1, n)
-        if end > start:  # the fast update of vectors start .. end - 1 with the current choppers
-            for b in range(start, end):
-                step_b = fast_step(rule, eta, fb, b, n)
-                for j in range(n_in):
-                    xs_all[b, j] = x[b, j] * c_in[j]
-                for i in range(n_out):
-                    ds_all[b, i] = d[b, i] * c_out[i]
-                    if eta.shape[0] > 0:
-                        ds_all[b, i] *= np.float32(step_b)
-            if _fires(xs_all, ds_all, start, end):
-                up_pulses += update_array_work(a_handle, xs_all[start:end], ds_all[start:end], fast, pulsed, work)
-            else:  # the update would take its counters and change nothing (no vector with x and d nonzero)
-                skip_update(a_handle)
-            start = end
-        if r >= n:
+    for p in range(n_pieces):
+        if not ahead:
+            start, end = bounds[p], bounds[p + 1]
+            _chop(xs, ds, x, d, eta, rule, fb, start, end, c_in, c_out)
+            piece[1] = end - start
+            up_pulses += update_array_pieces(
+                a_handle, xs[start:end], ds[start:end], fast, pulsed, piece, cols[p : p + 1], colv_2d
+            )
+            snap[:, p] = colv_2d[:, 0]
+        k = cols[p]
+        if k < 0:
             break
-        r += every
         # the read of column k
-        k = col
         for i in range(n_out):
-            colv[i] = a_app[i, k] - a_ref[i, k]
+            colv[i] = snap[i, p]
         read_column(reader, colv, v)
         reads += 1
         s = increment_scale(rule, sweeps, dw_a)
@@ -359,7 +373,6 @@ def chopped_transfer_kernel(handles, settings, pulsed, x, d, eta, rule, uniforms
                 pending[i, k] = pulses[i]
             queued[k] = True
         ui, sweeps = switch_choppers(rule, uniforms, ui, k, sweeps, c_in, c_out, switched)
-        col = (k + 1) % n_in
     for k in range(n_in):
         if queued[k]:
             tr_pulses += _flush(c_handle, pending, queued)
