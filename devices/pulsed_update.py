@@ -46,11 +46,11 @@ def _coincidences(x_counts, d_counts) -> int:
 
 
 @njit(cache=True, inline="always")
-def fill_train_set(
-    is_x, b, stream, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_masks, x_lists, x_counts, d_counts
-):
+def fill_train_set(is_x, b, stream, x, d, x_scale, d_scale, bl, seed, counter, masks) -> None:
     """x's train of sample b with its slot lists (is_x), else d's train of sample b with its slot counts, from
-    train stream `stream` of (seed, counter) (counts zero on entry)."""
+    train stream `stream` of (seed, counter); masks = (x_masks, d_masks, x_lists, x_counts, d_counts), counts
+    zero on entry."""
+    x_masks, d_masks, x_lists, x_counts, d_counts = masks
     if is_x:
         fill_train(x, b, x_scale[b], bl[b], seed, counter, stream, x_masks)
         slot_lists_of(x_masks, x, b, bl[b] == 1, x_lists, x_counts)
@@ -67,23 +67,8 @@ def fill_trains_of(k, x, d, x_scale, d_scale, bl, seed, counter, x_masks, d_mask
     dominated single-sample updates (4608 on a 16 x 25 array without pulses: 4.1 ms through update_array,
     3.4 ms with both inlined, 2026-12-06, Zen 4, one thread)."""
     batch = x.shape[0]
-    fill_train_set(
-        k < batch,
-        k % batch,
-        k,
-        x,
-        d,
-        x_scale,
-        d_scale,
-        bl,
-        seed,
-        counter,
-        x_masks,
-        d_masks,
-        x_lists,
-        x_counts,
-        d_counts,
-    )
+    masks = (x_masks, d_masks, x_lists, x_counts, d_counts)
+    fill_train_set(k < batch, k % batch, k, x, d, x_scale, d_scale, bl, seed, counter, masks)
 
 
 @njit(cache=True, parallel=True)
@@ -167,11 +152,10 @@ def fire_trains(w, trains, d, lr, params, seed, pieces, app, wn, wn_counter, fir
     (int64 (out,)) and ring (float32 (ring_size(in),)). Returns pulses fired.
 
     The row loops are calls of their own (coincide_rows_serial, coincide_rows_parallel), not inlined: this
-    function is inlined into pulsed_update_kernel and, through pulsed_update_work, into the chopped kernel,
-    and Numba copies an inlined function's whole tree at every site (the pulse loops with every family's
-    step): the first Analog SGD and c-TTv2 steps compiled in 179 and 110 s with the serial rows inlined, 139
-    and 26 s as a call (cold cache, Zen 4, 2 cores). The call costs a c-TTv2 CNN step (4608 single-sample
-    updates) no measurable time (same-process A/B within noise, 2026-12-06)."""
+    function is inlined into pulsed_update_kernel and pieces_update_kernel, and Numba copies an inlined
+    function's whole tree at every site (the pulse loops with every family's step): with the serial rows
+    inlined at two sites, the first Analog SGD and c-TTv2 steps compiled in 179 and 110 s, with the call in
+    139 and 26 s (cold cache, Zen 4, 2 cores), at no measurable cost per update."""
     x_lists, x_counts, d_masks, d_counts = trains
     rows = (x_lists, x_counts, d_masks)  # what the row loops walk
     lr_sign = 1.0 if lr > 0 else (-1.0 if lr < 0 else 0.0)
@@ -188,29 +172,12 @@ def _fill_piece_trains_of(k, x, d, x_scale, d_scale, bl, seed, pieces, piece, ma
     piece[b] as an update of its own (key counters[p], train streams numbered from the piece's first
     sample); masks = (x_masks, d_masks, x_lists, x_counts, d_counts)."""
     bounds, counters, _, _ = pieces
-    x_masks, d_masks, x_lists, x_counts, d_counts = masks
     batch = x.shape[0]
     b = k % batch
     p = piece[b]
     first = bounds[p]
     stream = b - first if k < batch else bounds[p + 1] - first + b - first
-    fill_train_set(
-        k < batch,
-        b,
-        stream,
-        x,
-        d,
-        x_scale,
-        d_scale,
-        bl,
-        seed,
-        counters[p],
-        x_masks,
-        d_masks,
-        x_lists,
-        x_counts,
-        d_counts,
-    )
+    fill_train_set(k < batch, b, stream, x, d, x_scale, d_scale, bl, seed, counters[p], masks)
 
 
 @njit(cache=True, parallel=True)
@@ -257,4 +224,5 @@ def pieces_update_kernel(w, x, d, settings, params, seed, pieces, app, wn) -> in
     fired = np.empty(w.shape[0], np.int64)
     ring = np.empty(ring_size(n_in), np.float32)
     trains = (x_lists, x_counts, d_masks, d_counts)
-    return fire_trains(w, trains, d, lr, params, seed, pieces, app, wn, 0, fired, ring)
+    no_counter = np.int64(0)  # typed as pulsed_update_kernel's wn_counter: the row loops compile once for both
+    return fire_trains(w, trains, d, lr, params, seed, pieces, app, wn, no_counter, fired, ring)
