@@ -107,22 +107,22 @@ def update_array_pieces(a: ArrayHandle, x, d, settings, pulsed: bool, bounds, co
             counters[p] = next_counter(h)
         pieces = (bounds, counters, cols, snap)
         n = pieces_update_kernel(h.w, x, d, settings, h.params, h.seed, pieces, h.app, h.wn)
+        h.counts[PULSES] += n
+    else:
+        n = 0
         for p in range(n_pieces):
+            start, end = bounds[p], bounds[p + 1]
+            if _fires(x, d, start, end):
+                n += update_array(a, x[start:end], d[start:end], settings, pulsed)
+            else:
+                skip_update(a)
             if cols[p] >= 0:
                 for i in range(snap.shape[0]):
-                    snap[i, p] -= h.reference[i, cols[p]]
-        h.counts[PULSES] += n
-        return n
-    n = 0
-    for p in range(n_pieces):
-        start, end = bounds[p], bounds[p + 1]
-        if _fires(x, d, start, end):
-            n += update_array(a, x[start:end], d[start:end], settings, pulsed)
-        else:
-            skip_update(a)
+                    snap[i, p] = h.app[i, cols[p]]
+    for p in range(n_pieces):  # what a read sees: app - reference
         if cols[p] >= 0:
             for i in range(snap.shape[0]):
-                snap[i, p] = h.app[i, cols[p]] - h.reference[i, cols[p]]
+                snap[i, p] -= h.reference[i, cols[p]]
     return n
 
 
