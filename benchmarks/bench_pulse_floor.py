@@ -17,7 +17,7 @@ update's) it times:
 - pulsed update: the whole update (train plan, trains, slot lists, coincidences) as a tile runs it.
 The first two are not device models (no response, no bounds): they are floors, the least work any
 simulator that applies every pulse must do. The floors walk the coincidences with a copy of the stage's
-row walk (devices.coincidences.coincide_row), because the stage inlines its response, prefetch and noise
+row walk (devices.coincidences.coincide_rows), because the stage inlines its response, prefetch and noise
 refill into that walk, and a walk with a pluggable per-pulse action would change the code it measures.
 Medians over rounds that alternate the contestants; ratios to torch from the same run. Prints a table,
 then one JSON line.
@@ -48,7 +48,7 @@ from aimc.devices.rng import stream_seed  # noqa: E402
 def _scatter_row(i, w, x_lists, x_counts, d, lr_sign, d_masks, step, sigma, noisy, normals) -> int:
     """Row i of the floors: w[i, j] += step[up] (1 + sigma xi) for every coincidence of the row (sigma and
     normals unused unless noisy), up as in coincidence_update_kernel, xi = normals[k] for the row's pulse
-    k; the walk over firing samples and slots follows the real stage's (devices.coincidences.coincide_row).
+    k; the walk over firing samples and slots follows the real stage's (devices.coincidences.coincide_rows).
     Returns the row's pulses."""
     wr = w[i]
     fired = 0

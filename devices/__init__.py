@@ -18,7 +18,7 @@ limit_blas_threads()
 warnings.filterwarnings(
     "ignore",
     r"(?s).*no transformation for parallel execution.*"
-    r"def (pulsed_update_kernel|pieces_update_kernel|pulse_columns_kernel|coincide_rows_serial)",
+    r"def (pulsed_update_kernel|pieces_update_kernel|pulse_columns_kernel|coincide_rows_serial|coincide_rows)",
     NumbaPerformanceWarning,
 )
 

@@ -23,6 +23,10 @@ from aimc.devices.response_step import LINEAR
 from aimc.devices.rng import stream_seed
 from aimc.devices.threads import kernel_thread_count
 
+ROW_BLOCK = 16
+"""Most rows coincide_rows_parallel gives one call of coincide_rows (fewer where that would leave a thread
+with less than four blocks): a call per row cost ~50 ns of reference counting each."""
+
 
 @njit(cache=True, inline="always")
 def _fire_list(
@@ -85,109 +89,118 @@ def _refill_normals(ring, key, filled, need) -> int:
     return filled
 
 
-@njit(cache=True, inline="always")
-def coincide_row(i, w, trains, d, lr_sign, params, seed, pieces, app, ring) -> int:
-    """The coincidences of row i (see coincidence_update_kernel) of the trains (x_lists, x_counts, d_masks)
-    with the elements' ElementKernelParams `params`, piece after piece, each piece an update of its own:
-    pieces = (bounds, counters, cols, snap), piece p the samples bounds[p] .. bounds[p + 1] - 1 with noise
-    from stream (seed, counters[p], i) through `ring` (a float32 work array of ring_size(in) slots); after
-    piece p, where cols[p] >= 0, snap[i, p] = app[i, cols[p]] (the column as it stands between two pieces;
-    one_piece: a whole update). Returns the pulses fired into the row.
+@njit(cache=True, parallel=True)
+def coincide_rows(first, last, fired, w, trains, d, lr_sign, params, seed, pieces, app, ring) -> None:
+    """The coincidences of rows first .. last - 1 (see coincidence_update_kernel) of the trains (x_lists,
+    x_counts, d_masks) with the elements' ElementKernelParams `params`, piece after piece, each piece an update
+    of its own: pieces = (bounds, counters, cols, snap), piece p the samples bounds[p] .. bounds[p + 1] - 1
+    with noise from stream (seed, counters[p], i) through `ring` (a float32 work array of ring_size(in)
+    slots); after piece p, where cols[p] >= 0, snap[i, p] = app[i, cols[p]] (the column as it stands between
+    two pieces; one_piece: a whole update). fired[i] gets the pulses fired into row i.
 
     Three copies of the pulse loop, each with its family and noise switches fixed where they can be:
     LINEAR with multiplicative noise (SoftBounds, LinearStep: aihwkit's defaults), LINEAR without noise
     (R1's and R3's linear devices), and one for every other case. A fixed switch is no instruction in the
     loop; a LINEAR copy has no family switch (10% of a pulse), the noise copy no noise tests (a large
     512x512 update: 0.87-0.92 of the time of a loop with both switches, same-process A/B against commit
-    0120d83 on a Zen 4, 2026-12-03). Each copy adds ~15 s to the kernel's first compilation."""
+    0120d83 on a Zen 4, 2026-12-03). Each copy adds ~15 s to the first compilation.
+
+    A function of its own, compiled once for both row loops (coincide_rows_serial calls it once for all
+    rows, coincide_rows_parallel once per block of rows, ROW_BLOCK): inlined into each, the pulse tree
+    compiled twice (see docs/performance.md, "What is inlined"). Built with parallel=True without a parallel
+    loop, for the reason given at devices.pulsed_update.pulsed_update_kernel."""
     x_lists, x_counts, d_masks = trains
     ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
     if code == LINEAR and sigma > 0.0 and not additive:
-        return _fire_row(
-            i,
-            w,
-            x_lists,
-            x_counts,
-            d,
-            lr_sign,
-            d_masks,
-            ep,
-            LINEAR,
-            consts,
-            grid,
-            tab_up,
-            tab_dn,
-            sigma,
-            True,
-            False,
-            seed,
-            pieces,
-            app,
-            ring,
-            w,
-            ep,
-            consts,
-            False,
-        )
-    if code == LINEAR and not sigma > 0.0:
-        return _fire_row(
-            i,
-            w,
-            x_lists,
-            x_counts,
-            d,
-            lr_sign,
-            d_masks,
-            ep,
-            LINEAR,
-            consts,
-            grid,
-            tab_up,
-            tab_dn,
-            sigma,
-            False,
-            False,
-            seed,
-            pieces,
-            app,
-            ring,
-            w,
-            ep,
-            consts,
-            False,
-        )
-    return _fire_row(
-        i,
-        w,
-        x_lists,
-        x_counts,
-        d,
-        lr_sign,
-        d_masks,
-        ep,
-        code,
-        consts,
-        grid,
-        tab_up,
-        tab_dn,
-        sigma,
-        sigma > 0.0,
-        additive,
-        seed,
-        pieces,
-        app,
-        ring,
-        w,
-        ep,
-        consts,
-        False,
-    )
+        for i in range(first, last):
+            fired[i] = _fire_row(
+                i,
+                w,
+                x_lists,
+                x_counts,
+                d,
+                lr_sign,
+                d_masks,
+                ep,
+                LINEAR,
+                consts,
+                grid,
+                tab_up,
+                tab_dn,
+                sigma,
+                True,
+                False,
+                seed,
+                pieces,
+                app,
+                ring,
+                w,
+                ep,
+                consts,
+                False,
+            )
+    elif code == LINEAR and not sigma > 0.0:
+        for i in range(first, last):
+            fired[i] = _fire_row(
+                i,
+                w,
+                x_lists,
+                x_counts,
+                d,
+                lr_sign,
+                d_masks,
+                ep,
+                LINEAR,
+                consts,
+                grid,
+                tab_up,
+                tab_dn,
+                sigma,
+                False,
+                False,
+                seed,
+                pieces,
+                app,
+                ring,
+                w,
+                ep,
+                consts,
+                False,
+            )
+    else:
+        for i in range(first, last):
+            fired[i] = _fire_row(
+                i,
+                w,
+                x_lists,
+                x_counts,
+                d,
+                lr_sign,
+                d_masks,
+                ep,
+                code,
+                consts,
+                grid,
+                tab_up,
+                tab_dn,
+                sigma,
+                sigma > 0.0,
+                additive,
+                seed,
+                pieces,
+                app,
+                ring,
+                w,
+                ep,
+                consts,
+                False,
+            )
 
 
 @njit(cache=True, inline="always")
 def coincide_row_routed(i, w_plus, w_minus, trains, d, lr_sign, params_plus, params_minus, seed, pieces, ring) -> int:
     """The coincidences of row i of a one-sided cell (devices.one_sided_update): the walk, order and noise
-    of coincide_row (trains = (x_lists, x_counts, d_masks)), each pulse an up pulse into w_plus where it
+    of coincide_rows (trains = (x_lists, x_counts, d_masks)), each pulse an up pulse into w_plus where it
     would raise W and into w_minus where it would lower W; params_plus, params_minus the two devices'
     ElementKernelParams (the family, table and noise are G+'s). Returns the pulses fired into the row."""
     x_lists, x_counts, d_masks = trains
@@ -248,8 +261,8 @@ def _fire_row(
     consts_m,
     routed,
 ) -> int:
-    """coincide_row for one family code and noise (noisy: draw cycle noise; additive: its form), each a
-    constant where coincide_row can fix it; routed (a constant): the pulses that would lower W go up into
+    """coincide_rows for one family code and noise (noisy: draw cycle noise; additive: its form), each a
+    constant where coincide_rows can fix it; routed (a constant): the pulses that would lower W go up into
     w_minus (parameters ep_minus, constants consts_m) instead (_fire_list).
 
     The samples that fire on row i are first gathered into a 64-bit mask per 64 samples and then visited
@@ -349,7 +362,7 @@ def ring_size(cols: int) -> int:
 
 @njit(cache=True)
 def one_piece(counter: int, batch: int) -> tuple:
-    """The pieces (coincide_row) of an update of `batch` samples that is one piece, with key `counter`
+    """The pieces (coincide_rows) of an update of `batch` samples that is one piece, with key `counter`
     and no column recorded."""
     bounds = np.empty(2, np.int64)
     bounds[0], bounds[1] = 0, batch
@@ -366,8 +379,7 @@ def coincide_rows_serial(fired, w, trains, d, lr_sign, params, seed, pieces, app
     updates too small for a parallel launch. Built with parallel=True without a parallel loop, for the reason
     given at devices.pulsed_update.pulsed_update_kernel."""
     x_lists, x_counts, d_masks = trains
-    for i in range(w.shape[0]):
-        fired[i] = coincide_row(i, w, trains, d, lr_sign, params, seed, pieces, app, ring)
+    coincide_rows(np.int64(0), w.shape[0], fired, w, trains, d, lr_sign, params, seed, pieces, app, ring)
     if wn.shape[0] == 0:
         return
     rows, normals, columns, samples = redraw_work(1, d_masks, w.shape[0], w.shape[1])
@@ -380,16 +392,20 @@ def coincide_rows_serial(fired, w, trains, d, lr_sign, params, seed, pieces, app
 
 @njit(cache=True, parallel=True)
 def coincide_rows_parallel(fired, w, trains, d, lr_sign, params, seed, pieces, app, wn, wn_counter) -> None:
-    """coincide_row for every row, in parallel; fired[i] gets row i's pulses; trains = (x_lists, x_counts,
-    d_masks), params the elements' ElementKernelParams. Each thread takes the noise ring of its id: a ring
-    allocated per row (with its reference counting) cost as much as the noise it saved in a small update.
-    With write noise (wn with rows; one piece) each row's pulsed elements are then redrawn
-    (redraw_pulsed_row), from work arrays of the thread's id too."""
+    """coincide_rows for every row, in parallel over blocks of up to ROW_BLOCK rows; fired[i] gets row i's
+    pulses; trains = (x_lists, x_counts, d_masks), params the elements' ElementKernelParams. Each thread takes
+    the noise ring of its id: a ring allocated per row (with its reference counting) cost as much as the noise
+    it saved in a small update. With write noise (wn with rows; one piece) each row's pulsed elements are then
+    redrawn (redraw_pulsed_row), from work arrays of the thread's id too."""
     x_lists, x_counts, d_masks = trains
     threads = kernel_thread_count()
     rings = np.empty((threads, ring_size(w.shape[1])), np.float32)
-    for i in prange(w.shape[0]):
-        fired[i] = coincide_row(i, w, trains, d, lr_sign, params, seed, pieces, app, rings[get_thread_id()])
+    rows = w.shape[0]
+    block = min(max(rows // (4 * threads), 1), ROW_BLOCK)
+    for k in prange((rows + block - 1) // block):
+        first = np.int64(k) * block  # int64 (prange's index is unsigned): one compilation with the serial call
+        last = min(first + block, rows)
+        coincide_rows(first, last, fired, w, trains, d, lr_sign, params, seed, pieces, app, rings[get_thread_id()])
     if wn.shape[0] == 0:
         return
     rows, normals, columns, samples = redraw_work(threads, d_masks, w.shape[0], w.shape[1])

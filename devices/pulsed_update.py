@@ -131,7 +131,8 @@ def pulsed_update_kernel(w, x, d, settings, params, seed, counter, app, wn, wn_c
     Built with parallel=True although the function has no parallel loop of its own (the warning Numba
     gives at compilation is filtered in aimc.devices): the parallel pipeline's copy propagation removes the
     reference counting that inlined array arguments otherwise put on every pulse of a serial loop (six
-    atomic operations: 30 against 11 ms for 1e6 pulses on one thread); coincide_rows_serial is built so too.
+    atomic operations: 30 against 11 ms for 1e6 pulses on one thread); devices.coincidences.coincide_rows and
+    coincide_rows_serial are built so too.
 
     Write noise (wn: the std as a (1, 1) array): the apparent weight of every element that received a
     pulse is redrawn, app = w + std xi, row by row after the pulses (pulsed_redraw.redraw_pulsed_row;
@@ -148,7 +149,7 @@ def pulsed_update_kernel(w, x, d, settings, params, seed, counter, app, wn, wn_c
 @njit(cache=True, inline="always")
 def fire_trains(w, trains, d, lr, params, seed, pieces, app, wn, wn_counter, fired, ring) -> int:
     """The coincidence stage of pulsed_update_kernel for the trains (x_lists, x_counts, d_masks, d_counts)
-    of the rows of d in the pieces `pieces` (devices.coincidences.coincide_row), with work arrays fired
+    of the rows of d in the pieces `pieces` (devices.coincidences.coincide_rows), with work arrays fired
     (int64 (out,)) and ring (float32 (ring_size(in),)). Returns pulses fired.
 
     The row loops are calls of their own (coincide_rows_serial, coincide_rows_parallel), not inlined: this
@@ -190,7 +191,7 @@ def _fill_piece_trains_parallel(x, d, x_scale, d_scale, bl, seed, pieces, piece,
 @njit(cache=True, parallel=True)
 def pieces_update_kernel(w, x, d, settings, params, seed, pieces, app, wn) -> int:
     """Consecutive pieces of a batch, each a pulsed update of its own, in one call: pieces = (bounds, counters,
-    cols, snap) as devices.coincidences.coincide_row takes them; piece p (vectors bounds[p] .. bounds[p + 1]
+    cols, snap) as devices.coincidences.coincide_rows takes them; piece p (vectors bounds[p] .. bounds[p + 1]
     - 1 of x (B, in), d (B, out) float32) gets the trains and pulses that pulsed_update_kernel gives it with
     counter counters[p], and snap[:, p] column cols[p] of app after it (where cols[p] >= 0). The trains
     of all pieces are drawn at once (in parallel over vectors where large, as in pulsed_update_kernel), and

@@ -6,8 +6,8 @@ Three kernels, each a stage of the CPU kernel with its independent units as thre
 - the pulse trains, one thread per train set k < 2B (x's trains of sample k, then d's of sample k - B):
   devices.pulse_trains.fill_train from stream TRAIN_STREAMS + k, with x's slot lists and d's slot counts;
 - the coincidences, one thread per row i: the samples, slots and slot lists of the row in the order of
-  devices.coincidences.coincide_row, each pulse fired by devices.pulses.noisy_pulse with normal k of the
-  row's stream (seed, counter, i) for its k-th pulse (devices.normals.normal_at: the value coincide_row's
+  devices.coincidences.coincide_rows, each pulse fired by devices.pulses.noisy_pulse with normal k of the
+  row's stream (seed, counter, i) for its k-th pulse (devices.normals.normal_at: the value coincide_rows'
   ring holds), then under write noise the redraw of the row's pulsed elements (app = w + std xi, the k-th
   pulsed column in column order with normal k of effects.row_key(seed, wn_counter, WRITE, i), as
   pulsed_redraw.redraw_pulsed_row).
