@@ -109,49 +109,92 @@ def coincide_rows(first, last, fired, w, trains, d, lr_sign, params, seed, piece
     rows, coincide_rows_parallel once per block of rows, ROW_BLOCK): inlined into each, the pulse tree
     compiled twice (see docs/performance.md, "What is inlined"). Built with parallel=True without a parallel
     loop, for the reason given at devices.pulsed_update.pulsed_update_kernel."""
-    _, code, _, _, _, _, sigma, additive = params
-    rows = (first, last, fired)
-    if code == LINEAR and sigma > 0.0 and not additive:
-        _fire_rows(rows, w, trains, d, lr_sign, params, seed, pieces, app, ring, LINEAR, True, False)
-    elif code == LINEAR and not sigma > 0.0:
-        _fire_rows(rows, w, trains, d, lr_sign, params, seed, pieces, app, ring, LINEAR, False, False)
-    else:
-        _fire_rows(rows, w, trains, d, lr_sign, params, seed, pieces, app, ring, code, sigma > 0.0, additive)
-
-
-@njit(cache=True, inline="always")
-def _fire_rows(rows, w, trains, d, lr_sign, params, seed, pieces, app, ring, code, noisy, additive) -> None:
-    """coincide_rows of rows = (first, last, fired) with the family code and noise switches (_fire_row) given."""
-    first, last, fired = rows
     x_lists, x_counts, d_masks = trains
-    ep, _, consts, grid, tab_up, tab_dn, sigma, _ = params
-    for i in range(first, last):
-        fired[i] = _fire_row(
-            i,
-            w,
-            x_lists,
-            x_counts,
-            d,
-            lr_sign,
-            d_masks,
-            ep,
-            code,
-            consts,
-            grid,
-            tab_up,
-            tab_dn,
-            sigma,
-            noisy,
-            additive,
-            seed,
-            pieces,
-            app,
-            ring,
-            w,
-            ep,
-            consts,
-            False,
-        )
+    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
+    if code == LINEAR and sigma > 0.0 and not additive:
+        for i in range(first, last):
+            fired[i] = _fire_row(
+                i,
+                w,
+                x_lists,
+                x_counts,
+                d,
+                lr_sign,
+                d_masks,
+                ep,
+                LINEAR,
+                consts,
+                grid,
+                tab_up,
+                tab_dn,
+                sigma,
+                True,
+                False,
+                seed,
+                pieces,
+                app,
+                ring,
+                w,
+                ep,
+                consts,
+                False,
+            )
+    elif code == LINEAR and not sigma > 0.0:
+        for i in range(first, last):
+            fired[i] = _fire_row(
+                i,
+                w,
+                x_lists,
+                x_counts,
+                d,
+                lr_sign,
+                d_masks,
+                ep,
+                LINEAR,
+                consts,
+                grid,
+                tab_up,
+                tab_dn,
+                sigma,
+                False,
+                False,
+                seed,
+                pieces,
+                app,
+                ring,
+                w,
+                ep,
+                consts,
+                False,
+            )
+    else:
+        for i in range(first, last):
+            fired[i] = _fire_row(
+                i,
+                w,
+                x_lists,
+                x_counts,
+                d,
+                lr_sign,
+                d_masks,
+                ep,
+                code,
+                consts,
+                grid,
+                tab_up,
+                tab_dn,
+                sigma,
+                sigma > 0.0,
+                additive,
+                seed,
+                pieces,
+                app,
+                ring,
+                w,
+                ep,
+                consts,
+                False,
+            )
 
 
 @njit(cache=True, inline="always")
