@@ -401,11 +401,11 @@ def coincide_rows_parallel(fired, w, trains, d, lr_sign, params, seed, pieces, a
     x_lists, x_counts, d_masks = trains
     threads = kernel_thread_count()
     rings = np.empty((threads, ring_size(w.shape[1])), np.float32)
-    rows = w.shape[0]
-    block = min(max(rows // (4 * threads), 1), ROW_BLOCK)
-    for k in prange((rows + block - 1) // block):
+    n_rows = w.shape[0]
+    block = min(max(n_rows // (4 * threads), 1), ROW_BLOCK)
+    for k in prange((n_rows + block - 1) // block):
         first = np.int64(k) * block  # int64 (prange's index is unsigned): one compilation with the serial call
-        last = min(first + block, rows)
+        last = min(first + block, n_rows)
         coincide_rows(first, last, fired, w, trains, d, lr_sign, params, seed, pieces, app, rings[get_thread_id()])
     if wn.shape[0] == 0:
         return
