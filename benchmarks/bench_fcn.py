@@ -75,16 +75,25 @@ def make_net():
 
 def build(variant, base, a):
     """(model, optimizer) of `variant` on a copy of `base` with the settings of `a`."""
+    model = copy.deepcopy(base) if variant == "digital" else analog_copy(variant, base, a)
+    return model, T.build_optimizer(model, algorithm(variant, a))
+
+
+def analog_copy(variant, base, a):
+    """A copy of `base` with every layer on tiles (device, update mode and periphery of `a`) for `variant`."""
     model = copy.deepcopy(base)
-    if variant == "digital":
-        return model, T.build_optimizer(model, T.DigitalSGDConfig(lr=0.1))
     # aihwkit's build_config("c-ttv2") / ("agad") give the fast update BL 5
     bl = 5 if variant.startswith(("c_ttv2", "agad")) and not variant.endswith("_paper") else 31
     reads = {"forward": PeripheryConfig.perfect(), "backward": PeripheryConfig.perfect()} if a.exact_reads else {}
     tile = T.TileConfig(device=a.device, update=UpdateConfig(mode=a.mode, desired_bl=bl), **reads)
-    T.convert(model, tile, seed=a.seed)
+    return T.convert(model, tile, seed=a.seed)
+
+
+def algorithm(variant, a):
+    """The optimizer config of `variant` (rates of `a`)."""
     lr, tlr = a.lr_analog, a.transfer_lr
-    cfg = {
+    return {
+        "digital": T.DigitalSGDConfig(lr=0.1),
         "analog_sgd": T.AnalogSGDConfig(lr=lr),
         "tiki_taka": T.TikiTakaConfig(lr=lr, transfer_lr=tlr),
         "residual": T.ResidualConfig(lr=lr, transfer_lr=tlr, zero_shift_cycles=a.zero_shift_cycles),
@@ -106,7 +115,6 @@ def build(variant, base, a):
         "rider": T.RiderConfig(lr=lr, transfer_lr=tlr),
         "e_rider": T.ERiderConfig(lr=lr, transfer_lr=tlr),
     }[variant]
-    return model, T.build_optimizer(model, cfg)
 
 
 def parse_args(doc: str, steps: int, rounds: int, warmup: int, batch: int, aihwkit_script: str) -> argparse.Namespace:
