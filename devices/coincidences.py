@@ -110,91 +110,23 @@ def coincide_rows(first, last, fired, w, trains, d, lr_sign, params, seed, piece
     rows, coincide_rows_parallel once per block of rows, ROW_BLOCK): inlined into each, the pulse tree
     compiled twice (see docs/performance.md, "What is inlined"). Built with parallel=True without a parallel
     loop, for the reason given at devices.pulsed_update.pulsed_update_kernel."""
-    x_lists, x_counts, d_masks = trains
-    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params
+    code, sigma, additive = params[1], params[6], params[7]
+    plain = (w, params[0], params[2])  # no second device: every pulse into w
     if code == LINEAR and sigma > 0.0 and not additive:
         for i in range(first, last):
             fired[i] = _fire_row(
-                i,
-                w,
-                x_lists,
-                x_counts,
-                d,
-                lr_sign,
-                d_masks,
-                ep,
-                LINEAR,
-                consts,
-                grid,
-                tab_up,
-                tab_dn,
-                sigma,
-                True,
-                False,
-                seed,
-                pieces,
-                app,
-                ring,
-                w,
-                ep,
-                consts,
-                False,
+                i, w, trains, d, lr_sign, params, LINEAR, True, False, seed, pieces, app, ring, plain, False
             )
     elif code == LINEAR and not sigma > 0.0:
         for i in range(first, last):
             fired[i] = _fire_row(
-                i,
-                w,
-                x_lists,
-                x_counts,
-                d,
-                lr_sign,
-                d_masks,
-                ep,
-                LINEAR,
-                consts,
-                grid,
-                tab_up,
-                tab_dn,
-                sigma,
-                False,
-                False,
-                seed,
-                pieces,
-                app,
-                ring,
-                w,
-                ep,
-                consts,
-                False,
+                i, w, trains, d, lr_sign, params, LINEAR, False, False, seed, pieces, app, ring, plain, False
             )
     else:
+        noisy = sigma > 0.0
         for i in range(first, last):
             fired[i] = _fire_row(
-                i,
-                w,
-                x_lists,
-                x_counts,
-                d,
-                lr_sign,
-                d_masks,
-                ep,
-                code,
-                consts,
-                grid,
-                tab_up,
-                tab_dn,
-                sigma,
-                sigma > 0.0,
-                additive,
-                seed,
-                pieces,
-                app,
-                ring,
-                w,
-                ep,
-                consts,
-                False,
+                i, w, trains, d, lr_sign, params, code, noisy, additive, seed, pieces, app, ring, plain, False
             )
 
 
@@ -204,71 +136,26 @@ def coincide_row_routed(i, w_plus, w_minus, trains, d, lr_sign, params_plus, par
     of coincide_rows (trains = (x_lists, x_counts, d_masks)), each pulse an up pulse into w_plus where it
     would raise W and into w_minus where it would lower W; params_plus, params_minus the two devices'
     ElementKernelParams (the family, table and noise are G+'s). Returns the pulses fired into the row."""
-    x_lists, x_counts, d_masks = trains
-    ep, code, consts, grid, tab_up, tab_dn, sigma, additive = params_plus
-    ep_minus, _, consts_minus, _, _, _, _, _ = params_minus
+    code, sigma, additive = params_plus[1], params_plus[6], params_plus[7]
+    minus = (w_minus, params_minus[0], params_minus[2])
     return _fire_row(
-        i,
-        w_plus,
-        x_lists,
-        x_counts,
-        d,
-        lr_sign,
-        d_masks,
-        ep,
-        code,
-        consts,
-        grid,
-        tab_up,
-        tab_dn,
-        sigma,
-        sigma > 0.0,
-        additive,
-        seed,
-        pieces,
-        w_plus,
-        ring,
-        w_minus,
-        ep_minus,
-        consts_minus,
-        True,
+        i, w_plus, trains, d, lr_sign, params_plus, code, sigma > 0.0, additive, seed, pieces, w_plus, ring, minus, True
     )
 
 
 @njit(cache=True, inline="always")
-def _fire_row(
-    i,
-    w,
-    x_lists,
-    x_counts,
-    d,
-    lr_sign,
-    d_masks,
-    ep,
-    code,
-    consts,
-    grid,
-    tab_up,
-    tab_dn,
-    sigma,
-    noisy,
-    additive,
-    seed,
-    pieces,
-    app,
-    ring,
-    w_minus,
-    ep_minus,
-    consts_m,
-    routed,
-) -> int:
-    """coincide_rows for one family code and noise (noisy: draw cycle noise; additive: its form), each a
-    constant where coincide_rows can fix it; routed (a constant): the pulses that would lower W go up into
-    w_minus (parameters ep_minus, constants consts_m) instead (_fire_list).
+def _fire_row(i, w, trains, d, lr_sign, params, code, noisy, additive, seed, pieces, app, ring, minus, routed) -> int:
+    """coincide_rows for row i with the elements' ElementKernelParams `params`, its family `code` and noise
+    (noisy: draw cycle noise; additive: its form) passed apart, each a constant where coincide_rows can fix
+    it; routed (a constant): the pulses that would lower W go up into the second device minus = (w_minus,
+    its element parameters, its constants) instead (_fire_list).
 
     The samples that fire on row i are first gathered into a 64-bit mask per 64 samples and then visited
     by their set bits: a loop that tested every sample's train inside this (large, inlined) function kept
     its counters on the stack and took 16% of a small 512x512 batch-64 update (perf on a Zen 3, 2026-12-03)."""
+    x_lists, x_counts, d_masks = trains
+    ep, _, consts, grid, tab_up, tab_dn, sigma, _ = params
+    w_minus, ep_minus, consts_m = minus
     bounds, counters, cols, snap = pieces
     wr = w[i]
     er = ep[i]
