@@ -28,6 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numba  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from bench_fcn import algorithm, analog_copy  # noqa: E402
@@ -158,7 +159,8 @@ def main() -> None:
         raise SystemExit("bench_gpu: torch sees no CUDA GPU")
     torch.manual_seed(a.seed)
     gpu = torch.cuda.get_device_name() if DEVICE.type == "cuda" else "Numba's CUDA simulator (not a timing)"
-    res = {"config": {**vars(a), "gpu": gpu, "torch": torch.__version__}, "models": {}}
+    cpu = {"cpu_count": os.cpu_count(), "numba_threads": numba.get_num_threads()}  # the CPU path of the update
+    res = {"config": {**vars(a), "gpu": gpu, "torch": torch.__version__, **cpu}, "models": {}}
     res["update_ms"] = update_timing(a)
     print(f"update {a.update_size}x{a.update_size} batch 64", json.dumps(res["update_ms"]), flush=True)
     write(res, a.json)
