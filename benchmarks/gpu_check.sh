@@ -5,7 +5,8 @@
 # benchmark cut off at its limit keeps what it measured. Results go to $OUT (default: the current folder):
 # gpu-tests.txt, gpu-bench.json, gpu-bench.txt.
 # Where the machine has no package index, give wheels of aimc's missing dependencies in $WHEELS
-# (pip download pydantic tomli-w joblib --dest wheels --only-binary=:all: --python-version 3.12).
+# (pip download pydantic tomli-w joblib --dest wheels --only-binary=:all: --python-version 3.12
+#  --platform manylinux_2_17_x86_64: 3 MB with their dependencies).
 set -u
 out=${OUT:-.}
 if [ -n "${WHEELS:-}" ]; then
