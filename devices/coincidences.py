@@ -54,7 +54,13 @@ def _fire_list(
     fired .. fired + n - 1 of the row, and pulse k takes normal k of the row's noise stream from
     ring[k % ring.size] (_refill_normals put it there). routed (a one-sided cell, a constant): every pulse
     is an up pulse, into wr where it would raise W and into row wm (parameters em, constants consts_m)
-    where it would lower W."""
+    where it would lower W.
+
+    One call of noisy_pulse for both devices, its inputs and its target chosen around it: Numba copies an
+    inlined function's IR at each call site, and a second site (the routed cell's, dead code elsewhere but
+    compiled all the same) made the row walk's first compilation 31 s instead of 18 s (Intel Xeon,
+    2026-12-07), with the same update times. Choosing the arrays as tuples instead made the general copy's
+    update 2-2.5x slower, and choosing the written row so lost its writes in the parallel build."""
     last = uint64(ring.shape[0] - 1)
     for a in range(n):
         e = js[a]
@@ -63,14 +69,20 @@ def _fire_list(
         xi = np.float32(0.0)
         if noisy:
             xi = ring[uint64(fired + a) & last]
-        if routed and not up:
-            wm[j] = noisy_pulse(
-                wm[j], True, em, j, code, consts_m, grid, tab_up, tab_dn, sigma, additive, xi, np.float32, noisy
-            )
+        minus = routed and not up  # the pulse goes into the second device
+        er_t = er
+        consts_t = consts
+        if minus:
+            er_t = em
+            consts_t = consts_m
+        wj = wm[j] if minus else wr[j]
+        wj = noisy_pulse(
+            wj, up or routed, er_t, j, code, consts_t, grid, tab_up, tab_dn, sigma, additive, xi, np.float32, noisy
+        )
+        if minus:
+            wm[j] = wj
         else:
-            wr[j] = noisy_pulse(
-                wr[j], up or routed, er, j, code, consts, grid, tab_up, tab_dn, sigma, additive, xi, np.float32, noisy
-            )
+            wr[j] = wj
 
 
 @njit(cache=True)
@@ -103,7 +115,7 @@ def coincide_rows(first, last, fired, w, trains, d, lr_sign, params, seed, piece
     (R1's and R3's linear devices), and one for every other case. A fixed switch is no instruction in the
     loop; a LINEAR copy has no family switch (10% of a pulse), the noise copy no noise tests (a large
     512x512 update: 0.87-0.92 of the time of a loop with both switches, same-process A/B against commit
-    0120d83 on a Zen 4, 2026-12-03). Each copy adds ~15 s to the first compilation. The copies are written out:
+    0120d83 on a Zen 4, 2026-12-03). Each copy adds ~6 s to the first compilation (Intel Xeon). The copies are written out:
     one more inlined function taking the switches added 6-8 s to it (2026-12-06).
 
     A function of its own, compiled once for both row loops (coincide_rows_serial calls it once for all
