@@ -115,8 +115,8 @@ def coincide_rows(first, last, fired, w, trains, d, lr_sign, params, seed, piece
     (R1's and R3's linear devices), and one for every other case. A fixed switch is no instruction in the
     loop; a LINEAR copy has no family switch (10% of a pulse), the noise copy no noise tests (a large
     512x512 update: 0.87-0.92 of the time of a loop with both switches, same-process A/B against commit
-    0120d83 on a Zen 4, 2026-12-03). Each copy adds ~6 s to the first compilation (Intel Xeon). The copies are written out:
-    one more inlined function taking the switches added 6-8 s to it (2026-12-06).
+    0120d83 on a Zen 4, 2026-12-03). Each copy adds ~6 s to the first compilation (Intel Xeon). The copies
+    are written out: one more inlined function taking the switches added 6-8 s to it (2026-12-06).
 
     A function of its own, compiled once for both row loops (coincide_rows_serial calls it once for all
     rows, coincide_rows_parallel once per block of rows, ROW_BLOCK): inlined into each, the pulse tree

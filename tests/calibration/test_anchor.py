@@ -34,6 +34,7 @@ def test_anchor_limits():
     assert _data(ConstantStep(dw_min=0.01, w_max=1.0, w_min=-1.0, dw_min_std=0.5, dw_min_dtod=0.0), 0.0).anchor < 0.05
 
 
+@pytest.mark.slow  # three fits of four 2200-pulse traces: 30-38 s on 2 cores
 def test_hard_bound_device_under_heavy_cycle_noise():
     """aihwkit's ReRamES preset (ExpStep with hard bounds, cycle noise of 5 steps; write noise and spread off),
     4 devices, one cycle: seen from the start of each pulse (the estimated anchor) ExpStep wins, with the censored
