@@ -142,9 +142,10 @@ def parse_args(doc: str, steps: int, rounds: int, warmup: int, batch: int, aihwk
     return a
 
 
-def time_steps(runs: dict, data: list, a: argparse.Namespace) -> dict[str, list[float]]:
+def time_steps(runs: dict, data: list, a: argparse.Namespace, synchronize=lambda: None) -> dict[str, list[float]]:
     """Milliseconds of each timed step per variant: `a.warmup` untimed steps each, then `a.rounds` rounds of
-    `a.steps` steps of every variant in turn (a load change on the machine hits all of them alike)."""
+    `a.steps` steps of every variant in turn (a load change on the machine hits all of them alike);
+    synchronize() before and after each timed step (a GPU's torch.cuda.synchronize: benchmarks/bench_gpu.py)."""
     loss_fn = nn.CrossEntropyLoss()
     times = {v: [] for v in runs}
     counter = dict.fromkeys(runs, 0)
@@ -163,8 +164,10 @@ def time_steps(runs: dict, data: list, a: argparse.Namespace) -> dict[str, list[
     for _ in range(a.rounds):
         for v in runs:
             for _ in range(a.steps):
+                synchronize()
                 t0 = time.perf_counter()
                 one_step(v)
+                synchronize()
                 times[v].append((time.perf_counter() - t0) * 1e3)
     return times
 

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from bench_fcn import algorithm, analog_copy  # noqa: E402
+from bench_fcn import algorithm, analog_copy, time_steps  # noqa: E402
 from torch import nn  # noqa: E402
 
 from aimc import trainers as T  # noqa: E402
@@ -42,9 +42,9 @@ from aimc.devices.gpu.runtime import simulated  # noqa: E402
 from aimc.models import build_model  # noqa: E402
 
 MODELS = {
-    "fcn": (lambda: FCNConfig(), (1, 28, 28)),
-    "cnn": (lambda: R1CNNConfig(), (1, 28, 28)),
-    "resnet18": (lambda: CifarResNetConfig(name="resnet18"), (3, 32, 32)),
+    "fcn": (FCNConfig(), (1, 28, 28)),
+    "cnn": (R1CNNConfig(), (1, 28, 28)),
+    "resnet18": (CifarResNetConfig(name="resnet18"), (3, 32, 32)),
 }
 VARIANTS = "digital,analog_sgd,analog_sgd_expected,residual,c_ttv2_mb"
 DEVICE = torch.device("cpu" if simulated() else "cuda")
@@ -76,32 +76,6 @@ def variant(name: str, base: nn.Module, a: argparse.Namespace) -> tuple[nn.Modul
     else:
         model = on_device(analog_copy(algo, base, settings))
     return model, T.build_optimizer(model, algorithm(algo, settings))
-
-
-def time_steps(runs: dict, data: list, a: argparse.Namespace) -> dict[str, list[float]]:
-    """Milliseconds per step of each variant, warm-up steps untimed, rounds interleaved."""
-    loss_fn = nn.CrossEntropyLoss()
-    times = {v: [] for v in runs}
-
-    def step(v: str, k: int) -> None:
-        model, opt = runs[v]
-        x, y = data[k % len(data)]
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        opt.step()
-
-    for v in runs:
-        for k in range(a.warmup):
-            step(v, k)
-    for _ in range(a.rounds):
-        for v in runs:
-            for k in range(a.steps):
-                synchronize()
-                t0 = time.perf_counter()
-                step(v, k)
-                synchronize()
-                times[v].append((time.perf_counter() - t0) * 1e3)
-    return times
 
 
 def update_timing(a: argparse.Namespace) -> dict[str, float]:
@@ -166,10 +140,10 @@ def main() -> None:
     write(res, a.json)
     for m in a.models.split(","):
         config, shape = MODELS[m]
-        base = build_model(config(), 10, shape)
+        base = build_model(config, 10, shape)
         data = [(torch.rand(a.batch, *shape).to(DEVICE), torch.randint(0, 10, (a.batch,)).to(DEVICE)) for _ in range(4)]
         runs = {v: variant(v, base, a) for v in a.variants.split(",")}
-        ms = {v: float(np.median(t)) for v, t in time_steps(runs, data, a).items()}
+        ms = {v: float(np.median(t)) for v, t in time_steps(runs, data, a, synchronize).items()}
         res["models"][m] = {"ms": ms, "x_digital": {v: ms[v] / ms["digital"] for v in ms} if "digital" in ms else {}}
         print(m, json.dumps(res["models"][m]), flush=True)
         write(res, a.json)
