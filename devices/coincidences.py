@@ -122,8 +122,8 @@ def coincide_rows(first, last, fired, w, trains, d, lr_sign, params, seed, piece
     rows, coincide_rows_parallel once per block of rows, ROW_BLOCK): inlined into each, the pulse tree
     compiled twice (see docs/performance.md, "What is inlined"). Built with parallel=True without a parallel
     loop, for the reason given at devices.pulsed_update.pulsed_update_kernel."""
-    code, sigma, additive = params[1], params[6], params[7]
-    plain = (w, params[0], params[2])  # no second device: every pulse into w
+    ep, code, consts, _, _, _, sigma, additive = params
+    plain = (w, ep, consts)  # no second device: every pulse into w
     if code == LINEAR and sigma > 0.0 and not additive:
         for i in range(first, last):
             fired[i] = _fire_row(
@@ -148,8 +148,9 @@ def coincide_row_routed(i, w_plus, w_minus, trains, d, lr_sign, params_plus, par
     of coincide_rows (trains = (x_lists, x_counts, d_masks)), each pulse an up pulse into w_plus where it
     would raise W and into w_minus where it would lower W; params_plus, params_minus the two devices'
     ElementKernelParams (the family, table and noise are G+'s). Returns the pulses fired into the row."""
-    code, sigma, additive = params_plus[1], params_plus[6], params_plus[7]
-    minus = (w_minus, params_minus[0], params_minus[2])
+    _, code, _, _, _, _, sigma, additive = params_plus
+    ep_minus, _, consts_minus, _, _, _, _, _ = params_minus
+    minus = (w_minus, ep_minus, consts_minus)
     return _fire_row(
         i, w_plus, trains, d, lr_sign, params_plus, code, sigma > 0.0, additive, seed, pieces, w_plus, ring, minus, True
     )
