@@ -176,35 +176,20 @@ class DeviceBase(Float32Config):
             ep[..., W_MAX] = np.where(bad, mid, ep[..., W_MAX])
             ep[..., DW_UP] = np.where(bad, 0.0, ep[..., DW_UP])
             ep[..., DW_DOWN] = np.where(bad, 0.0, ep[..., DW_DOWN])
-        grid, tab_up, tab_dn = self._table()
-        ep = kernel_params(ep)
-        return ElementParams(
-            ep,
-            self._code(),
-            self._consts_of(ep),
-            grid,
-            tab_up,
-            tab_dn,
-            float(self.dw_min_std),
-            self._additive(),
-            self.granularity,
-        )
+        return self._element_params(kernel_params(ep))
 
     def nominal(self) -> ElementParams:
-        """Parameters of one nominal element (shape (1, 1)), no spread."""
+        """Parameters of one nominal element (shape (1, 1), float64), no spread."""
         ep = np.zeros((1, 1, N_ELEMENT_PARAMS))
         self._fill(ep, None)
+        return self._element_params(ep)
+
+    def _element_params(self, ep: np.ndarray) -> ElementParams:
+        """The bundle of the per-element parameters ep with the family's code, constants and table."""
         grid, tab_up, tab_dn = self._table()
+        consts = self._consts_of(ep)
         return ElementParams(
-            ep,
-            self._code(),
-            self._consts_of(ep),
-            grid,
-            tab_up,
-            tab_dn,
-            float(self.dw_min_std),
-            self._additive(),
-            self.granularity,
+            ep, self._code(), consts, grid, tab_up, tab_dn, float(self.dw_min_std), self._additive(), self.granularity
         )
 
     def _q(self, w, up: bool) -> np.ndarray:
