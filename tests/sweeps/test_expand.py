@@ -197,6 +197,20 @@ def test_examples_expand():
     assert all(r.config.data.name == "mnist" and r.config.epochs == 30 for r in table8.runs)
 
 
+def test_every_example_sweep_expands_into_valid_runs():
+    for path in sorted((ROOT / "examples/sweeps").glob("*.toml")):
+        assert load_sweep(path).runs, path
+
+
+def test_r1_table7_30ep_example_pairs_each_bound_with_its_step():
+    """R1 Table 7's devices (arXiv:2502.06309): 1200 states, so dw_min = 2 tau / 1200 on each bound."""
+    s = load_sweep(ROOT / "examples/sweeps/r1_table7_30ep.toml")
+    devices = {(r.config.tile.device.tau, r.config.tile.device.dw_min, r.config.tile.device.dw_min_std) for r in s.runs}
+    assert len(s.runs) == 8 and len(devices) == 4
+    assert all(abs(2 * tau / dw - 1200) < 1e-6 for tau, dw, _ in devices)
+    assert {r.config.epochs for r in s.runs} == {30}
+
+
 def test_table8_gamma_example_sets_the_gain_of_each_point():
     s = load_sweep(ROOT / "examples/sweeps/table8_gamma.toml")
     got = [(r.config.tile.device.kind, r.config.tile.device.gamma, r.config.trainer.gamma) for r in s.runs]
