@@ -79,6 +79,15 @@ def build(variant, base, a):
     return model, T.build_optimizer(model, algorithm(variant, a))
 
 
+def build_timed(variants: list[str], base, a) -> dict[str, tuple]:
+    """{variant: (model, optimizer, seconds to build them)} for each of `variants` (build)."""
+    runs = {}
+    for v in variants:
+        t0 = time.perf_counter()
+        runs[v] = (*build(v, base, a), time.perf_counter() - t0)
+    return runs
+
+
 def analog_copy(variant, base, a):
     """A copy of `base` with every layer on tiles (device, update mode and periphery of `a`) for `variant`."""
     model = copy.deepcopy(base)
@@ -177,10 +186,7 @@ def main():
     data = [(torch.rand(a.batch, SIZES[0]), torch.randint(0, SIZES[-1], (a.batch,))) for _ in range(100)]
     base = make_net()
     variants = a.variants.split(",")
-    runs = {}
-    for v in variants:
-        t0 = time.perf_counter()
-        runs[v] = (*build(v, base, a), time.perf_counter() - t0)
+    runs = build_timed(variants, base, a)
     times = time_steps(runs, data, a)
     res = {
         "config": {

@@ -16,12 +16,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from bench_fcn import build, parse_args, time_steps  # noqa: E402
+from bench_fcn import build_timed, parse_args, time_steps  # noqa: E402
 
 from aimc.config import CifarResNetConfig  # noqa: E402
 from aimc.models import build_model  # noqa: E402
@@ -41,10 +40,7 @@ def main():
     data = [(torch.rand(a.batch, 3, 32, 32), torch.randint(0, 10, (a.batch,))) for _ in range(4)]
     base = build_model(CifarResNetConfig(name="resnet18", width=width), 10, (3, 32, 32))
     variants = a.variants.split(",")
-    runs = {}
-    for v in variants:
-        t0 = time.perf_counter()
-        runs[v] = (*build(v, base, a), time.perf_counter() - t0)
+    runs = build_timed(variants, base, a)
     times = time_steps(runs, data, a)
     res = {
         "config": {
