@@ -14,12 +14,20 @@ from aimc.runs.interrupts import caused_by_interrupt, steps_interruptible
 
 
 @pytest.fixture(autouse=True)
-def _python_sigint_handler():
-    """Python's own SIGINT handler for each test, as in a terminal; a process started with SIGINT ignored (a
-    background job of a non-interactive shell, nohup) has none, and steps_interruptible leaves that alone."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+def _terminal_signal_handlers():
+    """Python's own SIGINT handler and the default action of SIGTERM and SIGHUP for each test, as in a terminal;
+    a process started with SIGINT ignored (a background job of a non-interactive shell) has no SIGINT handler,
+    one started under nohup ignores SIGHUP, and steps_interruptible and stop_signals_interrupt leave those
+    alone."""
+    handlers = {
+        signal.SIGINT: signal.default_int_handler,
+        signal.SIGTERM: signal.SIG_DFL,
+        signal.SIGHUP: signal.SIG_DFL,
+    }
+    previous = {s: signal.signal(s, h) for s, h in handlers.items()}
     yield
-    signal.signal(signal.SIGINT, previous)
+    for s, h in previous.items():
+        signal.signal(s, h)
 
 
 def _sigint() -> None:
@@ -106,3 +114,15 @@ def test_sigterm_and_sighup_are_taken_as_ctrl_c(sig):
             os.kill(os.getpid(), sig)  # outside the steps: raised at once
             time.sleep(1)
     assert signal.getsignal(sig) is signal.SIG_DFL
+
+
+def test_a_sighup_ignored_from_the_start_stays_ignored():
+    """Under nohup SIGHUP comes ignored: a run keeps it ignored and goes on when it arrives."""
+    from aimc.runs.interrupts import stop_signals_interrupt
+
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    with stop_signals_interrupt(), steps_interruptible() as held:
+        os.kill(os.getpid(), signal.SIGHUP)
+        assert held.pending is None
+        held.check()
+    assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
