@@ -206,7 +206,7 @@ def test_r1_table7_30ep_example_pairs_each_bound_with_its_step():
     """R1 Table 7's devices (arXiv:2502.06309): 1200 states, so dw_min = 2 tau / 1200 on each bound."""
     s = load_sweep(ROOT / "examples/sweeps/r1_table7_30ep.toml")
     devices = {(r.config.tile.device.tau, r.config.tile.device.dw_min, r.config.tile.device.dw_min_std) for r in s.runs}
-    assert len(s.runs) == 8 and len(devices) == 4
+    assert len(s.runs) == 24 and len(devices) == 4 and {r.config.seed for r in s.runs} == {0, 1, 2}
     assert all(abs(2 * tau / dw - 1200) < 1e-6 for tau, dw, _ in devices)
     assert {r.config.epochs for r in s.runs} == {30}
 
