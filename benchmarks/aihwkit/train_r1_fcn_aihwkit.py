@@ -14,11 +14,20 @@ weight_scaling_columnwise on, and the device
     --family exp:  ExpStepDevice(dw_min = 2 tau / 1200, gamma_up = gamma_down = g,
                                  w_max = tau, w_min = -tau, w_max_dtod = w_min_dtod = 0)
 
-(aihwkit's other defaults: dw_min_dtod 0.3, dw_min_std 0.3, up_down_dtod 0.01, ExpStep's A and a, b).
+(aihwkit's other defaults: dw_min_dtod 0.3, dw_min_std 0.3, up_down_dtod 0.01, ExpStep's A and a, b), or,
+for R1 Table 7's cycle-noise ablation (examples/sweeps/r1_table7_30ep.toml),
+
+    --family softbounds:  SoftBoundsReferenceDevice(dw_min = 2 tau / 1200, w_max = tau, w_min = -tau,
+                                 dw_min_std = --dw-min-std (additive: aihwkit's mult_noise False),
+                                 no device-to-device spread)
+
+with --no-out-scaling --no-decay (no output scale, lr kept at 0.05) as in that sweep.
 Writes one JSON line per epoch to --out: test accuracy (%), mean training loss, the output scales.
 
     ~/aihwkit-venv/bin/python benchmarks/aihwkit/train_r1_fcn_aihwkit.py --family pow --g 1 \
         --data data/mnist --out runs/aihwkit-pow1.jsonl          # about 10 minutes
+    ~/aihwkit-venv/bin/python benchmarks/aihwkit/train_r1_fcn_aihwkit.py --family softbounds --tau 1 \
+        --dw-min-std 0.1 --no-out-scaling --no-decay --data data/mnist --out runs/aihwkit-sb1-010.jsonl
 """
 
 import argparse
@@ -30,7 +39,7 @@ import torch
 from aihwkit.nn.conversion import convert_to_analog
 from aihwkit.optim import AnalogSGD
 from aihwkit.simulator.configs import SingleRPUConfig
-from aihwkit.simulator.configs.devices import ExpStepDevice, PowStepDevice
+from aihwkit.simulator.configs.devices import ExpStepDevice, PowStepDevice, SoftBoundsReferenceDevice
 from harness import read_idx, test_accuracy, train_epoch
 from torch import nn
 
@@ -42,13 +51,16 @@ def load(data: str, split: str) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.tensor(x, dtype=torch.float32), torch.tensor(y)
 
 
-def device_of(family: str, g: float, tau: float):
-    dw_min = 2 * tau / 1200  # R1's code: 1200 states over [-tau, tau]
+def device_of(family: str, g: float, tau: float, dw_min_std: float):
+    # R1's code: 1200 states over [-tau, tau], bounds not spread
+    common = dict(dw_min=2 * tau / 1200, dw_min_std=dw_min_std, w_max=tau, w_min=-tau, w_max_dtod=0, w_min_dtod=0)
+    if family == "softbounds":
+        return SoftBoundsReferenceDevice(**common, dw_min_dtod=0, up_down_dtod=0)
     if family == "pow":
-        dev = PowStepDevice(dw_min=dw_min, pow_gamma_dtod=0, w_max=tau, w_min=-tau, w_max_dtod=0, w_min_dtod=0)
+        dev = PowStepDevice(**common, pow_gamma_dtod=0)
         dev.pow_gamma = g
     else:
-        dev = ExpStepDevice(dw_min=dw_min, w_max=tau, w_min=-tau, w_max_dtod=0, w_min_dtod=0)
+        dev = ExpStepDevice(**common)
         dev.gamma_up = g
         dev.gamma_down = g
     return dev
@@ -56,8 +68,10 @@ def device_of(family: str, g: float, tau: float):
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--family", choices=["pow", "exp"], required=True)
-    p.add_argument("--g", type=float, required=True, help="pow_gamma (pow) or gamma_up = gamma_down (exp)")
+    p.add_argument("--family", choices=["pow", "exp", "softbounds"], required=True)
+    p.add_argument("--g", type=float, default=1.0, help="pow_gamma (pow) or gamma_up = gamma_down (exp)")
+    p.add_argument("--dw-min-std", type=float, default=0.3, help="cycle noise, relative to dw_min")
+    p.add_argument("--no-out-scaling", action="store_true", help="no learnable output scale, no weight scaling")
     p.add_argument("--tau", type=float, default=0.6)
     p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--seed", type=int, default=0)
@@ -70,9 +84,9 @@ def main() -> None:
     x_train, y_train = load(a.data, "train")
     x_test, y_test = load(a.data, "t10k")
 
-    cfg = SingleRPUConfig(device=device_of(a.family, a.g, a.tau))
-    cfg.mapping.learn_out_scaling = True
-    cfg.mapping.weight_scaling_columnwise = True
+    cfg = SingleRPUConfig(device=device_of(a.family, a.g, a.tau, a.dw_min_std))
+    cfg.mapping.learn_out_scaling = not a.no_out_scaling
+    cfg.mapping.weight_scaling_columnwise = not a.no_out_scaling
     model = convert_to_analog(
         nn.Sequential(
             nn.Linear(784, 256),
