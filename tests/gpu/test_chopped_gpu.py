@@ -11,12 +11,11 @@ import numpy as np
 import pytest
 import torch
 from chopped_helpers import RULE, transfer_tile
-from gpu_helpers import DEVICE, assert_twins, needs_kernels, needs_ptx
+from gpu_helpers import DEVICE, assert_twins, gpu_code, needs_kernels, needs_ptx
 from torch import nn
 
 from aimc import trainers as T
 from aimc.devices import Linear, PeripheryConfig, get_preset
-from aimc.devices.gpu import runtime
 from aimc.devices.gpu.tile import GpuTile
 from aimc.trainers.algorithms.chopped_gpu import buffer_read_kernel
 from aimc.trainers.algorithms.chopped_kernel import ChopperState, buffer_rule, chopped_transfer
@@ -154,4 +153,4 @@ def test_buffer_read_kernel_compiles():
         np.zeros(N_OUT, np.int64),  # pulses
         np.zeros(N_OUT, np.float32),  # change
     )
-    assert "buffer_read_kernel" in runtime.ptx(buffer_read_kernel, *args)
+    assert "buffer_read_kernel" in gpu_code(buffer_read_kernel, *args)

@@ -15,14 +15,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from gpu_helpers import assert_twins, needs_kernels, needs_ptx, on_device
+from gpu_helpers import assert_twins, gpu_code, needs_kernels, needs_ptx, on_device
 
 from aimc.devices.column_read import one_hot_settings, read_column
 from aimc.devices.effective_weight import effective_weight_kernel
-from aimc.devices.gpu import runtime
 from aimc.devices.gpu.column_read import column_reads_kernel, read_columns
 from aimc.devices.gpu.effective_weight import effective_weight
-from aimc.devices.gpu.periphery import adc_kernel, analog_mvm, dac_kernel
+from aimc.devices.gpu.periphery import adc_kernel, analog_mvm, dac_kernel, np_sum_kernel
 from aimc.devices.noise_management import fresh_average
 from aimc.devices.periphery import PeripheryConfig
 from aimc.devices.periphery import analog_mvm as cpu_analog_mvm
@@ -256,18 +255,25 @@ SCALES = np.zeros(3, np.float32)
 
 @needs_ptx
 def test_dac_kernel_compiles():
-    assert "dac_kernel" in runtime.ptx(dac_kernel, F32_2D, ROWS, SCALES, np.float32(1.0), 1.0, 7, F32_2D)
+    assert "dac_kernel" in gpu_code(dac_kernel, F32_2D, ROWS, SCALES, np.float32(1.0), 1.0, 7, F32_2D)
 
 
 @needs_ptx
 def test_adc_kernel_compiles():
     done = np.zeros(3, np.bool_)
-    code = runtime.ptx(adc_kernel, F32_2D, ROWS, SCALES, np.float32(0.5), 0.06, 12.0, 9, True, SEED, 3, done)
+    code = gpu_code(adc_kernel, F32_2D, ROWS, SCALES, np.float32(0.5), 0.06, 12.0, 9, True, SEED, 3, done)
     assert "adc_kernel" in code
+
+
+@needs_ptx
+def test_np_sum_kernel_compiles():
+    _, _, wmax, out_bound, inp_res, max_bm_res, _ = PeripheryConfig(noise_management="abs_max_np_sum").nm_settings
+    code = gpu_code(np_sum_kernel, F32_2D, SCALES, wmax, out_bound, inp_res, max_bm_res, SCALES)
+    assert "np_sum_kernel" in code
 
 
 @needs_ptx
 def test_column_reads_kernel_compiles():
     reader = (one_hot_settings(PeripheryConfig()), SEED, np.zeros(2, np.int64))
-    code = runtime.ptx(column_reads_kernel, F32_2D, F32_2D, ROWS, reader, F32_2D, F32_2D)
+    code = gpu_code(column_reads_kernel, F32_2D, F32_2D, ROWS, reader, F32_2D, F32_2D)
     assert "column_reads_kernel" in code

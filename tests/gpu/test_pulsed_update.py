@@ -9,13 +9,12 @@ import numpy as np
 import pytest
 import torch
 from conftest import FAMILY_CONFIGS, SPREAD_CONFIGS
-from gpu_helpers import assert_twins, needs_kernels, needs_ptx, on_device
+from gpu_helpers import assert_twins, gpu_code, needs_kernels, needs_ptx, on_device
 from numba import njit, typeof
 
 from aimc.devices import ConductanceArray, UpdateConfig, parse_device
 from aimc.devices.device_base import CONST, EXP_R1, EXP_STEP, LINEAR, POWER, SOFT_REF, TABLE
 from aimc.devices.gpu import pulsed_update as gpu
-from aimc.devices.gpu import runtime
 from aimc.devices.kernel_bundles import update_settings
 from aimc.devices.normals import BLOCK, fill_normals, normal_at
 from aimc.devices.presets import get_preset
@@ -194,12 +193,12 @@ def _numpy_args(write_noise: bool) -> dict[str, tuple]:
 
 @needs_ptx
 def test_plan_kernel_compiles():
-    assert "plan_kernel" in runtime.ptx(gpu.plan_kernel, *_numpy_args(False)["plan"])
+    assert "plan_kernel" in gpu_code(gpu.plan_kernel, *_numpy_args(False)["plan"])
 
 
 @needs_ptx
 def test_trains_kernel_compiles():
-    assert "trains_kernel" in runtime.ptx(gpu.trains_kernel, *_numpy_args(False)["trains"])
+    assert "trains_kernel" in gpu_code(gpu.trains_kernel, *_numpy_args(False)["trains"])
 
 
 @needs_ptx
@@ -207,4 +206,4 @@ def test_coincidences_kernel_compiles():
     """With write noise and without: the same argument types."""
     on, off = _numpy_args(True)["coincidences"], _numpy_args(False)["coincidences"]
     assert [typeof(a) for a in on] == [typeof(a) for a in off]
-    assert "coincidences_kernel" in runtime.ptx(gpu.coincidences_kernel, *on)
+    assert "coincidences_kernel" in gpu_code(gpu.coincidences_kernel, *on)

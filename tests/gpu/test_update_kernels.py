@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import FAMILY_CONFIGS, SPREAD_CONFIGS
-from gpu_helpers import assert_twins, needs_kernels, needs_ptx, on_device
+from gpu_helpers import assert_twins, gpu_code, needs_kernels, needs_ptx, on_device
 
 from aimc.devices import ConductanceArray
 from aimc.devices.array_update import expected_array_update
@@ -17,7 +17,6 @@ from aimc.devices.expected_update import expected_update_kernel
 from aimc.devices.gpu import effects as gpu_effects
 from aimc.devices.gpu import expected_update as gpu_expected
 from aimc.devices.gpu import pulses as gpu_pulses
-from aimc.devices.gpu import runtime
 from aimc.devices.presets import load_device
 from aimc.devices.pulsed_set import NO_SET, new_set, set_of_mask
 from aimc.devices.pulses import pulse_columns_kernel, pulse_kernel
@@ -202,7 +201,7 @@ def _expanded(shape) -> np.ndarray:
 def test_expected_update_kernel_compiles():
     w, fired = np.zeros((4, 8), np.float32), np.zeros(4, np.int64)
     for pulsed in (new_set(4, 8, True), NO_SET):
-        assert runtime.ptx(
+        assert gpu_code(
             gpu_expected.expected_update_kernel, w, np.zeros((4, 8)), 0.1, _ptx_params(), 1, 2, pulsed, fired
         )
 
@@ -215,7 +214,7 @@ def test_pulse_kernel_compiles():
         np.arange(8),
         np.zeros(4, np.int64),
     )
-    assert runtime.ptx(gpu_pulses.pulse_kernel, w, counts, cols, _ptx_params(), 1, 2, fired)
+    assert gpu_code(gpu_pulses.pulse_kernel, w, counts, cols, _ptx_params(), 1, 2, fired)
 
 
 @needs_ptx
@@ -223,7 +222,7 @@ def test_redraw_kernel_compiles():
     w, xi = np.zeros((4, 8), np.float32), np.zeros((4, 32), np.float32)
     for scale in (w, _expanded(w.shape)):
         for pulsed in (new_set(4, 8, True), NO_SET):
-            assert runtime.ptx(gpu_effects.redraw_kernel, w, w, pulsed, scale, w, w, True, 1, 2, WRITE, xi)
+            assert gpu_code(gpu_effects.redraw_kernel, w, w, pulsed, scale, w, w, True, 1, 2, WRITE, xi)
 
 
 @needs_ptx
@@ -231,4 +230,4 @@ def test_decay_kernel_compiles():
     w = np.zeros((4, 8), np.float32)
     for bias in (w, _expanded(w.shape)):
         for scale in (w, _expanded(w.shape)):
-            assert runtime.ptx(gpu_effects.decay_kernel, w, bias, scale, w, w, True)
+            assert gpu_code(gpu_effects.decay_kernel, w, bias, scale, w, w, True)
