@@ -21,13 +21,20 @@ for R1 Table 7's cycle-noise ablation (examples/sweeps/r1_table7_30ep.toml),
                                  dw_min_std = --dw-min-std (additive: aihwkit's mult_noise False),
                                  no device-to-device spread)
 
-with --no-out-scaling --no-decay (no output scale, lr kept at 0.05) as in that sweep.
+with --no-out-scaling --no-decay (no output scale, lr kept at 0.05) as in that sweep. --algorithm tiki-taka
+trains that sweep's TT instead of Analog SGD: UnitCellRPUConfig(TransferCompound([device, device],
+gamma = 0, fast_lr = 0.05, transfer_lr = --transfer-lr with scale_transfer_lr off, one column read per
+mini-batch: transfer_every 1 in units_in_mbatch, n_reads_per_transfer 1)), aimc's `tiki_taka` with lr 0.05
+(docs/porting.md); its transfer reads and writes use aihwkit's defaults (transfer_forward, transfer_update).
 Writes one JSON line per epoch to --out: test accuracy (%), mean training loss, the output scales.
 
     ~/aihwkit-venv/bin/python benchmarks/aihwkit/train_r1_fcn_aihwkit.py --family pow --g 1 \
         --data data/mnist --out runs/aihwkit-pow1.jsonl          # about 10 minutes
     ~/aihwkit-venv/bin/python benchmarks/aihwkit/train_r1_fcn_aihwkit.py --family softbounds --tau 1 \
         --dw-min-std 0.1 --no-out-scaling --no-decay --data data/mnist --out runs/aihwkit-sb1-010.jsonl
+    ~/aihwkit-venv/bin/python benchmarks/aihwkit/train_r1_fcn_aihwkit.py --family softbounds --tau 1 \
+        --dw-min-std 0.1 --no-out-scaling --no-decay --algorithm tiki-taka --data data/mnist \
+        --out runs/aihwkit-tt-sb1-010.jsonl
 """
 
 import argparse
@@ -38,7 +45,8 @@ import numpy as np
 import torch
 from aihwkit.nn.conversion import convert_to_analog
 from aihwkit.optim import AnalogSGD
-from aihwkit.simulator.configs import SingleRPUConfig
+from aihwkit.simulator.configs import SingleRPUConfig, UnitCellRPUConfig
+from aihwkit.simulator.configs.compounds import TransferCompound
 from aihwkit.simulator.configs.devices import ExpStepDevice, PowStepDevice, SoftBoundsReferenceDevice
 from harness import read_idx, test_accuracy, train_epoch
 from torch import nn
@@ -71,6 +79,8 @@ def main() -> None:
     p.add_argument("--family", choices=["pow", "exp", "softbounds"], required=True)
     p.add_argument("--g", type=float, default=1.0, help="pow_gamma (pow) or gamma_up = gamma_down (exp)")
     p.add_argument("--dw-min-std", type=float, default=0.3, help="cycle noise, relative to dw_min")
+    p.add_argument("--algorithm", choices=["sgd", "tiki-taka"], default="sgd")
+    p.add_argument("--transfer-lr", type=float, default=0.5, help="tiki-taka's transfer rate (absolute)")
     p.add_argument("--no-out-scaling", action="store_true", help="no learnable output scale, no weight scaling")
     p.add_argument("--tau", type=float, default=0.6)
     p.add_argument("--epochs", type=int, default=30)
@@ -84,7 +94,23 @@ def main() -> None:
     x_train, y_train = load(a.data, "train")
     x_test, y_test = load(a.data, "t10k")
 
-    cfg = SingleRPUConfig(device=device_of(a.family, a.g, a.tau, a.dw_min_std))
+    device = device_of(a.family, a.g, a.tau, a.dw_min_std)
+    if a.algorithm == "sgd":
+        cfg = SingleRPUConfig(device=device)
+    else:
+        cfg = UnitCellRPUConfig(
+            device=TransferCompound(
+                unit_cell_devices=[device, device],
+                gamma=0.0,
+                fast_lr=0.05,
+                transfer_lr=a.transfer_lr,
+                scale_transfer_lr=False,
+                transfer_every=1,
+                units_in_mbatch=True,
+                n_reads_per_transfer=1,
+                transfer_columns=True,
+            )
+        )
     cfg.mapping.learn_out_scaling = not a.no_out_scaling
     cfg.mapping.weight_scaling_columnwise = not a.no_out_scaling
     model = convert_to_analog(
