@@ -13,6 +13,8 @@ import json
 import aihwkit
 import numpy as np
 import torch
+from aihwkit.simulator.configs import SingleRPUConfig, UnitCellRPUConfig
+from aihwkit.simulator.configs.compounds import TransferCompound
 
 
 def parser(doc: str) -> argparse.ArgumentParser:
@@ -71,3 +73,15 @@ def train_epoch(model: torch.nn.Module, opt, loss_fn, x: torch.Tensor, y: torch.
         opt.step()
         total += loss.item() * len(b)
     return total / len(order)
+
+
+def rpu_config(device, algorithm: str, **transfer):
+    """SingleRPUConfig(device) for "sgd" (Analog SGD); for "tiki-taka" a UnitCellRPUConfig of aihwkit's
+    TransferCompound over two copies of device with gamma 0 (the model reads the slow array alone), one column
+    read every transfer period of 1, and `transfer` its other fields (rates, units of the period)."""
+    if algorithm == "sgd":
+        return SingleRPUConfig(device=device)
+    compound = TransferCompound(
+        unit_cell_devices=[device, device], gamma=0.0, transfer_every=1, n_reads_per_transfer=1, **transfer
+    )
+    return UnitCellRPUConfig(device=compound)

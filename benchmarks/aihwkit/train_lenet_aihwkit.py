@@ -23,9 +23,8 @@ import numpy as np
 import torch
 from aihwkit.nn import AnalogConv2d, AnalogLinear
 from aihwkit.optim import AnalogSGD
-from aihwkit.simulator.configs import SingleRPUConfig, SoftBoundsDevice, UnitCellRPUConfig
-from aihwkit.simulator.configs.compounds import TransferCompound
-from harness import read_idx, test_accuracy, train_epoch
+from aihwkit.simulator.configs import SoftBoundsDevice
+from harness import read_idx, rpu_config, test_accuracy, train_epoch
 from torch import nn
 
 
@@ -61,20 +60,7 @@ def main() -> None:
         dw_min_std=a.sigma_c,
         mult_noise=False,
     )
-    if a.algorithm == "sgd":
-        cfg = SingleRPUConfig(device=device)
-    else:
-        cfg = UnitCellRPUConfig(
-            device=TransferCompound(
-                unit_cell_devices=[device, device],
-                transfer_every=1,
-                units_in_mbatch=False,
-                n_reads_per_transfer=1,
-                gamma=0.0,
-                scale_transfer_lr=True,
-                transfer_lr=a.transfer_lr,
-            )
-        )
+    cfg = rpu_config(device, a.algorithm, units_in_mbatch=False, scale_transfer_lr=True, transfer_lr=a.transfer_lr)
     if a.ideal_backward:
         cfg.backward.is_perfect = True
     act = nn.Tanh

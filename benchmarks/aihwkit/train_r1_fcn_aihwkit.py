@@ -45,10 +45,8 @@ import numpy as np
 import torch
 from aihwkit.nn.conversion import convert_to_analog
 from aihwkit.optim import AnalogSGD
-from aihwkit.simulator.configs import SingleRPUConfig, UnitCellRPUConfig
-from aihwkit.simulator.configs.compounds import TransferCompound
 from aihwkit.simulator.configs.devices import ExpStepDevice, PowStepDevice, SoftBoundsReferenceDevice
-from harness import read_idx, test_accuracy, train_epoch
+from harness import read_idx, rpu_config, test_accuracy, train_epoch
 from torch import nn
 
 
@@ -95,22 +93,9 @@ def main() -> None:
     x_test, y_test = load(a.data, "t10k")
 
     device = device_of(a.family, a.g, a.tau, a.dw_min_std)
-    if a.algorithm == "sgd":
-        cfg = SingleRPUConfig(device=device)
-    else:
-        cfg = UnitCellRPUConfig(
-            device=TransferCompound(
-                unit_cell_devices=[device, device],
-                gamma=0.0,
-                fast_lr=0.05,
-                transfer_lr=a.transfer_lr,
-                scale_transfer_lr=False,
-                transfer_every=1,
-                units_in_mbatch=True,
-                n_reads_per_transfer=1,
-                transfer_columns=True,
-            )
-        )
+    cfg = rpu_config(
+        device, a.algorithm, fast_lr=0.05, transfer_lr=a.transfer_lr, scale_transfer_lr=False, units_in_mbatch=True
+    )
     cfg.mapping.learn_out_scaling = not a.no_out_scaling
     cfg.mapping.weight_scaling_columnwise = not a.no_out_scaling
     model = convert_to_analog(
