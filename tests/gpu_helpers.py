@@ -67,7 +67,8 @@ def gpu_code(kernel, *args) -> str:
     report = done.stdout + done.stderr
     assert done.returncode == 0, f"ptxas rejects the PTX of {kernel.__name__}: {report[-2000:]}"
     spills = [int(n) for n in re.findall(r"(\d+) bytes spill stores", report)]
-    assert spills and max(spills) == 0, f"{kernel.__name__} spills registers: {report[-2000:]}"
+    assert spills, f"ptxas gave no spill count for {kernel.__name__}: {report[-2000:]}"
+    assert max(spills) == 0, f"{kernel.__name__} spills registers: {report[-2000:]}"
     return code
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
-"""R1's FCN on the full MNIST, trained by IBM aihwkit 1.1.0 with Analog SGD at the settings of R1's
-published script (github.com/Zhaoxian-Wu/analog-training, NeurIPS-2025/S2-mnist-FCN.py), to set our
-simulator's runs of examples/sweeps/table8_r1code.toml beside aihwkit's own.
+"""R1's FCN on the full MNIST, trained by IBM aihwkit 1.1.0 (Analog SGD or Tiki-Taka) at the settings of R1's
+published script (github.com/Zhaoxian-Wu/analog-training, NeurIPS-2025/S2-mnist-FCN.py) or of R1 Table 7's
+sweep, to set our simulator's runs of examples/sweeps/table8_r1code.toml and r1_table7_30ep.toml beside
+aihwkit's own.
 
 Runs inside the separate aihwkit venv (~/aihwkit-venv), not the aimc env; reads the four MNIST IDX files
 (gzip) from --data. The settings taken from R1's script: 784-256-128-10 with sigmoid, log-softmax and NLL
@@ -49,6 +50,9 @@ from aihwkit.simulator.configs.devices import ExpStepDevice, PowStepDevice, Soft
 from harness import read_idx, rpu_config, test_accuracy, train_epoch
 from torch import nn
 
+LR = 0.05
+"""The gradient step: AnalogSGD's lr (also the digital biases') and Tiki-Taka's fast_lr."""
+
 
 def load(data: str, split: str) -> tuple[torch.Tensor, torch.Tensor]:
     """(images (n, 784) in [0, 1], labels) of the train or t10k split."""
@@ -94,7 +98,7 @@ def main() -> None:
 
     device = device_of(a.family, a.g, a.tau, a.dw_min_std)
     cfg = rpu_config(
-        device, a.algorithm, fast_lr=0.05, transfer_lr=a.transfer_lr, scale_transfer_lr=False, units_in_mbatch=True
+        device, a.algorithm, fast_lr=LR, transfer_lr=a.transfer_lr, scale_transfer_lr=False, units_in_mbatch=True
     )
     cfg.mapping.learn_out_scaling = not a.no_out_scaling
     cfg.mapping.weight_scaling_columnwise = not a.no_out_scaling
@@ -109,7 +113,7 @@ def main() -> None:
         ),
         cfg,
     )
-    opt = AnalogSGD(model.parameters(), lr=0.05)
+    opt = AnalogSGD(model.parameters(), lr=LR)
     opt.regroup_param_groups(model)
     decay = None if a.no_decay else torch.optim.lr_scheduler.StepLR(opt, step_size=15, gamma=0.5)
     loss_fn = nn.NLLLoss()
